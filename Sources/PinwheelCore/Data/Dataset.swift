@@ -1,0 +1,57 @@
+/// Points to cluster, stored as structure of arrays.
+public struct Dataset: Sendable {
+    /// Dataset id of each row, below 2^32 (see ``FeatureID``).
+    public var ids: [UInt32]
+    /// Longitude at 2i, latitude at 2i+1, degrees.
+    public var coordinates: [Double]
+    /// Other columns of each row.
+    public var properties: PropertyTable
+
+    public init(ids: [UInt32], coordinates: [Double], properties: PropertyTable = PropertyTable()) {
+        precondition(coordinates.count == ids.count * 2, "two coordinates per id")
+        self.ids = ids
+        self.coordinates = coordinates
+        self.properties = properties
+    }
+
+    /// Number of points.
+    public var count: Int { ids.count }
+
+    @inlinable public func lon(_ row: Int) -> Double { coordinates[2 * row] }
+    @inlinable public func lat(_ row: Int) -> Double { coordinates[2 * row + 1] }
+
+    /// The smallest box holding every point; nil when empty.
+    public var bounds: BBox? {
+        guard count > 0 else { return nil }
+        var box = BBox(west: 180, south: 90, east: -180, north: -90)
+        for row in 0..<count {
+            box.west = min(box.west, lon(row))
+            box.east = max(box.east, lon(row))
+            box.south = min(box.south, lat(row))
+            box.north = max(box.north, lat(row))
+        }
+        return box
+    }
+}
+
+/// Extra columns of a dataset, row-major: row r, column c at `values[r * columns.count + c]`.
+public struct PropertyTable: Sendable {
+    public var columns: [String]
+    public var values: [String]
+
+    public init(columns: [String] = [], values: [String] = []) {
+        self.columns = columns
+        self.values = values
+    }
+
+    /// The value of a column in a row.
+    public func value(row: Int, column: Int) -> String {
+        values[row * columns.count + column]
+    }
+
+    /// A column read as numbers (blank or unparsable cells count 0); nil when there is no such column.
+    public func numericColumn(named name: String, rows: Int) -> [Double]? {
+        guard let c = columns.firstIndex(of: name) else { return nil }
+        return (0..<rows).map { Double(value(row: $0, column: c)) ?? 0 }
+    }
+}

@@ -1,0 +1,48 @@
+/// The clustering algorithms a session can choose.
+public enum Algorithm: String, CaseIterable, Sendable, Codable {
+    /// Supercluster-style greedy clustering per integer zoom (``ClusterIndex``).
+    case hierarchical
+    /// Principal-axis k-d tree cut breadth-first to at most `maxClusters` in view (``PCATree``).
+    case pcaTree = "pca-tree"
+}
+
+/// What `expand` on a feature yields.
+public enum Expansion: Equatable, Sendable {
+    /// Zoom the map to this zoom to see the feature split.
+    case zoom(Double)
+    /// A same-coordinate group: its members, spread around the shared point for the given zoom.
+    case spread([Feature])
+}
+
+/// A built, immutable clustering of one dataset. Both algorithms implement it, so the server, the
+/// protocol and the page treat them alike. Implementations are safe to query from many threads.
+public protocol Clusterer: Sendable {
+    /// Which algorithm this is.
+    var algorithm: Algorithm { get }
+    /// The dataset it was built from.
+    var dataset: Dataset { get }
+    /// Names of the numeric columns summed into every cluster, in the order ``sums(of:)`` returns.
+    var sumColumns: [String] { get }
+
+    /// The features to draw for a viewport.
+    /// - Parameters:
+    ///   - bbox: the viewport, possibly crossing the antimeridian.
+    ///   - zoom: map zoom; fractional zooms are allowed.
+    ///   - out: receives the features; cleared first, capacity kept.
+    func features(in bbox: BBox, zoom: Double, into out: inout [Feature])
+
+    /// The features one zoom step finer that make up a cluster; nil for an unknown id.
+    func children(of id: FeatureID) -> [Feature]?
+
+    /// The points under a cluster, in a stable order; nil for an unknown id.
+    func leaves(of id: FeatureID, limit: Int, offset: Int) -> [Feature]?
+
+    /// How to open a feature: the zoom at which it splits, or the spread of a same-coordinate group.
+    /// - Parameters:
+    ///   - id: a feature id returned by a query.
+    ///   - zoom: the client's current zoom (spread placement depends on it).
+    func expansion(of id: FeatureID, zoom: Double) -> Expansion?
+
+    /// Aggregated sums of ``sumColumns`` for a feature (a point's own values for a point).
+    func sums(of feature: Feature) -> ArraySlice<Double>
+}

@@ -1,0 +1,9 @@
+import ArgumentParser
+
+@main
+struct Pinwheel: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Streams clustered map markers to browsers over WebSocket.",
+        subcommands: []
+    )
+}
