@@ -2,6 +2,11 @@ import Testing
 
 @testable import PinwheelCore
 
+/// A 20°-square viewport centred on a point.
+func box(_ lat: Double, _ lon: Double) -> BBox {
+    BBox(west: lon - 10, south: lat - 10, east: lon + 10, north: lat + 10)
+}
+
 @Suite("Pacer")
 struct PacerTests {
     typealias P = Pacer<ManualClock>
@@ -40,9 +45,9 @@ struct PacerTests {
         let clock = ManualClock()
         var pacer = P(clock: clock, options: options(batch: 2))
         _ = drain(&pacer, clock, first: pacer.show(seq: 1, features: [pin(1, lat: 40, lon: 40), pin(2, lat: 41, lon: 41)],
-                                                    center: Coordinate(lat: 40, lon: 40)))
+                                                    viewport: box(40, 40)))
         let target = [pin(10, lat: 3, lon: 3), pin(11, lat: 1, lon: 1), pin(12, lat: 0.1, lon: 0), pin(13, lat: 2, lon: 2)]
-        let sent = drain(&pacer, clock, first: pacer.show(seq: 2, features: target, center: Coordinate(lat: 0, lon: 0)))
+        let sent = drain(&pacer, clock, first: pacer.show(seq: 2, features: target, viewport: box(0, 0)))
         #expect(sent.map(\.remove) == [[1, 2], [], []])
         #expect(sent.map { $0.add.map(\.id) } == [[], [12, 11], [13, 10]])
         #expect(sent.map(\.seq) == [2, 2, 2])
@@ -54,10 +59,10 @@ struct PacerTests {
     func split() {
         let clock = ManualClock()
         var pacer = P(clock: clock, options: options(batch: 1))
-        _ = drain(&pacer, clock, first: pacer.show(seq: 1, features: [pin(100, lat: 1, lon: 1, count: 3, parent: 500), pin(7, lat: 9, lon: 9)],
-                                                    center: Coordinate(lat: 0, lon: 0)))
+        _ = drain(&pacer, clock, first: pacer.show(seq: 1, features: [pin(100, lat: 1, lon: 1, count: 3, parent: 500), pin(7, lat: 30, lon: 30)],
+                                                    viewport: box(0, 0)))
         let children = [pin(1, lat: 2, lon: 2, parent: 100), pin(2, lat: 0.5, lon: 0.5, parent: 100), pin(3, lat: 1, lon: 1, parent: 100)]
-        let sent = drain(&pacer, clock, first: pacer.show(seq: 2, features: children, center: Coordinate(lat: 0, lon: 0)))
+        let sent = drain(&pacer, clock, first: pacer.show(seq: 2, features: children, viewport: box(0, 0)))
         // The leaver first; then the parent with child 2 (nearest) although that exceeds one marker.
         #expect(sent.count == 4)
         #expect(sent[0].remove == [7] && sent[0].add.isEmpty)
@@ -66,15 +71,32 @@ struct PacerTests {
         #expect(sent[3].done)
     }
 
+    @Test("a removed feature still in view with no parent link vanishes when the adds reach its distance")
+    func zoomJump() {
+        let clock = ManualClock()
+        var pacer = P(clock: clock, options: options(batch: 1))
+        _ = drain(&pacer, clock, first: pacer.show(seq: 1, features: [pin(100, lat: 5, count: 40, parent: 900), pin(7, lat: 30, lon: 30)],
+                                                    viewport: box(0, 0)))
+        // Three zoom levels finer: the new features' parents are not on screen.
+        let target = [pin(1, lat: 1, parent: 50), pin(2, lat: 3, parent: 50), pin(3, lat: 6, parent: 51), pin(4, lat: 8, parent: 51)]
+        let sent = drain(&pacer, clock, first: pacer.show(seq: 2, features: target, viewport: box(0, 0)))
+        #expect(sent.map(\.remove) == [[7], [], [], [100], []])
+        #expect(sent.map { $0.add.map(\.id) } == [[], [1], [2], [3], [4]])
+        // A feature in view that nothing replaces still goes, with the last add at the latest.
+        _ = drain(&pacer, clock, first: pacer.show(seq: 3, features: [pin(1, lat: 1, parent: 50), pin(9, lat: 0.5)],
+                                                    viewport: box(0, 0)))
+        #expect(versions(pacer.client) == versions([pin(1, lat: 1, parent: 50), pin(9, lat: 0.5)]))
+    }
+
     @Test("a merge: the children's removals travel with the parent's add")
     func merge() {
         let clock = ManualClock()
         var pacer = P(clock: clock, options: options(batch: 1))
         let children = [pin(1, lat: 2, lon: 2, parent: 100), pin(2, lat: 0.5, lon: 0.5, parent: 100),
                         pin(3, lat: 1, lon: 1, parent: 100), pin(4, lat: 5, lon: 5, parent: 200), pin(5, lat: 6, lon: 6, parent: 200)]
-        _ = drain(&pacer, clock, first: pacer.show(seq: 1, features: children, center: Coordinate(lat: 0, lon: 0)))
+        _ = drain(&pacer, clock, first: pacer.show(seq: 1, features: children, viewport: box(0, 0)))
         let parents = [pin(100, lat: 1, lon: 1, count: 3, parent: 900), pin(200, lat: 5.5, lon: 5.5, count: 2, parent: 900)]
-        let sent = drain(&pacer, clock, first: pacer.show(seq: 2, features: parents, center: Coordinate(lat: 0, lon: 0)))
+        let sent = drain(&pacer, clock, first: pacer.show(seq: 2, features: parents, viewport: box(0, 0)))
         #expect(sent.count == 2)
         #expect(sent[0].add.map(\.id) == [100] && sent[0].remove == [1, 2, 3])
         #expect(sent[1].add.map(\.id) == [200] && sent[1].remove == [4, 5] && sent[1].done)
@@ -85,7 +107,7 @@ struct PacerTests {
         let clock = ManualClock()
         var pacer = P(clock: clock, options: options(batch: 1, window: 3))
         let target = (1...10).map { pin(FeatureID($0), lat: Double($0)) }
-        let sent = drain(&pacer, clock, first: pacer.show(seq: 1, features: target, center: Coordinate(lat: 0, lon: 0)),
+        let sent = drain(&pacer, clock, first: pacer.show(seq: 1, features: target, viewport: box(0, 0)),
                          ack: false)
         #expect(sent.map(\.number) == [1, 2, 3])
         #expect(pacer.inFlight.count == 3)
@@ -110,7 +132,7 @@ struct PacerTests {
         var pacer = P(clock: clock, options: PacerOptions(pace: 0.5, window: 100, interval: .milliseconds(20)))
         #expect(pacer.batchSize == 10)
         let start = clock.now
-        let first = pacer.show(seq: 1, features: (1...30).map { pin(FeatureID($0)) }, center: Coordinate(lat: 0, lon: 0))
+        let first = pacer.show(seq: 1, features: (1...30).map { pin(FeatureID($0)) }, viewport: box(0, 0))
         #expect(batch(first)?.add.count == 10)
         #expect(pacer.poll() == .wait(until: start.advanced(by: .milliseconds(20))))
         clock.advance(by: .milliseconds(20))
@@ -123,14 +145,14 @@ struct PacerTests {
         let clock = ManualClock()
         var pacer = P(clock: clock, options: options(batch: 2))
         let first = (1...10).map { pin(FeatureID($0), lat: Double($0)) }
-        guard let b1 = batch(pacer.show(seq: 1, features: first, center: Coordinate(lat: 0, lon: 0))) else {
+        guard let b1 = batch(pacer.show(seq: 1, features: first, viewport: box(0, 0))) else {
             Issue.record("no first batch")
             return
         }
         #expect(b1.add.map(\.id) == [1, 2] && !b1.done)
         // The client has 1 and 2. The new target keeps 2 and 9 (never sent) and adds 20.
         let second = [pin(2, lat: 2), pin(9, lat: 9), pin(20, lat: 20)]
-        let sent = drain(&pacer, clock, first: pacer.show(seq: 2, features: second, center: Coordinate(lat: 0, lon: 0)))
+        let sent = drain(&pacer, clock, first: pacer.show(seq: 2, features: second, viewport: box(0, 0)))
         #expect(sent.allSatisfy { $0.seq == 2 })
         #expect(sent.flatMap(\.remove) == [1])
         #expect(sent.flatMap { $0.add.map(\.id) } == [9, 20])
@@ -144,9 +166,9 @@ struct PacerTests {
         let clock = ManualClock()
         var pacer = P(clock: clock, options: options(batch: 5))
         let target = (1...3).map { pin(FeatureID($0)) }
-        let sent = drain(&pacer, clock, first: pacer.show(seq: 1, features: target, center: Coordinate(lat: 0, lon: 0)))
+        let sent = drain(&pacer, clock, first: pacer.show(seq: 1, features: target, viewport: box(0, 0)))
         #expect(sent.count == 1 && sent[0].done && sent[0].add.count == 3)
-        let again = drain(&pacer, clock, first: pacer.show(seq: 2, features: target, center: Coordinate(lat: 0, lon: 0)))
+        let again = drain(&pacer, clock, first: pacer.show(seq: 2, features: target, viewport: box(0, 0)))
         #expect(again == [PacedBatch(seq: 2, number: 2, done: true)])
         #expect(pacer.poll() == .idle)
     }
@@ -162,7 +184,7 @@ struct PacerTests {
     func adaptiveRate() {
         let clock = ManualClock()
         var pacer = P(clock: clock, options: PacerOptions(pace: 0.5, window: 1000, interval: .milliseconds(50)))
-        _ = pacer.show(seq: 1, features: (1...20000).map { pin(FeatureID($0)) }, center: Coordinate(lat: 0, lon: 0))
+        _ = pacer.show(seq: 1, features: (1...20000).map { pin(FeatureID($0)) }, viewport: box(0, 0))
         #expect(pacer.batchSize == 25)
         // A fast client: 100 markers in 10 ms → 0.1 ms per marker → target 0.5 / 0.1 = 5 markers/ms.
         _ = pacer.acknowledge(AckMessage(batch: 1, applied: 100, ms: 10))
@@ -233,7 +255,7 @@ struct PacerTests {
                                   count: UInt32(rng.next() % 3 + 1), parent: FeatureID(100 + id / 4))
                     }
                     action = pacer.show(seq: UInt64(step), features: lastTarget,
-                                        center: Coordinate(lat: Double(rng.next() % 5), lon: 0))
+                                        viewport: box(Double(rng.next() % 5), 0))
                 case 1 where !unacked.isEmpty:
                     let b = unacked.removeFirst()
                     action = pacer.acknowledge(AckMessage(batch: b.number, applied: b.markerCount, ms: Double(rng.next() % 20)))

@@ -7,7 +7,8 @@
 /// Order of a viewport's changes: removes of features that left the view first; then adds and updates
 /// nearest the viewport centre first. A removed cluster that split travels with its nearest child's
 /// add, and the removed children of a merge travel with their parent's add, so the screen never shows
-/// a gap. Batches hold about `pace × interval` markers (a split or merge group is never cut) and are
+/// a gap. A removed feature still in view with neither link (a zoom jump of several levels) goes with
+/// the first add at least as far from the centre as itself: it vanishes as the new features reach it. Batches hold about `pace × interval` markers (a split or merge group is never cut) and are
 /// spaced so the client gets `pace` markers per millisecond; acks adapt `pace` through a low-pass filter
 /// to the client's reported cost per marker. At most `window` batches are unacknowledged. A new target
 /// drops the unsent rest of the previous one and is diffed against what was sent. The last batch for a
@@ -82,12 +83,12 @@ public struct Pacer<Clock: PinwheelClock>: Sendable {
     /// - Parameters:
     ///   - seq: the viewport's seq, echoed in its batches.
     ///   - features: the features for the viewport.
-    ///   - center: the viewport centre; nearer adds go first.
+    ///   - viewport: the viewport's box; adds nearer its centre go first, removes outside it go first.
     /// - Returns: the first action.
-    public mutating func show(seq: UInt64, features: some Collection<Feature>, center: Coordinate) -> Action {
+    public mutating func show(seq: UInt64, features: some Collection<Feature>, viewport: BBox) -> Action {
         self.seq = seq
         diff.compute(from: client, to: features)
-        plan(center: center)
+        plan(viewport: viewport)
         doneSent = false
         // The first batch of a new viewport is not held back by the spacing of the previous one.
         nextSendAt = nil
@@ -139,23 +140,26 @@ public struct Pacer<Clock: PinwheelClock>: Sendable {
 
     /// Lays the diff out as units: leavers' removes, then adds and updates by distance from the centre,
     /// each carrying the removes that must disappear with it.
-    private mutating func plan(center: Coordinate) {
+    private mutating func plan(viewport: BBox) {
         units.removeAll(keepingCapacity: true)
         unitRemoves.removeAll(keepingCapacity: true)
         cursor = 0
 
+        let center = viewport.center
         let cx = Mercator.x(lon: center.lon)
         let cy = Mercator.y(lat: center.lat)
-        func distance(_ f: Feature) -> Double {
-            var dx = abs(Mercator.x(lon: f.lon) - cx)
+        func distance(lat: Double, lon: Double) -> Double {
+            var dx = abs(Mercator.x(lon: lon) - cx)
             if dx > 0.5 { dx = 1 - dx }  // the short way round the antimeridian
-            let dy = Mercator.y(lat: f.lat) - cy
+            let dy = Mercator.y(lat: lat) - cy
             return dx * dx + dy * dy
         }
         // Adds have indices 0..<add.count, updates follow.
         order.removeAll(keepingCapacity: true)
-        for (k, f) in diff.add.enumerated() { order.append((distance(f), f.id, k)) }
-        for (k, f) in diff.update.enumerated() { order.append((distance(f), f.id, diff.add.count + k)) }
+        for (k, f) in diff.add.enumerated() { order.append((distance(lat: f.lat, lon: f.lon), f.id, k)) }
+        for (k, f) in diff.update.enumerated() {
+            order.append((distance(lat: f.lat, lon: f.lon), f.id, diff.add.count + k))
+        }
         order.sort { $0.key != $1.key ? $0.key < $1.key : $0.id < $1.id }
 
         removed.removeAll(keepingCapacity: true)
@@ -174,6 +178,20 @@ public struct Pacer<Clock: PinwheelClock>: Sendable {
         for id in diff.remove where attachedTo[id] == nil {
             if let parent = client.parent(of: id), parent != id, let position = positionOfAdd[parent] {
                 attachedTo[id] = position
+            }
+        }
+        // Still in view but unlinked: goes with the first add or update at least as far from the centre.
+        if !order.isEmpty {
+            for id in diff.remove where attachedTo[id] == nil {
+                guard let p = client.position(of: id), viewport.contains(lat: p.lat, lon: p.lon) else { continue }
+                let d = distance(lat: p.lat, lon: p.lon)
+                var lo = 0
+                var hi = order.count - 1
+                while lo < hi {
+                    let mid = (lo + hi) / 2
+                    if order[mid].key >= d { hi = mid } else { lo = mid + 1 }
+                }
+                attachedTo[id] = lo
             }
         }
         // Leavers first, one unit each so batches can be cut anywhere among them.
