@@ -230,7 +230,7 @@ struct PCATreeTests {
             var rng = SplitMix64(seed: seed)
             var outer: [Feature] = []
             var inner: [Feature] = []
-            for _ in 0..<20 {
+            for _ in 0..<10 {
                 // A walk of shrinking boxes around a data point, as a map zooming in around it does.
                 let row = Int(rng.next() % UInt64(data.count))
                 let centre = (x: Mercator.x(lon: data.lon(row)), y: Mercator.y(lat: data.lat(row)))
@@ -247,6 +247,38 @@ struct PCATreeTests {
                         #expect(holders.count == 1 && holders.first! != nil, "feature \(feature.id) merged")
                     }
                     swap(&outer, &inner)
+                }
+            }
+        }
+    }
+
+    @Test("raising the zoom on a fixed viewport only ever splits, and never opens a node within radius")
+    func zoomRule() throws {
+        for seed in UInt64(1)...3 {
+            let data = PCATreeTests.blobs(seed: seed, count: 3_000, groups: [4])
+            let tree = try PCATree(dataset: data, options: .init(maxClusters: 60))
+            var rng = SplitMix64(seed: seed)
+            var before: [Feature] = []
+            var after: [Feature] = []
+            for _ in 0..<10 {
+                let box = PCATreeTests.randomBox(&rng)
+                var zoom = 0.0
+                tree.features(in: box, zoom: zoom, into: &before)
+                while zoom < 18 {
+                    zoom += 0.25 + rng.nextUnit()
+                    tree.features(in: box, zoom: zoom, into: &after)
+                    let owner = PCATreeTests.owners(before, in: tree)
+                    for feature in after {
+                        let holders = Set(PCATreeTests.pointIDs(of: feature, in: tree).map { owner[$0] })
+                        #expect(holders.count == 1 && holders.first! != nil, "feature \(feature.id) merged")
+                        // Its parent was opened, so the parent is wider than radius at this zoom (a
+                        // spread group's box is a point: its members are laid out in pixels instead).
+                        guard zoom < 17, feature.anchor == nil, let parent = feature.parent, parent != feature.id,
+                            let node = tree.node(of: parent)
+                        else { continue }
+                        #expect(tree.width(of: node) * 512 * pow(2, zoom) > 40)
+                    }
+                    swap(&before, &after)
                 }
             }
         }
@@ -286,7 +318,7 @@ struct PCATreeTests {
         let data = Dataset(ids: (0..<120).map { UInt32($0) }, coordinates: coordinates)
         let tree = try PCATree(dataset: data, options: .init(maxClusters: 100))
         var out: [Feature] = []
-        tree.features(in: BBox(west: 170, south: -5, east: -170, north: 15), zoom: 5, into: &out)
+        tree.features(in: BBox(west: 170, south: -5, east: -170, north: 15), zoom: 17, into: &out)
         let ids = Set(out.flatMap { PCATreeTests.pointIDs(of: $0, in: tree) })
         #expect(ids == Set((0..<80).map { FeatureID($0) }))
         #expect(out.count == 80)

@@ -80,7 +80,7 @@ extension PCATree {
             while low < high {
                 let zoom = (low + high) / 2
                 viewportRects(around: node, zoom: zoom, into: &rects)
-                let cut = cut(meeting: rects, into: buffer)
+                let cut = cut(meeting: rects, zoom: Double(zoom), into: buffer)
                 if buffer[cut].contains(Int32(node)) { low = zoom + 1 } else { high = zoom }
             }
         }

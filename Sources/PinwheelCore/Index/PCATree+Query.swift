@@ -1,9 +1,12 @@
+import Foundation
+
 extension PCATree {
     /// The features to draw for a viewport: the tree cut to at most ``Options/maxClusters`` features
-    /// (see ``cut(meeting:into:)`` for the rule); `zoom` only lays out spread groups.
+    /// (see ``cut(meeting:zoom:into:)`` for the rule).
     /// - Parameters:
     ///   - bbox: the viewport, possibly crossing the antimeridian.
-    ///   - zoom: map zoom, fractional allowed; only spread placement depends on it.
+    ///   - zoom: map zoom, fractional allowed: keeps clusters narrower than `radius` pixels closed and
+    ///     lays out spread groups.
     ///   - out: receives the features; cleared first, capacity kept.
     /// - Complexity: O(maxClusters · depth) node visits, whatever the dataset size.
     public func features(in bbox: BBox, zoom: Double, into out: inout [Feature]) {
@@ -13,7 +16,7 @@ extension PCATree {
         rects.reserveCapacity(2)
         _ = bbox.mercatorRects(into: &rects)
         withUnsafeTemporaryAllocation(of: Int32.self, capacity: cutBufferCapacity) { buffer in
-            let found = cut(meeting: rects, into: buffer)
+            let found = cut(meeting: rects, zoom: zoom, into: buffer)
             for entry in buffer[found] {
                 if entry >= 0 {
                     out.append(feature(node: Int(entry)))
@@ -24,25 +27,61 @@ extension PCATree {
         }
     }
 
-    /// Scratch entries ``cut(meeting:into:)`` needs: the current cut, the next one and candidates.
+    /// Scratch entries ``cut(meeting:zoom:into:)`` needs: the current cut, the next one and candidates.
     var cutBufferCapacity: Int { 3 * (options.maxClusters + 1) }
 
-    /// Cuts the tree for a viewport.
+    /// Cuts the tree for a viewport at a zoom.
     ///
-    /// Breadth first from the root, over nodes whose box meets the viewport: while the cut holds an
-    /// internal node, every internal node in it is replaced by its children that meet the viewport.
-    /// When a whole level would exceed `maxClusters`, the level's nodes are opened one at a time in a
-    /// fixed order (most points first, then smallest id) until the next one would not fit. Only when
-    /// no internal node is left are same-coordinate groups opened into their members, smallest group
-    /// first, while they fit. Because the order never depends on the viewport, a smaller viewport
-    /// opens every node a larger one opened: zooming in only ever replaces nodes by descendants.
+    /// First by count alone, breadth first from the root, over nodes whose box meets the viewport:
+    /// while the cut holds an internal node, every internal node in it is replaced by its children
+    /// that meet the viewport. When a whole level would exceed `maxClusters`, the level's nodes are
+    /// opened one at a time in a fixed order (most points first, then smallest id) until the next one
+    /// would not fit. Only when no internal node is left are same-coordinate groups opened into their
+    /// members, smallest group first, while they fit. Then by size: a node whose box is at most
+    /// `radius` pixels wide and tall at `zoom` (on `extent`-pixel tiles) stays closed, so everything
+    /// the count opened beneath it folds back into it; above `maxZoom` nothing is too small.
+    ///
+    /// The order never depends on the viewport, a smaller viewport opens every node a larger one did,
+    /// and a higher zoom finds every node at least as wide: zooming in only ever replaces nodes by
+    /// their descendants, and the size rule only merges, so the count limit holds.
     /// - Parameters:
     ///   - rects: the viewport in Mercator units (two rectangles across the antimeridian).
+    ///   - zoom: the map zoom.
     ///   - buffer: scratch of at least ``cutBufferCapacity`` entries.
     /// - Returns: where in `buffer` the cut is; an entry `k ≥ 0` is node k drawn as one feature, an
     ///   entry `~k` is the group leaf k drawn as its spread members.
     /// - Complexity: O(maxClusters · depth).
-    func cut(meeting rects: [MercatorRect], into buffer: UnsafeMutableBufferPointer<Int32>) -> Range<Int> {
+    func cut(meeting rects: [MercatorRect], zoom: Double, into buffer: UnsafeMutableBufferPointer<Int32>)
+        -> Range<Int>
+    {
+        let counted = cutByCount(meeting: rects, into: buffer)
+        // Nodes no wider than this, in Mercator units, stay closed.
+        let closedBelow =
+            zoom >= Double(options.maxZoom + 1) ? -1 : options.radius / (options.extent * pow(2, max(0, zoom)))
+        var written = counted.lowerBound
+        for p in counted {
+            var entry = buffer[p]
+            let node = Int(entry >= 0 ? entry : ~entry)
+            var top = node
+            while parents[top] >= 0 && width(of: Int(parents[top])) <= closedBelow { top = Int(parents[top]) }
+            if top != node { entry = Int32(top) }
+            // A closed node's descendants are next to each other in the cut, so it appears once.
+            if written > counted.lowerBound && buffer[written - 1] == entry { continue }
+            buffer[written] = entry
+            written += 1
+        }
+        return counted.lowerBound..<written
+    }
+
+    /// The larger side of a node's box, Mercator units.
+    @inline(__always) func width(of node: Int) -> Double {
+        max(boxes[4 * node + 2] - boxes[4 * node], boxes[4 * node + 3] - boxes[4 * node + 1])
+    }
+
+    /// The cut by count alone; see ``cut(meeting:zoom:into:)``.
+    private func cutByCount(meeting rects: [MercatorRect], into buffer: UnsafeMutableBufferPointer<Int32>)
+        -> Range<Int>
+    {
         let limit = options.maxClusters
         guard nodeCount > 0, meets(0, rects) else { return 0..<0 }
         var current = 0

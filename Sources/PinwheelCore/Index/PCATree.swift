@@ -18,6 +18,13 @@ public struct PCATree: Clusterer {
     public struct Options: Sendable, Equatable {
         /// Most features a viewport query returns (clusters, points and spread members alike), ≥ 1.
         public var maxClusters: Int
+        /// A node no wider and no taller than this many pixels (of an `extent`-pixel tile) at the
+        /// query's zoom stays one cluster, as points within `radius` merge in the hierarchical index.
+        public var radius: Double
+        /// Tile width in pixels that `radius` is measured against.
+        public var extent: Double
+        /// Above this zoom (from `maxZoom + 1`) no node is too small to open.
+        public var maxZoom: Int
         /// Numeric dataset columns summed into every node.
         public var sumColumns: [String]
         /// How the members of a same-coordinate group are laid out.
@@ -27,10 +34,13 @@ public struct PCATree: Clusterer {
         public var toleranceMetres: Double
 
         public init(
-            maxClusters: Int = 32, sumColumns: [String] = [], spread: SpreadMode = .adaptive,
-            toleranceMetres: Double = 0
+            maxClusters: Int = 32, radius: Double = 40, extent: Double = 512, maxZoom: Int = 16,
+            sumColumns: [String] = [], spread: SpreadMode = .adaptive, toleranceMetres: Double = 0
         ) {
             self.maxClusters = maxClusters
+            self.radius = radius
+            self.extent = extent
+            self.maxZoom = maxZoom
             self.sumColumns = sumColumns
             self.spread = spread
             self.toleranceMetres = toleranceMetres
@@ -56,8 +66,6 @@ public struct PCATree: Clusterer {
     let order: [UInt32]
     /// Where each row sits in ``order`` (inverse permutation), to find the node of a point id.
     let position: [UInt32]
-    /// Web Mercator x, y of row r at 2r, 2r + 1.
-    let pointXY: [Double]
     /// Per node, stride 4: minX, minY, maxX, maxY of its points in Mercator units.
     let boxes: [Double]
     /// Per node, stride 2: count-weighted centroid x, y in Mercator units.
@@ -110,7 +118,6 @@ public struct PCATree: Clusterer {
         var builder = PCATreeBuilder(dataset: dataset, groups: groups, groupOfRow: groupOfRow)
         builder.build()
         order = builder.order
-        pointXY = builder.pointXY
         boxes = builder.boxes
         centroids = builder.centroids
         ranges = builder.ranges

@@ -11,8 +11,7 @@ struct PCATreeBuilder {
 
     /// Rows in tree order (after ``build()``); a group's rows are in dataset-id order.
     private(set) var order: [UInt32] = []
-    /// Web Mercator x, y of row r at 2r, 2r + 1.
-    private(set) var pointXY: [Double]
+    private let rowCount: Int
     private(set) var boxes: [Double] = []
     private(set) var centroids: [Double] = []
     private(set) var ranges: [UInt32] = []
@@ -35,12 +34,7 @@ struct PCATreeBuilder {
     init(dataset: Dataset, groups: SameCoordinateGroups, groupOfRow: [Int32]) {
         self.groups = groups
         let n = dataset.count
-        var xy = [Double](repeating: 0, count: 2 * n)
-        for row in 0..<n {
-            xy[2 * row] = Mercator.x(lon: dataset.lon(row))
-            xy[2 * row + 1] = Mercator.y(lat: dataset.lat(row))
-        }
-        pointXY = xy
+        rowCount = n
         // Items in row order; a group stands where its lowest-id member's row is.
         let items = n - groups.rows.count + groups.count
         itemXY.reserveCapacity(2 * items)
@@ -50,8 +44,8 @@ struct PCATreeBuilder {
         for row in 0..<n {
             let g = Int(groupOfRow[row])
             if g < 0 {
-                itemXY.append(xy[2 * row])
-                itemXY.append(xy[2 * row + 1])
+                itemXY.append(Mercator.x(lon: dataset.lon(row)))
+                itemXY.append(Mercator.y(lat: dataset.lat(row)))
                 itemIDs.append(dataset.ids[row])
                 itemWeights.append(1)
                 itemRefs.append(Int32(row))
@@ -132,7 +126,7 @@ struct PCATreeBuilder {
     private mutating func expandItems() {
         let n = itemRefs.count
         var rowStart = [UInt32](repeating: 0, count: n + 1)
-        order.reserveCapacity(pointXY.count / 2)
+        order.reserveCapacity(rowCount)
         for i in 0..<n {
             let ref = Int(itemRefs[i])
             if ref >= 0 {
