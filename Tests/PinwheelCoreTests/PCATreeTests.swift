@@ -432,7 +432,7 @@ struct PCATreeTests {
         let data = Dataset(
             ids: base.ids, coordinates: base.coordinates,
             properties: PropertyTable(columns: ["pop"], values: values))
-        let tree = try PCATree(dataset: data, options: .init(sumColumns: ["pop"]))
+        let tree = try PCATree(dataset: data, sumColumns: ["pop"])
         var out: [Feature] = []
         tree.features(in: .world, zoom: 0, into: &out)
         let total = out.reduce(0.0) { $0 + tree.sums(of: $1).first! }
@@ -443,19 +443,19 @@ struct PCATreeTests {
             let expected = leaves.reduce(0.0) { $0 + Double(values[Int($1.row)])! }
             #expect(tree.sums(of: feature).first == expected)
         }
-        #expect(throws: PCATree.BuildError.unknownSumColumn("nope")) {
-            try PCATree(dataset: data, options: .init(sumColumns: ["nope"]))
+        #expect(throws: IndexError.unknownSumColumn(name: "nope", available: ["pop"])) {
+            try PCATree(dataset: data, sumColumns: ["nope"])
         }
     }
 
     @Test("bad options are refused with the offending value")
     func badOptions() {
         let data = Dataset(ids: [1], coordinates: [0, 0])
-        #expect(throws: PCATree.BuildError.invalidMaxClusters(0)) {
+        #expect(throws: IndexError.invalidOption(name: "maxClusters", value: "0", expected: "1...4096")) {
             try PCATree(dataset: data, options: .init(maxClusters: 0))
         }
-        #expect(throws: PCATree.BuildError.invalidTolerance(-1)) {
-            try PCATree(dataset: data, options: .init(toleranceMetres: -1))
+        #expect(throws: IndexError.self) {
+            try PCATree(dataset: data, options: .init(sameCoordinateToleranceMetres: -1))
         }
     }
 }

@@ -59,7 +59,7 @@ extension PCATree {
 
     /// Aggregated sums of ``sumColumns``: a node's totals, or a point's own values.
     public func sums(of feature: Feature) -> ArraySlice<Double> {
-        let k = options.sumColumns.count
+        let k = sumColumns.count
         if feature.row >= 0 {
             let row = Int(feature.row)
             return pointSums[row * k..<row * k + k]

@@ -1,7 +1,7 @@
 import Foundation
 
 extension PCATree {
-    /// The features to draw for a viewport: the tree cut to at most ``Options/maxClusters`` features
+    /// The features to draw for a viewport: the tree cut to at most ``ClusterOptions/maxClusters`` features
     /// (see ``cut(meeting:zoom:into:)`` for the rule).
     /// - Parameters:
     ///   - bbox: the viewport, possibly crossing the antimeridian.
@@ -283,7 +283,10 @@ extension PCATree {
         let count = size(of: node)
         let group = Int(groupOfRow[Int(order[start])])
         var positions: [Coordinate] = []
-        placement.place(around: groups.centers[group], count: count, zoom: zoom, into: &positions)
+        // Laid out for the floor of the zoom, as the hierarchical index does, so pins stay put while a
+        // map zooms between integers.
+        placement.place(
+            around: groups.centers[group], count: count, zoom: ClusterIndex.spreadZoom(zoom), into: &positions)
         let parent = wireID(node)
         var members: [Feature] = []
         members.reserveCapacity(count)

@@ -12,55 +12,20 @@
 /// point id (< 2^32) and above the hierarchical index's cluster ids (`(zoom + 1) << 32 | id`, zoom ≤
 /// 24), and stable across rebuilds because they depend on content only.
 ///
-/// See `docs/pca-tree.md` for the query semantics and why zoom enters only through spreading.
+/// See `docs/pca-tree.md` for the query semantics and how zoom enters them.
 public struct PCATree: Clusterer {
-    /// Build and query options.
-    public struct Options: Sendable, Equatable {
-        /// Most features a viewport query returns (clusters, points and spread members alike), ≥ 1.
-        public var maxClusters: Int
-        /// A node no wider and no taller than this many pixels (of an `extent`-pixel tile) at the
-        /// query's zoom stays one cluster, as points within `radius` merge in the hierarchical index.
-        public var radius: Double
-        /// Tile width in pixels that `radius` is measured against.
-        public var extent: Double
-        /// Above this zoom (from `maxZoom + 1`) no node is too small to open.
-        public var maxZoom: Int
-        /// Numeric dataset columns summed into every node.
-        public var sumColumns: [String]
-        /// How the members of a same-coordinate group are laid out.
-        public var spread: SpreadMode
-        /// Metres within which points count as one coordinate (0: exactly equal), at most
-        /// ``SameCoordinateGroups/maxToleranceMetres``.
-        public var toleranceMetres: Double
-
-        public init(
-            maxClusters: Int = 32, radius: Double = 40, extent: Double = 512, maxZoom: Int = 16,
-            sumColumns: [String] = [], spread: SpreadMode = .adaptive, toleranceMetres: Double = 0
-        ) {
-            self.maxClusters = maxClusters
-            self.radius = radius
-            self.extent = extent
-            self.maxZoom = maxZoom
-            self.sumColumns = sumColumns
-            self.spread = spread
-            self.toleranceMetres = toleranceMetres
-        }
-    }
-
-    /// Errors building a tree.
-    public enum BuildError: Error, Equatable {
-        /// `maxClusters` must be at least 1.
-        case invalidMaxClusters(Int)
-        /// A column named in `sumColumns` is not in the dataset.
-        case unknownSumColumn(String)
-        /// `toleranceMetres` is negative or above ``SameCoordinateGroups/maxToleranceMetres``.
-        case invalidTolerance(Double)
-    }
+    /// Most points a tree holds (node numbers and row positions stay within 32 bits).
+    public static let maxPoints = 1 << 30
 
     public var algorithm: Algorithm { .pcaTree }
     public let dataset: Dataset
-    public let options: Options
-    public var sumColumns: [String] { options.sumColumns }
+    public let sumColumns: [String]
+    /// The options it was built with. Used: `maxClusters` (features per viewport), `radius` and
+    /// `extent` (a node no wider and no taller than `radius` pixels of an `extent`-pixel tile at the
+    /// query's zoom stays one cluster), `maxZoom` (from `maxZoom + 1` no node is too small), `spread`,
+    /// `spreadSpacing` and `sameCoordinateToleranceMetres`. `minZoom`, `minPoints` and `nodeSize`
+    /// have no meaning for a tree cut by count.
+    public let options: ClusterOptions
 
     /// Rows in tree order: node `k` covers `order[start(k)..<end(k)]`; a group's rows are in id order.
     let order: [UInt32]
@@ -96,25 +61,34 @@ public struct PCATree: Clusterer {
     /// Builds the tree.
     /// - Parameters:
     ///   - dataset: the points; ids must be distinct.
-    ///   - options: build and query options.
-    /// - Throws: ``BuildError`` for bad options.
+    ///   - options: clustering options, validated first (see ``options`` for those the tree uses).
+    ///   - sumColumns: numeric property columns to sum into every node (blank or unparsable cells
+    ///     count 0).
+    /// - Throws: ``IndexError`` for a bad option, an unknown column or too many points.
     /// - Complexity: O(n · depth) time, O(n) memory; no allocation per node.
-    public init(dataset: Dataset, options: Options = Options()) throws {
-        guard options.maxClusters >= 1 else { throw BuildError.invalidMaxClusters(options.maxClusters) }
-        guard options.toleranceMetres >= 0 && options.toleranceMetres <= SameCoordinateGroups.maxToleranceMetres
-        else { throw BuildError.invalidTolerance(options.toleranceMetres) }
+    public init(dataset: Dataset, options: ClusterOptions = ClusterOptions(), sumColumns: [String] = [])
+        throws(IndexError)
+    {
+        try options.validate()
+        guard dataset.count <= PCATree.maxPoints else {
+            throw .tooManyPoints(count: dataset.count, limit: PCATree.maxPoints)
+        }
         var columns: [[Double]] = []
-        for name in options.sumColumns {
+        for name in sumColumns {
             guard let column = dataset.properties.numericColumn(named: name, rows: dataset.count) else {
-                throw BuildError.unknownSumColumn(name)
+                throw .unknownSumColumn(name: name, available: dataset.properties.columns)
             }
             columns.append(column)
         }
         self.dataset = dataset
         self.options = options
-        groups = SameCoordinateGroups(dataset: dataset, toleranceMetres: options.toleranceMetres)
+        self.sumColumns = sumColumns
+        let groups = SameCoordinateGroups(dataset: dataset, toleranceMetres: options.sameCoordinateToleranceMetres)
+        self.groups = groups
         groupOfRow = groups.groupIndexByRow(rowCount: dataset.count)
-        placement = SpreadPlacement(mode: options.spread)
+        let largestGroup = (0..<groups.count).map { groups.size(of: $0) }.max() ?? 0
+        placement = SpreadPlacement(
+            mode: options.spread, spacing: options.spreadSpacing, preparedCount: max(largestGroup, 64))
         var builder = PCATreeBuilder(dataset: dataset, groups: groups, groupOfRow: groupOfRow)
         builder.build()
         order = builder.order
