@@ -30,9 +30,11 @@ struct PCATreeBuilder {
     /// Item reference: a row (≥ 0) or `~g` for same-coordinate group g.
     private var itemRefs: [Int32] = []
     private let groups: SameCoordinateGroups
+    private let dataset: Dataset
 
     init(dataset: Dataset, groups: SameCoordinateGroups, groupOfRow: [Int32]) {
         self.groups = groups
+        self.dataset = dataset
         let n = dataset.count
         rowCount = n
         // Items in row order; a group stands where its lowest-id member's row is.
@@ -119,6 +121,31 @@ struct PCATreeBuilder {
         depths.removeLast(unused)
         minIds.removeLast(unused)
         expandItems()
+        if groups.toleranceMetres > 0 { widenGroupBoxes() }
+    }
+
+    /// A group within a tolerance sits at its seed's coordinate in the tree, but its members lie up
+    /// to the tolerance away; widens each group leaf's box, and its ancestors', to hold them, so a
+    /// viewport that holds a member meets the group.
+    private mutating func widenGroupBoxes() {
+        for node in 0..<nodeCount where firstChild[node] < 0 && ranges[2 * node + 1] - ranges[2 * node] > 1 {
+            var (minX, minY) = (Double.infinity, Double.infinity)
+            var (maxX, maxY) = (-Double.infinity, -Double.infinity)
+            for position in Int(ranges[2 * node])..<Int(ranges[2 * node + 1]) {
+                let row = Int(order[position])
+                let x = Mercator.x(lon: dataset.lon(row))
+                let y = Mercator.y(lat: dataset.lat(row))
+                (minX, minY, maxX, maxY) = (min(minX, x), min(minY, y), max(maxX, x), max(maxY, y))
+            }
+            var k = node
+            while k >= 0 {
+                boxes[4 * k] = min(boxes[4 * k], minX)
+                boxes[4 * k + 1] = min(boxes[4 * k + 1], minY)
+                boxes[4 * k + 2] = max(boxes[4 * k + 2], maxX)
+                boxes[4 * k + 3] = max(boxes[4 * k + 3], maxY)
+                k = Int(parents[k])
+            }
+        }
     }
 
     /// Replaces item positions by row positions: lays every item's rows out in tree order and maps
