@@ -132,6 +132,9 @@ extension WebSocketServer {
             mount.mountpoint_len = UInt8(clamping: staticMount.urlPath.utf8.count)
             mount.origin = storage.string(staticMount.directory)
             mount.def = storage.string(staticMount.defaultFile)
+            // A file that cannot be opened goes to this protocol's LWS_CALLBACK_HTTP, which answers
+            // 404; without it lws 4.1.6 answers nothing and the client times out after 5 s.
+            mount.protocol = storage.string(Self.httpProtocolName)
             mount.origin_protocol = UInt8(LWSMPRO_FILE.rawValue)
             entries.append(mount)
         }
