@@ -472,6 +472,18 @@ struct PCATreeTests {
         }
     }
 
+    @Test("the clusterer factory builds a pca-tree with the options' maxClusters")
+    func factory() throws {
+        let data = PCATreeTests.blobs(seed: 12, count: 2_000)
+        let clusterer = try ClustererFactory.make(.pcaTree, dataset: data, options: .init(maxClusters: 7))
+        #expect(clusterer.algorithm == .pcaTree)
+        var fromFactory: [Feature] = []
+        var direct: [Feature] = []
+        clusterer.features(in: .world, zoom: 1, into: &fromFactory)
+        try PCATree(dataset: data, options: .init(maxClusters: 7)).features(in: .world, zoom: 1, into: &direct)
+        #expect(fromFactory == direct && direct.count <= 7 && !direct.isEmpty)
+    }
+
     @Test("bad options are refused with the offending value")
     func badOptions() {
         let data = Dataset(ids: [1], coordinates: [0, 0])

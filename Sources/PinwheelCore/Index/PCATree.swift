@@ -153,3 +153,8 @@ public struct PCATree: Clusterer {
         return (points, nodes)
     }
 }
+
+extension PCATree: ClusterStatistics {
+    /// The tree serves every zoom from the same nodes, so it reports them all under zoom 0.
+    public var itemsPerZoom: [Int: Int] { [0: nodeCount] }
+}

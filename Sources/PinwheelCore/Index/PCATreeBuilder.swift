@@ -224,51 +224,62 @@ struct PCATreeBuilder {
     private mutating func partition(
         _ range: Range<Int>, mean: (x: Double, y: Double), axis: (x: Double, y: Double)
     ) -> (mid: Int, left: Moments, right: Moments) {
-        var left = Moments()
-        var right = Moments()
-        var i = range.lowerBound
-        var j = range.upperBound - 1
         itemXY.withUnsafeMutableBufferPointer { xy in
             itemIDs.withUnsafeMutableBufferPointer { ids in
                 itemWeights.withUnsafeMutableBufferPointer { weights in
                     itemRefs.withUnsafeMutableBufferPointer { refs in
-                        var dx = 0.0
-                        var dy = 0.0
-                        while true {
-                            while i <= j {
-                                dx = xy[2 * i] - mean.x
-                                dy = xy[2 * i + 1] - mean.y
-                                if dx * axis.x + dy * axis.y > 0 { break }
-                                left.add(x: xy[2 * i], y: xy[2 * i + 1], dx: dx, dy: dy, id: ids[i], weight: weights[i])
-                                i += 1
-                            }
-                            if i > j { break }
-                            // Item i belongs to the second side; find a first-side item to swap it with.
-                            let (ix, iy) = (dx, dy)
-                            while j > i {
-                                dx = xy[2 * j] - mean.x
-                                dy = xy[2 * j + 1] - mean.y
-                                if dx * axis.x + dy * axis.y <= 0 { break }
-                                right.add(x: xy[2 * j], y: xy[2 * j + 1], dx: dx, dy: dy, id: ids[j], weight: weights[j])
-                                j -= 1
-                            }
-                            if j == i {
-                                right.add(x: xy[2 * i], y: xy[2 * i + 1], dx: ix, dy: iy, id: ids[i], weight: weights[i])
-                                break
-                            }
-                            xy.swapAt(2 * i, 2 * j)
-                            xy.swapAt(2 * i + 1, 2 * j + 1)
-                            ids.swapAt(i, j)
-                            weights.swapAt(i, j)
-                            refs.swapAt(i, j)
-                            left.add(x: xy[2 * i], y: xy[2 * i + 1], dx: dx, dy: dy, id: ids[i], weight: weights[i])
-                            right.add(x: xy[2 * j], y: xy[2 * j + 1], dx: ix, dy: iy, id: ids[j], weight: weights[j])
-                            i += 1
-                            j -= 1
-                        }
+                        PCATreeBuilder.partition(
+                            range, mean: mean, axis: axis, xy: xy, ids: ids, weights: weights, refs: refs)
                     }
                 }
             }
+        }
+    }
+
+    /// The partition loop proper, in a function of its own so its counters and moments are plain
+    /// locals (kept in registers) rather than variables captured by the closures above.
+    private static func partition(
+        _ range: Range<Int>, mean: (x: Double, y: Double), axis: (x: Double, y: Double),
+        xy: UnsafeMutableBufferPointer<Double>, ids: UnsafeMutableBufferPointer<UInt32>,
+        weights: UnsafeMutableBufferPointer<UInt32>, refs: UnsafeMutableBufferPointer<Int32>
+    ) -> (mid: Int, left: Moments, right: Moments) {
+        var left = Moments()
+        var right = Moments()
+        var i = range.lowerBound
+        var j = range.upperBound - 1
+        var dx = 0.0
+        var dy = 0.0
+        while true {
+            while i <= j {
+                dx = xy[2 * i] - mean.x
+                dy = xy[2 * i + 1] - mean.y
+                if dx * axis.x + dy * axis.y > 0 { break }
+                left.add(x: xy[2 * i], y: xy[2 * i + 1], dx: dx, dy: dy, id: ids[i], weight: weights[i])
+                i += 1
+            }
+            if i > j { break }
+            // Item i belongs to the second side; find a first-side item to swap it with.
+            let (ix, iy) = (dx, dy)
+            while j > i {
+                dx = xy[2 * j] - mean.x
+                dy = xy[2 * j + 1] - mean.y
+                if dx * axis.x + dy * axis.y <= 0 { break }
+                right.add(x: xy[2 * j], y: xy[2 * j + 1], dx: dx, dy: dy, id: ids[j], weight: weights[j])
+                j -= 1
+            }
+            if j == i {
+                right.add(x: xy[2 * i], y: xy[2 * i + 1], dx: ix, dy: iy, id: ids[i], weight: weights[i])
+                break
+            }
+            let (xi, yi, xj, yj) = (xy[2 * i], xy[2 * i + 1], xy[2 * j], xy[2 * j + 1])
+            let (idI, idJ, wI, wJ) = (ids[i], ids[j], weights[i], weights[j])
+            (xy[2 * i], xy[2 * i + 1], xy[2 * j], xy[2 * j + 1]) = (xj, yj, xi, yi)
+            (ids[i], ids[j], weights[i], weights[j]) = (idJ, idI, wJ, wI)
+            (refs[i], refs[j]) = (refs[j], refs[i])
+            left.add(x: xj, y: yj, dx: dx, dy: dy, id: idJ, weight: wJ)
+            right.add(x: xi, y: yi, dx: ix, dy: iy, id: idI, weight: wI)
+            i += 1
+            j -= 1
         }
         return (i, left, right)
     }
