@@ -21,11 +21,14 @@ public struct ClusterOptions: Hashable, Sendable {
     public var spreadSpacing: Double
     /// Metres within which points count as one coordinate; 0 (default) means exactly equal.
     public var sameCoordinateToleranceMetres: Double
+    /// Most features one viewport shows with the `pca-tree` algorithm (default 32); the hierarchical
+    /// index ignores it.
+    public var maxClusters: Int
 
     public init(
         minZoom: Int = 0, maxZoom: Int = 16, minPoints: Int = 2, radius: Double = 40, extent: Double = 512,
         nodeSize: Int = 64, spread: SpreadMode = .adaptive, spreadSpacing: Double = SpreadPlacement.defaultSpacing,
-        sameCoordinateToleranceMetres: Double = 0
+        sameCoordinateToleranceMetres: Double = 0, maxClusters: Int = 32
     ) {
         self.minZoom = minZoom
         self.maxZoom = maxZoom
@@ -36,7 +39,11 @@ public struct ClusterOptions: Hashable, Sendable {
         self.spread = spread
         self.spreadSpacing = spreadSpacing
         self.sameCoordinateToleranceMetres = sameCoordinateToleranceMetres
+        self.maxClusters = maxClusters
     }
+
+    /// Largest accepted `maxClusters`.
+    public static let maxClustersLimit = 4_096
 
     /// Finest zoom the index accepts as `maxZoom`.
     public static let zoomLimit = 24
@@ -66,6 +73,9 @@ public struct ClusterOptions: Hashable, Sendable {
             throw fail(
                 "sameCoordinateToleranceMetres", sameCoordinateToleranceMetres,
                 "0...\(SameCoordinateGroups.maxToleranceMetres) metres")
+        }
+        guard maxClusters >= 1 && maxClusters <= ClusterOptions.maxClustersLimit else {
+            throw fail("maxClusters", maxClusters, "1...\(ClusterOptions.maxClustersLimit)")
         }
     }
 
