@@ -67,7 +67,7 @@ final class BuildBuffers {
             let inScratch = RadixSort.sortKeys(
                 UnsafeMutableBufferPointer(start: keys, count: count),
                 scratch: UnsafeMutableBufferPointer(start: keyScratch, count: count), lowBit: indexBits,
-                bits: 2 * bits)
+                bits: 2 * bits, parallel: count >= parallelFrom)
             let sorted = inScratch ? keyScratch : keys
             let indexMask = UInt64((1 << indexBits) - 1)
             for i in 0..<count { order[i] = UInt32(sorted[i] & indexMask) }

@@ -24,9 +24,10 @@ extension ClusterIndex {
         dataset.coordinates.withUnsafeBufferPointer { coordinates in
             for row in 0..<n {
                 let g = Int(groupByRow[row])
+                // Degrees for now; projected below, in parallel.
                 if g < 0 {
-                    b.xy[2 * at] = Mercator.x(lon: coordinates[2 * row])
-                    b.xy[2 * at + 1] = Mercator.y(lat: coordinates[2 * row + 1])
+                    b.xy[2 * at] = coordinates[2 * row]
+                    b.xy[2 * at + 1] = coordinates[2 * row + 1]
                     b.counts[at] = 1
                     refs[at] = Int32(row)
                     ids[at] = dataset.ids[row]
@@ -35,8 +36,8 @@ extension ClusterIndex {
                 } else if groups.rows(of: g).first == Int32(row) {
                     // A group is one item, placed where its lowest-id member is met.
                     let center = groups.centers[g]
-                    b.xy[2 * at] = Mercator.x(lon: center.lon)
-                    b.xy[2 * at + 1] = Mercator.y(lat: center.lat)
+                    b.xy[2 * at] = center.lon
+                    b.xy[2 * at + 1] = center.lat
                     b.counts[at] = UInt32(groups.size(of: g))
                     refs[at] = -Int32(g) - 1
                     ids[at] = dataset.ids[row]
@@ -46,6 +47,13 @@ extension ClusterIndex {
                     }
                     at += 1
                 }
+            }
+        }
+        let parts = itemCount >= b.parallelFrom ? 2 : 1
+        Parallel.run(parts) { part in
+            for i in (part * itemCount / parts)..<((part + 1) * itemCount / parts) {
+                b.xy[2 * i] = Mercator.x(lon: b.xy[2 * i])
+                b.xy[2 * i + 1] = Mercator.y(lat: b.xy[2 * i + 1])
             }
         }
         if !isAscending(ids) {
