@@ -422,6 +422,8 @@ struct PCATreeTests {
                 Issue.record("expected a zoom")
                 continue
             }
+            // Asked from a deeper zoom, expanding still zooms in.
+            #expect(tree.expansion(of: cluster.id, zoom: zoom + 2.5) == .zoom(min(24, zoom + 3)))
             let centre = (x: Mercator.x(lon: cluster.lon), y: Mercator.y(lat: cluster.lat))
             for (z, shown) in [(zoom, false), (zoom - 1, true)] where z >= 0 {
                 let worldPixels = 256 * pow(2, z)

@@ -1,3 +1,5 @@
+import Foundation
+
 extension PCATree {
     /// Viewport, in pixels, for which ``expansion(of:zoom:)`` reports the zoom at which a node splits.
     public static let typicalViewport = (width: 1280.0, height: 800.0)
@@ -40,8 +42,9 @@ extension PCATree {
 
     /// How to open a feature: a same-coordinate group (or any of its members) yields its members spread
     /// for `zoom`; a cluster yields the smallest integer zoom at which a ``typicalViewport`` centred on
-    /// it no longer shows it whole (at most ``maxExpansionZoom``); a lone point yields `zoom` itself.
-    /// Nil for an unknown id.
+    /// it no longer shows it whole, but at least the integer zoom after `zoom` (a map larger than the
+    /// typical one can still show a cluster whole past that zoom, and expanding should always zoom
+    /// in), and at most ``maxExpansionZoom``; a lone point yields `zoom` itself. Nil for an unknown id.
     /// - Complexity: O(log(maxExpansionZoom) · maxClusters · depth) for a cluster.
     public func expansion(of id: FeatureID, zoom: Double) -> Expansion? {
         var node: Int
@@ -54,7 +57,8 @@ extension PCATree {
             node = found
         }
         if firstChild[node] < 0 { return .spread(spread(group: node, zoom: zoom)) }
-        return .zoom(Double(splitZoom(of: node)))
+        let next = zoom.isFinite ? Int(max(0, min(floor(zoom) + 1, Double(PCATree.maxExpansionZoom)))) : 0
+        return .zoom(Double(max(splitZoom(of: node), next)))
     }
 
     /// Aggregated sums of ``sumColumns``: a node's totals, or a point's own values.
