@@ -14,7 +14,7 @@ extension PCATree {
     public func children(of id: FeatureID) -> [Feature]? {
         if let row = pointRow(of: id) { return row >= 0 ? [] : nil }
         guard let node = node(of: id) else { return nil }
-        let child = Int(firstChild[node])
+        let child = Int(nodes[node].firstChild)
         if child >= 0 { return [feature(node: child), feature(node: child + 1)] }
         let start = Int(ranges[2 * node])
         return (start..<start + size(of: node)).map { pointFeature(row: Int(order[$0]), parent: id) }
@@ -56,7 +56,7 @@ extension PCATree {
             guard let found = self.node(of: id) else { return nil }
             node = found
         }
-        if firstChild[node] < 0 { return .spread(spread(group: node, zoom: zoom)) }
+        if nodes[node].firstChild < 0 { return .spread(spread(group: node, zoom: zoom)) }
         let next = zoom.isFinite ? Int(max(0, min(floor(zoom) + 1, Double(PCATree.maxExpansionZoom)))) : 0
         return .zoom(Double(max(splitZoom(of: node), next)))
     }
@@ -132,7 +132,7 @@ extension PCATree {
         let target = Int(position[row])
         var node = 0
         while Int(depths[node]) < depth {
-            let child = Int(firstChild[node])
+            let child = Int(nodes[node].firstChild)
             guard child >= 0 else { return nil }
             node = target < Int(ranges[2 * child + 1]) ? child : child + 1
         }
@@ -152,7 +152,7 @@ extension PCATree {
     func leaf(containing position: Int, from node: Int = 0) -> Int {
         var node = node
         while true {
-            let child = Int(firstChild[node])
+            let child = Int(nodes[node].firstChild)
             if child < 0 { return node }
             node = position < Int(ranges[2 * child + 1]) ? child : child + 1
         }
