@@ -65,7 +65,8 @@
         connection: 'connecting',
         /** Last hello from the server. */
         hello: null,
-        /** id → { layer, feature, leg, dot }: exactly the features the server believes we have. */
+        /** id → { layer, feature, leg, dot, origin }: exactly the features the server believes we have;
+         *  `origin` is where the feature's entrance animation started (its parent's position on a split). */
         markers: new Map(),
         points: 0,
         clusters: 0,
@@ -458,6 +459,7 @@
         // A split: children start where their parent was (a spread pin starts on its anchor).
         const from = f.anchor ? anchorLatLng(f) : splitOrigin(f, to);
         const entry = createEntry(f, from || to, 0, markerGroup);
+        entry.origin = from;
         state.markers.set(f.id, entry);
         animate(entry, { from: from && !from.equals(to) ? from : null, to: to, fade: 'in' });
     }
@@ -883,9 +885,9 @@
     window.pinwheel = {
         state: state,
         map: map,
-        /** True when the last viewport sent has been served completely and nothing waits to be applied. */
+        /** True when the map is still and the last viewport sent has been served and applied completely. */
         settled: () => state.connection === 'open' && state.seq > 0 && state.doneSeq >= state.seq &&
-            batchQueue.length === 0 && cursor === null,
+            batchQueue.length === 0 && cursor === null && !flying && !map._animatingZoom,
         /** True while markers are still moving or fading. */
         animating: () => animations.size > 0,
         send: send,
