@@ -31,8 +31,9 @@
     /** Offline basemap shipped next to this file (Natural Earth 1:110m, public domain). */
     const BASEMAP_URL = 'world-110m.geojson';
     const BASEMAP_ATTRIBUTION = 'Basemap: Natural Earth (public domain)';
-    /** Extra canvas around the view (fraction of its size) so a drag does not reveal blank edges. */
-    const RENDERER_PADDING = 0.3;
+    /** Extra canvas around the view (fraction of its size). Leaflet's default: larger canvases made
+     *  every drag frame a long task in Chromium's software compositing. */
+    const RENDERER_PADDING = 0.1;
     /** Page-side pace choices in markers per millisecond; Infinity applies each batch at once. */
     const PACE_STEPS = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, Infinity];
 

@@ -1,9 +1,10 @@
 """The bundled page in headless Chromium against the real server: what it draws is what the server
 computed, diffs apply as diffs, clusters split and merge, spread groups get legs, the HUD moves."""
 
+import csv
 import re
 
-from conftest import (markers, open_map, screenshot, server_features, set_view,
+from conftest import (ROOT, markers, open_map, screenshot, server_features, set_view,
                       wait_settled)
 
 EUROPE = (48.0, 10.0, 5)
@@ -163,4 +164,39 @@ def test_a_tour_raises_no_javascript_errors(page, server):
     page.mouse.move(300, 300, steps=20)
     page.mouse.up()
     wait_settled(page)
+    assert page.console_log.errors == []
+
+
+def dubai_mall():
+    """The Dubai Mall from the embedded demo data: (lat, lon, shop count), all shops on one coordinate."""
+    rows = list(csv.DictReader(open(ROOT / "data" / "malls.csv", newline="")))
+    shops = [r for r in rows if r["name"].endswith("(The Dubai Mall)")]
+    assert len({(r["lat"], r["lon"]) for r in shops}) == 1
+    return float(shops[0]["lat"]), float(shops[0]["lon"]), len(shops)
+
+
+def test_a_mall_group_appears_spread_around_its_coordinate_with_legs(page, server):
+    lat, lon, shops = dubai_mall()
+    open_map(page, server, lat, lon, 17)
+    pins = page.evaluate(
+        """([lat, lon]) => Array.from(pinwheel.state.markers.values())
+            .filter(e => e.feature.anchor && Math.abs(e.feature.anchor.lat - lat) < 1e-6 && Math.abs(e.feature.anchor.lon - lon) < 1e-6)
+            .map(e => {
+                const legs = e.leg ? e.leg.getLatLngs().map(p => [p.lat, p.lng]) : null;
+                const pin = e.layer.getLatLng();
+                return {id: e.feature.id, pin: [pin.lat, pin.lng], at: [e.feature.lat, e.feature.lon],
+                        legs: legs, legShown: !!e.leg && pinwheel.map.hasLayer(e.leg),
+                        name: e.feature.properties && e.feature.properties.name};
+            })""",
+        [lat, lon],
+    )
+    assert len(pins) == shops
+    assert all(p["name"].endswith("(The Dubai Mall)") for p in pins)
+    assert len({(round(p["at"][0], 7), round(p["at"][1], 7)) for p in pins}) == shops, "every shop has its own spot"
+    for p in pins:
+        assert p["legShown"]
+        assert p["legs"][0] == [lat, lon], "the leg starts at the true coordinate"
+        assert p["legs"][1] == p["pin"] and abs(p["pin"][0] - p["at"][0]) < 1e-9 and abs(p["pin"][1] - p["at"][1]) < 1e-9
+        assert (p["at"][0], p["at"][1]) != (lat, lon)
+    screenshot(page, "page-mall.png")
     assert page.console_log.errors == []
