@@ -12,4 +12,20 @@ static inline void shim_lws_log(int level, const char *message) {
     _lws_log(level, "%s\n", message);
 }
 
+/// lws_set_log_level takes a function pointer that Swift would have to spell; nil keeps lws's stderr emitter.
+static inline void shim_lws_set_log_level(int levels) {
+    lws_set_log_level(levels, NULL);
+}
+
+/// The extension list offering permessage-deflate. Swift cannot put lws's extension callback into
+/// the struct's function-pointer field, so the static list lives here, valid for the process lifetime.
+static inline const struct lws_extension *shim_deflate_extensions(void) {
+    static const struct lws_extension extensions[] = {
+        { "permessage-deflate", lws_extension_callback_pm_deflate,
+          "permessage-deflate; client_no_context_takeover; client_max_window_bits" },
+        { NULL, NULL, NULL }
+    };
+    return extensions;
+}
+
 #endif
