@@ -62,7 +62,7 @@
     const params = new URLSearchParams(location.search);
 
     const state = {
-        /** 'connecting' | 'open' | 'reconnecting' */
+        /** 'connecting' | 'open' (hello received) | 'reconnecting' */
         connection: 'connecting',
         /** Last hello from the server. */
         hello: null,
@@ -266,6 +266,9 @@
     let animationFrame = 0;
 
     function animate(entry, spec) {
+        // A move that interrupts a fade-in must not leave the feature half transparent.
+        const previous = animations.get(entry);
+        if (previous && previous.fade === 'in' && !spec.fade) setAlpha(entry, 1);
         animations.set(entry, Object.assign({ t0: performance.now() }, spec));
         if (!animationFrame) animationFrame = requestAnimationFrame(stepAnimations);
     }
@@ -360,7 +363,6 @@
         const addById = new Map();
         for (const f of add) addById.set(f.id, f);
         pruneGhosts();
-        wrapCenter = map.getCenter().lng;
         return { msg, remove, update, add, addById, next: 0, total: remove.length + update.length + add.length, ms: 0 };
     }
 
@@ -438,6 +440,7 @@
         const style = styleFor(f, 1);
         entry.layer.setStyle(style);
         if (style.radius) entry.layer.setRadius(style.radius);
+        if (entry.dot) entry.dot.setLatLng(anchorLatLng(f));
         const to = featureLatLng(f);
         if (!from.equals(to)) animate(entry, { from: from, to: to, fade: null });
     }
@@ -574,9 +577,9 @@
             return;
         }
         socket = ws;
+        // The connection counts as open once the server's hello has arrived and the page resynchronised.
         ws.onopen = () => {
             reconnectDelay = RECONNECT_MIN_MS;
-            state.connection = 'open';
         };
         ws.onmessage = onMessage;
         ws.onclose = () => {
@@ -655,6 +658,7 @@
         state.hello = msg;
         if (!helloSeen) {
             helloSeen = true;
+            state.connection = 'open';
             clearMarkers();
             lastViewportKey = '';
             sendViewport();

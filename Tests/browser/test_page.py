@@ -3,8 +3,9 @@ computed, diffs apply as diffs, clusters split and merge, spread groups get legs
 
 import csv
 import re
+import time
 
-from conftest import (ROOT, markers, open_map, screenshot, server_features, set_view,
+from conftest import (ROOT, markers, open_map, reference_client, screenshot, server_features, set_view,
                       wait_settled)
 
 EUROPE = (48.0, 10.0, 5)
@@ -147,12 +148,28 @@ def test_the_hud_figures_move_with_the_stream(page, server):
     assert page.console_log.errors == []
 
 
-def test_the_algorithm_menu_lists_what_the_server_offers(page, server):
+def test_choosing_another_algorithm_redraws_what_the_server_computes_with_it(page, server):
     open_map(page, server, *EUROPE)
     hello = page.evaluate("() => pinwheel.state.hello")
     options = page.eval_on_selector_all("#set-algorithm option", "els => els.map(e => e.value)")
-    assert options == hello["algorithms"]
+    assert options == hello["algorithms"] and len(options) >= 2
     assert page.input_value("#set-algorithm") == hello["algorithm"]
+    other = next(a for a in options if a != hello["algorithm"])
+    viewport = page.evaluate("() => pinwheel.state.lastViewport")
+    with reference_client(server) as client:
+        client.send({"type": "settings", "algorithm": other})
+        assert client.receive("hello")["algorithm"] == other
+        expected = {i: f["count"] for i, f in client.viewport(viewport).items()}
+    assert expected != markers(page), "the two algorithms draw this view differently"
+
+    page.click(".settings summary")
+    page.select_option("#set-algorithm", other)
+    page.wait_for_function(f"() => pinwheel.state.hello.algorithm === {other!r}")
+    deadline = time.monotonic() + 15
+    while markers(page) != expected and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert markers(page) == expected
+    assert page.console_log.errors == []
 
 
 def test_a_tour_raises_no_javascript_errors(page, server):
