@@ -787,7 +787,7 @@
         root.appendChild(title);
         const table = document.createElement('table');
         const rows = Object.keys(props).filter((k) => k !== 'name').map((k) => [k, props[k]]);
-        rows.push(['id', f.id]);
+        rows.push(['id', String(f.id)]);
         rows.push(['position', `${f.lat.toFixed(5)}, ${f.lon.toFixed(5)}`]);
         if (f.anchor) rows.push(['true position', `${f.anchor.lat.toFixed(5)}, ${f.anchor.lon.toFixed(5)}`]);
         for (const [k, v] of rows) {
