@@ -5,7 +5,7 @@ import csv
 import re
 import time
 
-from conftest import (ROOT, markers, open_map, reference_client, screenshot, server_features, set_view,
+from browser_support import (ROOT, markers, open_map, reference_client, screenshot, server_features, set_view,
                       wait_settled)
 
 EUROPE = (48.0, 10.0, 5)
