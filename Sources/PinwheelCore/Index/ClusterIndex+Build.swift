@@ -12,57 +12,68 @@ extension ClusterIndex {
     }
 
     static func makeRawItems(
-        _ dataset: Dataset, groups: SameCoordinateGroups, pointSums: [Double], stride k: Int, zoom: Int, bits: Int
+        _ dataset: Dataset, groups: SameCoordinateGroups, pointSums: [Double], stride k: Int, zoom: Int, bits: Int,
+        buffers b: BuildBuffers
     ) -> RawItems {
         let n = dataset.count
         let groupByRow = groups.groupIndexByRow(rowCount: n)
         let itemCount = n - groups.rows.count + groups.count
-        var xy = [Double](repeating: 0, count: 2 * itemCount)
-        var counts = [UInt32](repeating: 1, count: itemCount)
         var refs = [Int32](repeating: 0, count: itemCount)
         var ids = [UInt32](repeating: 0, count: itemCount)
-        var sums = [Double](repeating: 0, count: itemCount * k)
         var at = 0
-        for row in 0..<n {
-            let g = Int(groupByRow[row])
-            if g < 0 {
-                xy[2 * at] = Mercator.x(lon: dataset.lon(row))
-                xy[2 * at + 1] = Mercator.y(lat: dataset.lat(row))
-                refs[at] = Int32(row)
-                ids[at] = dataset.ids[row]
-                for c in 0..<k { sums[at * k + c] = pointSums[row * k + c] }
-                at += 1
-            } else if groups.rows(of: g).first == Int32(row) {
-                // A group is one item, placed where its lowest-id member is met.
-                let center = groups.centers[g]
-                xy[2 * at] = Mercator.x(lon: center.lon)
-                xy[2 * at + 1] = Mercator.y(lat: center.lat)
-                counts[at] = UInt32(groups.size(of: g))
-                refs[at] = -Int32(g) - 1
-                ids[at] = dataset.ids[row]
-                for member in groups.rows(of: g) {
-                    for c in 0..<k { sums[at * k + c] += pointSums[Int(member) * k + c] }
+        dataset.coordinates.withUnsafeBufferPointer { coordinates in
+            for row in 0..<n {
+                let g = Int(groupByRow[row])
+                if g < 0 {
+                    b.xy[2 * at] = Mercator.x(lon: coordinates[2 * row])
+                    b.xy[2 * at + 1] = Mercator.y(lat: coordinates[2 * row + 1])
+                    b.counts[at] = 1
+                    refs[at] = Int32(row)
+                    ids[at] = dataset.ids[row]
+                    for c in 0..<k { b.sums[at * k + c] = pointSums[row * k + c] }
+                    at += 1
+                } else if groups.rows(of: g).first == Int32(row) {
+                    // A group is one item, placed where its lowest-id member is met.
+                    let center = groups.centers[g]
+                    b.xy[2 * at] = Mercator.x(lon: center.lon)
+                    b.xy[2 * at + 1] = Mercator.y(lat: center.lat)
+                    b.counts[at] = UInt32(groups.size(of: g))
+                    refs[at] = -Int32(g) - 1
+                    ids[at] = dataset.ids[row]
+                    for c in 0..<k { b.sums[at * k + c] = 0 }
+                    for member in groups.rows(of: g) {
+                        for c in 0..<k { b.sums[at * k + c] += pointSums[Int(member) * k + c] }
+                    }
+                    at += 1
                 }
-                at += 1
             }
         }
         if !isAscending(ids) {
+            // Origin-id order first, so the stable grid sort below orders each cell by content.
             var keys = ids.map { UInt64($0) }
             var byID = (0..<itemCount).map { UInt32($0) }
             RadixSort.sort(keys: &keys, values: &byID, bits: 32)
-            xy = GridOrder.gather(xy, byID, stride: 2)
-            counts = GridOrder.gather(counts, byID, stride: 1)
-            refs = GridOrder.gather(refs, byID, stride: 1)
-            ids = GridOrder.gather(ids, byID, stride: 1)
-            sums = GridOrder.gather(sums, byID, stride: k)
+            byID.withUnsafeMutableBufferPointer { byID in
+                let order = byID.baseAddress!
+                let xy = b.gather(b.xy, order, count: itemCount, stride: 2)
+                let counts = b.gather(b.counts, order, count: itemCount, stride: 1)
+                let sums = b.gather(b.sums, order, count: itemCount, stride: k)
+                for i in 0..<2 * itemCount { b.xy[i] = xy[i] }
+                for i in 0..<itemCount { b.counts[i] = counts[i] }
+                for i in 0..<itemCount * k { b.sums[i] = sums[i] }
+                refs = refs.withUnsafeMutableBufferPointer { b.gather($0.baseAddress!, order, count: itemCount, stride: 1) }
+                ids = ids.withUnsafeMutableBufferPointer { b.gather($0.baseAddress!, order, count: itemCount, stride: 1) }
+            }
         }
-        let order = GridOrder.order(xy: xy, bits: bits)
+        let order = b.gridOrder(count: itemCount, bits: bits)
         let level = ZoomLevel(
-            zoom: zoom, gridBits: bits, isRaw: true, xy: GridOrder.gather(xy, order, stride: 2),
-            counts: GridOrder.gather(counts, order, stride: 1), refs: [], parents: [], firstChild: [],
-            childOrder: [], sums: GridOrder.gather(sums, order, stride: k))
+            zoom: zoom, gridBits: bits, isRaw: true, xy: b.gather(b.xy, order, count: itemCount, stride: 2),
+            counts: b.gather(b.counts, order, count: itemCount, stride: 1), refs: [], parents: [], firstChild: [],
+            childOrder: [], sums: b.gather(b.sums, order, count: itemCount, stride: k))
         return RawItems(
-            level: level, refs: GridOrder.gather(refs, order, stride: 1), ids: GridOrder.gather(ids, order, stride: 1))
+            level: level,
+            refs: refs.withUnsafeMutableBufferPointer { b.gather($0.baseAddress!, order, count: itemCount, stride: 1) },
+            ids: ids.withUnsafeMutableBufferPointer { b.gather($0.baseAddress!, order, count: itemCount, stride: 1) })
     }
 
     private static func isAscending(_ ids: [UInt32]) -> Bool {
@@ -315,6 +326,22 @@ final class BuildBuffers {
     /// The permutation (new position → old index) ordering the first `count` items of ``xy`` by grid
     /// cell key, stable within a cell.
     func gridOrder(count: Int, bits: Int) -> UnsafeMutablePointer<UInt32> {
+        let indexBits = 26
+        if 2 * bits + indexBits <= 64 {
+            // Cell key above the item's index in one word: one array to move, and unique keys keep
+            // the order of equal cells as stable as the pair sort would.
+            for i in 0..<count {
+                keys[i] = GridOrder.key(x: xy[2 * i], y: xy[2 * i + 1], bits: bits) << UInt64(indexBits) | UInt64(i)
+            }
+            let inScratch = RadixSort.sortKeys(
+                UnsafeMutableBufferPointer(start: keys, count: count),
+                scratch: UnsafeMutableBufferPointer(start: keyScratch, count: count), lowBit: indexBits,
+                bits: 2 * bits)
+            let sorted = inScratch ? keyScratch : keys
+            let indexMask = UInt64((1 << indexBits) - 1)
+            for i in 0..<count { order[i] = UInt32(sorted[i] & indexMask) }
+            return order
+        }
         for i in 0..<count {
             keys[i] = GridOrder.key(x: xy[2 * i], y: xy[2 * i + 1], bits: bits)
             order[i] = UInt32(i)

@@ -62,11 +62,11 @@ public final class ClusterIndex: Clusterer {
         let groups = SameCoordinateGroups(dataset: dataset, toleranceMetres: options.sameCoordinateToleranceMetres)
         let largestGroup = (0..<groups.count).map { groups.size(of: $0) }.max() ?? 0
 
+        let buffers = BuildBuffers(capacity: n, stride: k)
         let raw = ClusterIndex.makeRawItems(
             dataset, groups: groups, pointSums: pointSums, stride: k, zoom: options.maxZoom + 1,
-            bits: options.gridBits(clusteringZoom: options.maxZoom))
+            bits: options.gridBits(clusteringZoom: options.maxZoom), buffers: buffers)
         var finestFirst = [raw.level]
-        let buffers = BuildBuffers(capacity: raw.level.count, stride: k)
         for z in stride(from: options.maxZoom, through: options.minZoom, by: -1) {
             let level = ClusterIndex.cluster(
                 &finestFirst[finestFirst.count - 1], zoom: z, options: options, stride: k, buffers: buffers)

@@ -44,11 +44,12 @@ enum RadixSort {
         // Equal digits, as few passes as the 12-bit limit allows (36 bits: 3 passes of 12).
         let passes = (totalBits + maxDigitBits - 1) / maxDigitBits
         let digitBits = (totalBits + passes - 1) / passes
-        let mask = UInt64((1 << digitBits) - 1)
         var inScratch = false
         return withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 1 << digitBits) { counts in
             var shift: UInt64 = 0
-            for _ in 0..<passes {
+            for pass in 0..<passes {
+                // The last digit may be narrower: bits above the range must not count.
+                let mask = UInt64((1 << min(digitBits, totalBits - pass * digitBits)) - 1)
                 let (srcK, srcV, dstK, dstV) =
                     inScratch ? (keyScratch, valueScratch, keys, values) : (keys, values, keyScratch, valueScratch)
                 for d in 0..<counts.count { counts[d] = 0 }
@@ -70,6 +71,46 @@ enum RadixSort {
                     counts[d] = at &+ 1
                     dstK[Int(at)] = key
                     dstV[Int(at)] = srcV[i]
+                }
+                inScratch.toggle()
+            }
+            return inScratch
+        }
+    }
+
+    /// Sorts keys alone by bits `lowBit ..< lowBit + bits`, on caller-owned buffers of equal length.
+    /// Packing a payload into the low bits (a key's index, say) moves one array instead of two.
+    /// - Returns: true when the sorted keys ended up in `scratch`, false when in `keys`.
+    static func sortKeys(
+        _ keys: UnsafeMutableBufferPointer<UInt64>, scratch: UnsafeMutableBufferPointer<UInt64>, lowBit: Int, bits: Int
+    ) -> Bool {
+        let n = keys.count
+        guard n > 1, bits > 0 else { return false }
+        let totalBits = min(bits, 64 - lowBit)
+        let passes = (totalBits + maxDigitBits - 1) / maxDigitBits
+        let digitBits = (totalBits + passes - 1) / passes
+        var inScratch = false
+        return withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 1 << digitBits) { counts in
+            var shift = UInt64(lowBit)
+            for pass in 0..<passes {
+                let mask = UInt64((1 << min(digitBits, totalBits - pass * digitBits)) - 1)
+                let (src, dst) = inScratch ? (scratch, keys) : (keys, scratch)
+                for d in 0..<counts.count { counts[d] = 0 }
+                for i in 0..<n { counts[Int((src[i] >> shift) & mask)] &+= 1 }
+                defer { shift += UInt64(digitBits) }
+                if counts[Int((src[0] >> shift) & mask)] == UInt32(n) { continue }
+                var total: UInt32 = 0
+                for d in 0..<counts.count {
+                    let c = counts[d]
+                    counts[d] = total
+                    total &+= c
+                }
+                for i in 0..<n {
+                    let key = src[i]
+                    let d = Int((key >> shift) & mask)
+                    let at = counts[d]
+                    counts[d] = at &+ 1
+                    dst[Int(at)] = key
                 }
                 inScratch.toggle()
             }
