@@ -9,6 +9,8 @@ struct ProbeResult: Decodable {
     var closeCode: Int?
     var closeReason: String?
     var error: String?
+    /// How the connection ended, as websockets describes it (for diagnosis).
+    var closedBy: String?
 }
 
 /// One thing the probe sends, in order.
@@ -79,8 +81,8 @@ def exchange(ws):
         if args["wait_for_close"]:
             while True:
                 out["received"].append(ws.recv(timeout=args["timeout"]))
-    except ConnectionClosed:
-        pass
+    except ConnectionClosed as e:
+        out["closed_by"] = repr(e)
     received = ws.protocol.close_rcvd
     if received is not None:
         out["close_code"] = received.code
