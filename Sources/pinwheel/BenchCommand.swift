@@ -28,6 +28,9 @@ struct BenchCommand: ParsableCommand {
     @Option(help: "Clustering algorithm: \(Algorithm.allCases.map(\.rawValue).joined(separator: ", ")).")
     var algorithm: Algorithm = .hierarchical
 
+    @Option(help: "Most features per viewport for pca-tree (1...\(ClusterOptions.maxClustersLimit)).")
+    var maxClusters = 32
+
     @Option(help: "Viewports per zoom.")
     var queries: Int = 200
 
@@ -55,7 +58,8 @@ struct BenchCommand: ParsableCommand {
         let clock = ContinuousClock()
         let started = clock.now
         let cpuStarted = BenchCommand.processCPUSeconds()
-        let clusterer = try ClustererFactory.make(algorithm, dataset: dataset)
+        let clusterer = try ClustererFactory.make(
+            algorithm, dataset: dataset, options: ClusterOptions(maxClusters: maxClusters))
         let buildTime = clock.now - started
         // On a shared machine wall time includes waiting for a core; CPU time shows the work itself.
         let buildCPUMs = (BenchCommand.processCPUSeconds() - cpuStarted) * 1000

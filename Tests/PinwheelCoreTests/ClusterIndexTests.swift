@@ -18,6 +18,14 @@ struct ClusterIndexTests {
         return Dataset(ids: (0..<n).map { UInt32(3 * $0 + 11) }, coordinates: coordinates)
     }
 
+    /// The index built on one thread and with every zoom of 50 items or more split over two threads.
+    static func builds(_ data: Dataset) throws -> [ClusterIndex] {
+        [
+            try ClusterIndex(dataset: data),
+            try ClusterIndex(dataset: data, options: ClusterOptions(), sumColumns: [], parallelFrom: 50),
+        ]
+    }
+
     static func world(_ index: ClusterIndex, _ zoom: Double) -> [Feature] {
         var out: [Feature] = []
         index.features(in: .world, zoom: zoom, into: &out)
@@ -33,8 +41,8 @@ struct ClusterIndexTests {
     func partition() throws {
         for seed in UInt64(1)...4 {
             let data = Self.dataset(seed: seed, count: 2500)
-            let index = try ClusterIndex(dataset: data)
             let all = Set(data.ids.map { FeatureID($0) })
+            for index in try Self.builds(data) {
             for zoom in 0...18 {
                 let features = Self.world(index, Double(zoom))
                 #expect(features.reduce(0) { $0 + Int($1.count) } == data.count)
@@ -43,13 +51,14 @@ struct ClusterIndexTests {
                 #expect(seen.count == data.count && Set(seen) == all, "zoom \(zoom)")
                 #expect(Set(features.map(\.id)).count == features.count, "ids unique at zoom \(zoom)")
             }
+            }
         }
     }
 
     @Test("clusters at zoom z are unions of whole features of zoom z + 1, and parents point one zoom up")
     func wholeChildren() throws {
         let data = Self.dataset(seed: 9, count: 3000)
-        let index = try ClusterIndex(dataset: data)
+        for index in try Self.builds(data) {
         #expect(Self.world(index, 0).allSatisfy { $0.parent == nil })
         for zoom in 0...17 {
             let coarse = Self.world(index, Double(zoom))
@@ -73,6 +82,7 @@ struct ClusterIndexTests {
                     #expect(children.reduce(0) { $0 + Int($1.count) } == Int(c.count))
                 }
             }
+        }
         }
     }
 
@@ -109,14 +119,19 @@ struct ClusterIndexTests {
         order.shuffle(using: &rng)
         let shuffled = Dataset(
             ids: order.map { data.ids[$0] }, coordinates: order.flatMap { [data.lon($0), data.lat($0)] })
-        let a = try ClusterIndex(dataset: data)
-        let b = try ClusterIndex(dataset: data)
-        let c = try ClusterIndex(dataset: shuffled)
         func key(_ f: Feature) -> String { "\(f.id) \(f.lat) \(f.lon) \(f.count) \(String(describing: f.parent))" }
-        for zoom in 0...17 {
-            let fa = Self.world(a, Double(zoom))
-            #expect(fa == Self.world(b, Double(zoom)))
-            #expect(Set(fa.map(key)) == Set(Self.world(c, Double(zoom)).map(key)), "zoom \(zoom)")
+        for parallelFrom in [Parallel.minimumItems, 50] {
+            let build = { (d: Dataset) in
+                try ClusterIndex(dataset: d, options: ClusterOptions(), sumColumns: [], parallelFrom: parallelFrom)
+            }
+            let a = try build(data)
+            let b = try build(data)
+            let c = try build(shuffled)
+            for zoom in 0...17 {
+                let fa = Self.world(a, Double(zoom))
+                #expect(fa == Self.world(b, Double(zoom)))
+                #expect(Set(fa.map(key)) == Set(Self.world(c, Double(zoom)).map(key)), "zoom \(zoom)")
+            }
         }
     }
 

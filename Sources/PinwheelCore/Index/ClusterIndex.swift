@@ -45,9 +45,15 @@ public final class ClusterIndex: Clusterer {
     ///     count 0).
     /// - Throws: ``IndexError`` for a bad option, an unknown column or too many points.
     /// - Complexity: O(n) per zoom.
-    public init(dataset: Dataset, options: ClusterOptions = ClusterOptions(), sumColumns: [String] = [])
+    public convenience init(dataset: Dataset, options: ClusterOptions = ClusterOptions(), sumColumns: [String] = [])
         throws(IndexError)
     {
+        try self.init(dataset: dataset, options: options, sumColumns: sumColumns, parallelFrom: Parallel.minimumItems)
+    }
+
+    /// Builds the hierarchy, splitting zooms of at least `parallelFrom` items over two threads (tests
+    /// lower it to check the split on small data).
+    init(dataset: Dataset, options: ClusterOptions, sumColumns: [String], parallelFrom: Int) throws(IndexError) {
         try options.validate()
         let n = dataset.count
         guard n <= ClusterIndex.maxPoints else { throw .tooManyPoints(count: n, limit: ClusterIndex.maxPoints) }
@@ -62,7 +68,7 @@ public final class ClusterIndex: Clusterer {
         let groups = SameCoordinateGroups(dataset: dataset, toleranceMetres: options.sameCoordinateToleranceMetres)
         let largestGroup = (0..<groups.count).map { groups.size(of: $0) }.max() ?? 0
 
-        let buffers = BuildBuffers(capacity: n, stride: k)
+        let buffers = BuildBuffers(capacity: n, stride: k, parallelFrom: parallelFrom)
         let raw = ClusterIndex.makeRawItems(
             dataset, groups: groups, pointSums: pointSums, stride: k, zoom: options.maxZoom + 1,
             bits: options.gridBits(clusteringZoom: options.maxZoom), buffers: buffers)

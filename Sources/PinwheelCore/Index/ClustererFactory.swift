@@ -7,7 +7,7 @@ public enum ClustererFactory {
     ///   - dataset: the points.
     ///   - options: clustering options (supercluster names).
     ///   - sumColumns: numeric columns to sum into clusters.
-    /// - Throws: ``IndexError`` for bad options or columns, or an algorithm not built into this binary.
+    /// - Throws: ``IndexError`` for bad options or columns.
     public static func make(
         _ algorithm: Algorithm, dataset: Dataset, options: ClusterOptions = ClusterOptions(), sumColumns: [String] = []
     ) throws(IndexError) -> any Clusterer {
@@ -15,7 +15,7 @@ public enum ClustererFactory {
         case .hierarchical:
             return try ClusterIndex(dataset: dataset, options: options, sumColumns: sumColumns)
         case .pcaTree:
-            throw .unavailableAlgorithm(algorithm.rawValue)
+            return try PCATree(dataset: dataset, options: options, sumColumns: sumColumns)
         }
     }
 }

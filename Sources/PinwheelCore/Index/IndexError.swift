@@ -6,8 +6,6 @@ public enum IndexError: Error, Equatable, Sendable, CustomStringConvertible {
     case unknownSumColumn(name: String, available: [String])
     /// More points than the index can number.
     case tooManyPoints(count: Int, limit: Int)
-    /// An algorithm this build cannot make.
-    case unavailableAlgorithm(String)
 
     public var description: String {
         switch self {
@@ -17,8 +15,6 @@ public enum IndexError: Error, Equatable, Sendable, CustomStringConvertible {
             "cannot sum column \"\(name)\": the dataset has columns \(available)"
         case .tooManyPoints(let count, let limit):
             "\(count) points is more than the index holds (\(limit))"
-        case .unavailableAlgorithm(let name):
-            "algorithm \(name) is not available in this build"
         }
     }
 }
