@@ -126,7 +126,8 @@ struct CSVParserTests {
 
     @Test("the GeoNames 145k file parses completely")
     func geonames() throws {
-        let url = URL(fileURLWithPath: "/work/shared/data/geonames_rg_cities1000_145k.csv")
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../data/geonames_rg_cities1000_145k.csv")
         let bytes = try [UInt8](Data(contentsOf: url))
         let start = ContinuousClock.now
         let parsed = try CSVParser.parse(bytes)

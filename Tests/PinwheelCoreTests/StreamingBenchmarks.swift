@@ -19,7 +19,8 @@ struct StreamingBenchmarks {
     }
 
     func geonames() throws -> Dataset {
-        let url = URL(fileURLWithPath: "/work/shared/data/geonames_rg_cities1000_145k.csv")
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../data/geonames_rg_cities1000_145k.csv")
         return try CSVParser.parse([UInt8](Data(contentsOf: url))).dataset
     }
 
