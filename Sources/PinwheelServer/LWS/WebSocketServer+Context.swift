@@ -99,6 +99,8 @@ extension WebSocketServer {
         }
         vhostInfo.options = UInt64(LWS_SERVER_OPTION_HTTP_HEADERS_SECURITY_BEST_PRACTICES_ENFORCE)
         if let tls = configuration.tls {
+            // lws 4.1 turns TLS off for a vhost whose own options lack DO_SSL_GLOBAL_INIT.
+            vhostInfo.options |= UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT)
             vhostInfo.ssl_cert_filepath = storage.string(tls.certificatePath)
             vhostInfo.ssl_private_key_filepath = storage.string(tls.privateKeyPath)
         }
