@@ -24,6 +24,8 @@ final class ServiceLoop: Sendable {
     /// Set when the polite part of stopping ran out of time: leave the loop now.
     let forceExit = Atomic<Bool>(false)
     private let exited = Atomic<Bool>(false)
+    // pthread_self() of the service thread, 0 until it runs.
+    private let serviceThread = Atomic<UInt>(0)
     private let exitSignal = DispatchSemaphore(value: 0)
 
     init(backend: EventLoopBackend) {
@@ -75,6 +77,7 @@ final class ServiceLoop: Sendable {
         contextBits.store(UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(context))), ordering: .sequentiallyConsistent)
         let contextAddress = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(context)))
         let thread = Thread { [self] in
+            serviceThread.store(UInt(pthread_self()), ordering: .sequentiallyConsistent)
             withExtendedLifetime(owner) {
                 let context = OpaquePointer(bitPattern: contextAddress)!
                 while lws_service(context, 0) >= 0 && !shouldExit() {}
@@ -105,6 +108,10 @@ final class ServiceLoop: Sendable {
     /// Blocks until the service thread ended, or `timeout` passed. Any thread but the service thread.
     /// - Returns: true when the thread has ended.
     func waitForExit(timeout: Duration) -> Bool {
+        // Waiting on the service thread for itself would hang forever: say so instead.
+        precondition(
+            serviceThread.load(ordering: .sequentiallyConsistent) != UInt(pthread_self()),
+            "stop() called on the lws service thread (from a delegate); use requestStop() there")
         if exited.load(ordering: .sequentiallyConsistent) { return true }
         let nanoseconds = timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
         guard exitSignal.wait(timeout: .now() + .nanoseconds(Int(nanoseconds))) == .success else { return false }
