@@ -180,6 +180,10 @@ struct LWSWebSocketServerTests {
         #expect(events.close(ids[0])?.reason == "server shutting down")
         #expect(eventually { python.withLock { $0?.closeCode } == 1001 })
         #expect(server.send("late", to: ConnectionID(rawValue: 1)) == .notConnected)
+        // A second stop finds the thread gone and returns at once.
+        let again = ContinuousClock.now
+        server.stop()
+        #expect(ContinuousClock.now - again < .milliseconds(100))
     }
 
     @Test("requestStop from another thread stops the loop without a caller waiting")

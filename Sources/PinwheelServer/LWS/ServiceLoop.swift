@@ -120,6 +120,21 @@ final class ServiceLoop: Sendable {
         return true
     }
 
+    /// Blocks until the service thread ended. Once a stop has been requested for `grace`, it sets
+    /// `forceExit` so connections that did not finish their close are dropped. Any thread but the
+    /// service thread.
+    func awaitExit(grace: Duration) {
+        // A stop requested before we start waiting counts from now.
+        var stopSeen = stopRequested.load(ordering: .sequentiallyConsistent)
+        while !waitForExit(timeout: grace) {
+            if stopSeen {
+                forceExit.store(true, ordering: .sequentiallyConsistent)
+                wake()
+            }
+            stopSeen = stopRequested.load(ordering: .sequentiallyConsistent)
+        }
+    }
+
     /// True once the service thread has destroyed the context and ended. Any thread.
     var hasExited: Bool { exited.load(ordering: .sequentiallyConsistent) }
 
