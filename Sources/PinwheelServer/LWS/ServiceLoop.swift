@@ -74,7 +74,8 @@ final class ServiceLoop: Sendable {
         context: OpaquePointer, name: String, owner: AnyObject & Sendable,
         shouldExit: @escaping @Sendable () -> Bool, didDestroy: @escaping @Sendable () -> Void
     ) {
-        contextBits.store(UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(context))), ordering: .sequentiallyConsistent)
+        contextBits.store(
+            UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(context))), ordering: .sequentiallyConsistent)
         let contextAddress = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(context)))
         let thread = Thread { [self] in
             serviceThread.store(UInt(pthread_self()), ordering: .sequentiallyConsistent)

@@ -60,7 +60,8 @@ public final class WebSocketClient: @unchecked Sendable {
             guard configuration.maxMessageBytes > 0, configuration.maxQueuedBytesPerConnection > 0,
                 configuration.writesPerWritable > 0, configuration.txPacketSize > 0
             else {
-                throw TransportError.invalidConfiguration(field: "WebSocketClientConfiguration", value: "sizes must be > 0")
+                throw TransportError.invalidConfiguration(
+                    field: "WebSocketClientConfiguration", value: "sizes must be > 0")
             }
             self.delegate = delegate
             let context: OpaquePointer
