@@ -6,7 +6,7 @@ import Testing
 @Suite("Backpressure, keepalive and many connections", .serialized)
 struct LWSBackpressureTests {
     @Test(
-        "a stalled reader is closed with 1008 at the cap, its queue stays under the cap, another client gets every message"
+        "a stalled reader is closed with 1008 at the cap; its queue stays under it; another client gets all"
     )
     func stalledReader() throws {
         let cap = 256 * 1024
