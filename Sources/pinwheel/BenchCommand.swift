@@ -76,10 +76,14 @@ struct BenchCommand: ParsableCommand {
                 "\"\($0.zoom)\":{\"medianUs\":\(fixed($0.medianUs, 2)),\"p99Us\":\(fixed($0.p99Us, 2)),"
                     + "\"featuresMedian\":\($0.featuresMedian)}"
             }.joined(separator: ",")
-            print(
-                "{\"points\":\(dataset.count),\"algorithm\":\"\(algorithm.rawValue)\",\"buildMs\":\(fixed(buildTime.ms, 1)),"
-                    + "\"buildCPUMs\":\(fixed(buildCPUMs, 1)),\"loadAverage\":\(fixed(loadBefore, 2)),\"peakRSSMB\":\(fixed(peakMB, 1)),\"bytesPerItem\":\(fixed(bytesPerItem, 2)),"
-                    + "\"itemsPerZoom\":{\(zoomItems)},\"queries\":{\(queryFields)}}")
+            let fields = [
+                "\"points\":\(dataset.count)", "\"algorithm\":\"\(algorithm.rawValue)\"",
+                "\"buildMs\":\(fixed(buildTime.ms, 1))", "\"buildCPUMs\":\(fixed(buildCPUMs, 1))",
+                "\"loadAverage\":\(fixed(loadBefore, 2))", "\"peakRSSMB\":\(fixed(peakMB, 1))",
+                "\"bytesPerItem\":\(fixed(bytesPerItem, 2))", "\"itemsPerZoom\":{\(zoomItems)}",
+                "\"queries\":{\(queryFields)}",
+            ]
+            print("{" + fields.joined(separator: ",") + "}")
             return
         }
         print("dataset: \(source), \(dataset.count) points")

@@ -43,14 +43,14 @@ struct ClusterIndexTests {
             let data = Self.dataset(seed: seed, count: 2500)
             let all = Set(data.ids.map { FeatureID($0) })
             for index in try Self.builds(data) {
-            for zoom in 0...18 {
-                let features = Self.world(index, Double(zoom))
-                #expect(features.reduce(0) { $0 + Int($1.count) } == data.count)
-                var seen: [FeatureID] = []
-                for f in features { seen += f.count == 1 && f.isPoint ? [f.id] : Self.leafIDs(index, f) }
-                #expect(seen.count == data.count && Set(seen) == all, "zoom \(zoom)")
-                #expect(Set(features.map(\.id)).count == features.count, "ids unique at zoom \(zoom)")
-            }
+                for zoom in 0...18 {
+                    let features = Self.world(index, Double(zoom))
+                    #expect(features.reduce(0) { $0 + Int($1.count) } == data.count)
+                    var seen: [FeatureID] = []
+                    for f in features { seen += f.count == 1 && f.isPoint ? [f.id] : Self.leafIDs(index, f) }
+                    #expect(seen.count == data.count && Set(seen) == all, "zoom \(zoom)")
+                    #expect(Set(features.map(\.id)).count == features.count, "ids unique at zoom \(zoom)")
+                }
             }
         }
     }
@@ -59,30 +59,30 @@ struct ClusterIndexTests {
     func wholeChildren() throws {
         let data = Self.dataset(seed: 9, count: 3000)
         for index in try Self.builds(data) {
-        #expect(Self.world(index, 0).allSatisfy { $0.parent == nil })
-        for zoom in 0...17 {
-            let coarse = Self.world(index, Double(zoom))
-            let fine = Self.world(index, Double(zoom + 1))
-            let coarseByID = Dictionary(uniqueKeysWithValues: coarse.map { ($0.id, $0) })
-            var countUnder: [FeatureID: Int] = [:]
-            var childrenOf: [FeatureID: Set<FeatureID>] = [:]
-            for f in fine {
-                let parent = try #require(f.parent)
-                #expect(coarseByID[parent] != nil, "parent of \(f.id) at zoom \(zoom + 1)")
-                countUnder[parent, default: 0] += Int(f.count)
-                childrenOf[parent, default: []].insert(f.id)
-            }
-            for c in coarse {
-                #expect(countUnder[c.id] == Int(c.count), "cluster \(c.id) at zoom \(zoom)")
-                // A cluster unchanged one zoom finer is its own only child there; children(of:) names the
-                // features of the zoom where it really splits.
-                if c.row < 0 && childrenOf[c.id] != [c.id] {
-                    let children = try #require(index.children(of: c.id))
-                    #expect(Set(children.map(\.id)) == childrenOf[c.id])
-                    #expect(children.reduce(0) { $0 + Int($1.count) } == Int(c.count))
+            #expect(Self.world(index, 0).allSatisfy { $0.parent == nil })
+            for zoom in 0...17 {
+                let coarse = Self.world(index, Double(zoom))
+                let fine = Self.world(index, Double(zoom + 1))
+                let coarseByID = Dictionary(uniqueKeysWithValues: coarse.map { ($0.id, $0) })
+                var countUnder: [FeatureID: Int] = [:]
+                var childrenOf: [FeatureID: Set<FeatureID>] = [:]
+                for f in fine {
+                    let parent = try #require(f.parent)
+                    #expect(coarseByID[parent] != nil, "parent of \(f.id) at zoom \(zoom + 1)")
+                    countUnder[parent, default: 0] += Int(f.count)
+                    childrenOf[parent, default: []].insert(f.id)
+                }
+                for c in coarse {
+                    #expect(countUnder[c.id] == Int(c.count), "cluster \(c.id) at zoom \(zoom)")
+                    // A cluster unchanged one zoom finer is its own only child there; children(of:) names the
+                    // features of the zoom where it really splits.
+                    if c.row < 0 && childrenOf[c.id] != [c.id] {
+                        let children = try #require(index.children(of: c.id))
+                        #expect(Set(children.map(\.id)) == childrenOf[c.id])
+                        #expect(children.reduce(0) { $0 + Int($1.count) } == Int(c.count))
+                    }
                 }
             }
-        }
         }
     }
 
@@ -346,7 +346,9 @@ struct ClusterIndexTests {
     @Test("bad options are rejected, naming the option")
     func badOptions() {
         let data = Dataset(ids: [1], coordinates: [0, 0])
-        #expect(throws: IndexError.invalidOption(name: "radius", value: "-1.0", expected: "a positive number of pixels")) {
+        #expect(
+            throws: IndexError.invalidOption(name: "radius", value: "-1.0", expected: "a positive number of pixels")
+        ) {
             try ClusterIndex(dataset: data, options: ClusterOptions(radius: -1))
         }
         #expect(throws: IndexError.self) { try ClusterIndex(dataset: data, options: ClusterOptions(maxZoom: 25)) }

@@ -69,8 +69,12 @@ extension ClusterIndex {
                 for i in 0..<2 * itemCount { b.xy[i] = xy[i] }
                 for i in 0..<itemCount { b.counts[i] = counts[i] }
                 for i in 0..<itemCount * k { b.sums[i] = sums[i] }
-                refs = refs.withUnsafeMutableBufferPointer { b.gather($0.baseAddress!, order, count: itemCount, stride: 1) }
-                ids = ids.withUnsafeMutableBufferPointer { b.gather($0.baseAddress!, order, count: itemCount, stride: 1) }
+                refs = refs.withUnsafeMutableBufferPointer {
+                    b.gather($0.baseAddress!, order, count: itemCount, stride: 1)
+                }
+                ids = ids.withUnsafeMutableBufferPointer {
+                    b.gather($0.baseAddress!, order, count: itemCount, stride: 1)
+                }
             }
         }
         let order = b.gridOrder(count: itemCount, bits: bits)
