@@ -363,4 +363,22 @@ struct ClusterIndexTests {
         #expect(features.filter { $0.row < 0 }.map(\.count) == [3])
         #expect(Set(features.filter { $0.isPoint }.map(\.id)) == [4, 5])
     }
+
+    @Test("other zoom ranges and radii keep every point in exactly one feature, parents one zoom up")
+    func otherOptions() throws {
+        let data = Self.dataset(seed: 12, count: 2000)
+        for options in [
+            ClusterOptions(minZoom: 3, maxZoom: 10), ClusterOptions(maxZoom: 20, radius: 80, extent: 256),
+            ClusterOptions(minZoom: 0, maxZoom: 0), ClusterOptions(radius: 512, extent: 512),
+        ] {
+            let index = try ClusterIndex(dataset: data, options: options)
+            for zoom in 0...(options.maxZoom + 2) {
+                let features = Self.world(index, Double(zoom))
+                #expect(features.reduce(0) { $0 + Int($1.count) } == data.count, "\(options) zoom \(zoom)")
+                let coarser = Set(Self.world(index, Double(zoom - 1)).map(\.id))
+                let atCoarsest = zoom <= options.minZoom
+                #expect(features.allSatisfy { atCoarsest ? $0.parent == nil : coarser.contains($0.parent!) })
+            }
+        }
+    }
 }

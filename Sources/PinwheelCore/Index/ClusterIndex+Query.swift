@@ -1,3 +1,5 @@
+import Foundation
+
 /// Viewport queries: a scan of one zoom's cell-key order, emitting clusters, points and spread groups.
 extension ClusterIndex {
     public func features(in bbox: BBox, zoom: Double, into out: inout [Feature]) {
@@ -6,7 +8,8 @@ extension ClusterIndex {
         let li = levelIndex(zoom: zoom)
         let minY = Mercator.y(lat: bbox.north)
         let maxY = Mercator.y(lat: bbox.south)
-        withContext(level: li, spreadZoom: ClusterIndex.spreadZoom(zoom)) { context in
+        let beyondRaw = zoom.isFinite && floor(zoom) > Double(options.maxZoom + 1)
+        withContext(level: li, spreadZoom: ClusterIndex.spreadZoom(zoom), ownParents: beyondRaw) { context in
             if bbox.crossesAntimeridian {
                 let west = MercatorRect(minX: Mercator.x(lon: bbox.west), minY: minY, maxX: 1, maxY: maxY)
                 let east = MercatorRect(minX: 0, minY: minY, maxX: Mercator.x(lon: bbox.east), maxY: maxY)
@@ -98,10 +101,15 @@ extension ClusterIndex {
         let coordinates: UnsafeBufferPointer<Double>
         /// The zoom spread pins are laid out for.
         let spreadZoom: Double
+        /// True beyond `maxZoom + 1`, where the zoom above shows the same raw features: each is its own
+        /// parent.
+        let ownParents: Bool
     }
 
     /// Runs `body` with a ``QueryContext`` for level `li`.
-    func withContext<R>(level li: Int, spreadZoom: Double, _ body: (QueryContext) -> R) -> R {
+    func withContext<R>(level li: Int, spreadZoom: Double, ownParents: Bool = false, _ body: (QueryContext) -> R)
+        -> R
+    {
         ClusterIndex.withView(levels[li]) { level in
             ClusterIndex.withView(levels[max(li - 1, 0)]) { above in
                 dataset.ids.withUnsafeBufferPointer { ids in
@@ -109,7 +117,7 @@ extension ClusterIndex {
                         body(
                             QueryContext(
                                 levelIndex: li, level: level, above: li > 0 ? above : nil, ids: ids,
-                                coordinates: coordinates, spreadZoom: spreadZoom))
+                                coordinates: coordinates, spreadZoom: spreadZoom, ownParents: ownParents))
                     }
                 }
             }
@@ -137,8 +145,10 @@ extension ClusterIndex {
         let level = context.level
         let meta = level.meta[i]
         var parent: FeatureID?
-        var membersAreOwnParents = false
-        if let above = context.above {
+        var membersAreOwnParents = context.ownParents
+        if context.ownParents {
+            parent = ClusterIndex.identity(meta, ids: context.ids).id
+        } else if let above = context.above {
             let (aboveID, aboveIsGroup) = ClusterIndex.identity(above.meta[Int(level.parents[i])], ids: context.ids)
             parent = aboveID
             // A group whose parent is a group is the same group passed through: there its members are
