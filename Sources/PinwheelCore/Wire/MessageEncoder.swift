@@ -46,15 +46,7 @@ public struct MessageEncoder: Sendable {
         writer.integer(h.dataset.points)
         writer.raw(",\"bounds\":")
         if let b = h.dataset.bounds {
-            writer.byte(UInt8(ascii: "["))
-            writer.number(b.west)
-            writer.byte(UInt8(ascii: ","))
-            writer.number(b.south)
-            writer.byte(UInt8(ascii: ","))
-            writer.number(b.east)
-            writer.byte(UInt8(ascii: ","))
-            writer.number(b.north)
-            writer.byte(UInt8(ascii: "]"))
+            writer.bbox(b)
         } else {
             writer.null()
         }
