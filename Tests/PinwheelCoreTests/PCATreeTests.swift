@@ -372,7 +372,8 @@ struct PCATreeTests {
         var out: [Feature] = []
         tree.features(in: .world, zoom: 0, into: &out)
         #expect(out.count <= 32)
-        let leaf = try #require((0..<tree.nodeCount).first { tree.nodes[$0].firstChild < 0 && tree.size(of: $0) == 5_000 })
+        let leaf = try #require(
+            (0..<tree.nodeCount).first { tree.nodes[$0].firstChild < 0 && tree.size(of: $0) == 5_000 })
         let group = tree.feature(node: leaf)
         #expect(group.count == 5_000 && group.lat == data.lat(0) && group.lon == data.lon(0))
         guard case .spread(let members) = tree.expansion(of: group.id, zoom: 15) else {
