@@ -169,6 +169,22 @@ struct PCATreeTests {
         #expect(tree.nodeCount == 2 * 250 - 1)
     }
 
+    @Test("from the depth limit on nodes split by halves, so depth stays within limit + log2(n)")
+    func depthLimit() throws {
+        let data = PCATreeTests.blobs(seed: 13, count: 1_000, shuffledIDs: false)
+        let groups = SameCoordinateGroups(dataset: data)
+        let byRow = groups.groupIndexByRow(rowCount: data.count)
+        var limited = PCATreeBuilder(dataset: data, groups: groups, groupOfRow: byRow, pcaDepthLimit: 3)
+        limited.build()
+        #expect(Int(limited.depths.max()!) <= 3 + 10)
+        #expect(limited.nodes.count == 2 * data.count - 1)
+        for (node, record) in limited.nodes.enumerated() where record.firstChild >= 0 && limited.depths[node] >= 3 {
+            let (a, b) = (limited.nodes[Int(record.firstChild)].size, limited.nodes[Int(record.firstChild) + 1].size)
+            #expect(max(a, b) - min(a, b) <= 1, "node \(node) split \(a) / \(b)")
+        }
+        #expect(Set(limited.order) == Set(0..<UInt32(data.count)))
+    }
+
     @Test("tree depth stays bounded for 1M points including 5,000 on one coordinate")
     func depthBounded() throws {
         var data = SyntheticGenerator(seed: 42).dataset(count: 1_000_000)
