@@ -381,4 +381,34 @@ struct ClusterIndexTests {
             }
         }
     }
+
+    @Test("greedy clustering leaves no two unclustered items within the radius of each other, at any zoom")
+    func greedyFindsEveryNeighbour() throws {
+        for seed in UInt64(1)...3 {
+            let data = Self.dataset(seed: seed, count: 3000)
+            for index in try Self.builds(data) {
+                for li in 0..<(index.levels.count - 1) {
+                    let level = index.levels[li]
+                    let r = index.options.radius(atZoom: level.zoom)
+                    // Items copied unchanged from the zoom below have exactly one child.
+                    var copies: [(x: Double, y: Double)] = []
+                    for i in 0..<level.count where level.firstChild[i + 1] - level.firstChild[i] == 1 {
+                        copies.append((level.xy[2 * i], level.xy[2 * i + 1]))
+                    }
+                    copies.sort { $0.x < $1.x }
+                    var closest: Double = .infinity
+                    for a in copies.indices {
+                        var b = a + 1
+                        while b < copies.count && copies[b].x - copies[a].x <= r {
+                            let dx: Double = copies[b].x - copies[a].x
+                            let dy: Double = copies[b].y - copies[a].y
+                            closest = min(closest, (dx * dx + dy * dy).squareRoot())
+                            b += 1
+                        }
+                    }
+                    #expect(closest > r, "zoom \(level.zoom): two unclustered items \(closest) apart, radius \(r)")
+                }
+            }
+        }
+    }
 }

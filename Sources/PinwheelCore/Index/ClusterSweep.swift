@@ -21,6 +21,7 @@ struct ClusterSweep {
     let side: Int
     let scale: Double
     let inverseScale: Double
+    let radius: Double
     let radiusSquared: Double
     let minPoints: UInt32
     /// A new cluster's kind: its zoom + 1.
@@ -42,6 +43,7 @@ struct ClusterSweep {
         side = 1 << gridBits
         scale = Double(side)
         inverseScale = 1 / scale
+        self.radius = radius
         radiusSquared = radius * radius
         self.minPoints = minPoints
         clusterTag = UInt64(zoom + 1)
@@ -112,19 +114,23 @@ struct ClusterSweep {
             var below = (start: 0, end: 0)
             if run > 0 && out.runRows[run - 1] == row - 1 { above = (out.runStarts[run - 1], out.runStarts[run]) }
             if out.runRows[run + 1] == row + 1 { below = (out.runStarts[run + 1], out.runStarts[run + 2]) }
+            let rowNorth = Double(row) * inverseScale
+            let rowSouth = rowNorth + inverseScale
             for i in out.runStarts[run]..<out.runStarts[run + 1] where parents[i] < 0 {
                 let xi = xy[2 * i]
                 let yi = xy[2 * i + 1]
                 let column = Double(min(Int(xi * scale), side - 1))
-                // Lane items west of column - 1 are passed for good; a scan stops east of column + 1.
+                // Lane items west of column - 1 are passed for good. A scan stops past the last cell
+                // the radius reaches (at most column + 1), and skips rows the radius does not reach.
                 let west = (column - 1) * inverseScale
-                let east = column + 2 >= scale ? 2 : (column + 2) * inverseScale
+                let reach = (xi + radius) * scale
+                let east = reach >= scale ? 2 : (reach.rounded(.down) + 1) * inverseScale
                 var found = 0
                 let count = ItemMeta.count(meta[i])
                 var total = count
-                scanLane(&above, west, east, i, xi, yi, neighbours, &found, &total)
+                if yi - radius < rowNorth { scanLane(&above, west, east, i, xi, yi, neighbours, &found, &total) }
                 scanLane(&at, west, east, i, xi, yi, neighbours, &found, &total)
-                scanLane(&below, west, east, i, xi, yi, neighbours, &found, &total)
+                if yi + radius >= rowSouth { scanLane(&below, west, east, i, xi, yi, neighbours, &found, &total) }
                 if total > count && total >= minPoints {
                     let weight = Double(count)
                     var wx = xi * weight
