@@ -1,0 +1,153 @@
+import CLibWebSockets
+
+/// Service-thread state of one WebSocket connection, server or client side. Lws service thread only.
+final class LWSConnection {
+    let id: ConnectionID
+    var wsi: OpaquePointer?
+    var assembler: MessageAssembler
+    /// Set when RECEIVE decided to close: lws 4.1.6 ignores -1 from RECEIVE while permessage-deflate
+    /// drains, so WRITEABLE returns -1 as well (the workaround in LWS-NOTES.md).
+    var closingFromReceive = false
+    /// The close we started, reported to the delegate when the connection is gone.
+    var localClose: (code: CloseCode, reason: String)?
+    /// True once a deadline for a requested close is set.
+    var closeDeadlineArmed = false
+    /// The close frame the peer sent first, if it did.
+    var peerClose: (code: CloseCode, reason: String)?
+
+    init(id: ConnectionID, wsi: OpaquePointer?, maxMessageBytes: Int) {
+        self.id = id
+        self.wsi = wsi
+        self.assembler = MessageAssembler(limit: maxMessageBytes)
+    }
+
+    /// How the connection ended, for the delegate: our close, the peer's, or 1006 for a drop.
+    var closeOutcome: (code: CloseCode, reason: String) {
+        localClose ?? peerClose ?? (.abnormal, "connection dropped")
+    }
+
+    /// Handles one RECEIVE chunk; calls `deliver` with each complete text message.
+    /// - Returns: the value the lws callback returns (-1 closes).
+    /// Lws service thread only.
+    func receive(
+        _ wsi: OpaquePointer, chunk: UnsafeRawBufferPointer, counters: TransportCounters,
+        deliver: ([UInt8]) -> Void
+    ) -> Int32 {
+        if closingFromReceive { return -1 }
+        if lws_frame_is_binary(wsi) != 0 {
+            return closeFromReceive(wsi, code: .unsupportedData, reason: "binary frames are not accepted")
+        }
+        let isLast = lws_is_final_fragment(wsi) != 0 && lws_remaining_packet_payload(wsi) == 0
+        switch assembler.append(chunk, isLast: isLast) {
+        case .incomplete:
+            return 0
+        case .tooLarge:
+            return closeFromReceive(
+                wsi, code: .messageTooBig, reason: "message exceeds \(assembler.limit) bytes")
+        case let .complete(message):
+            counters.messagesReceived.add(1, ordering: .relaxed)
+            counters.bytesReceived.add(message.count, ordering: .relaxed)
+            deliver(message)
+            return 0
+        }
+    }
+
+    /// Writes up to `limit` queued messages, stopping early when lws buffers or the socket is full,
+    /// and carries out a requested close once the queue before it is written.
+    /// - Returns: the value the lws callback returns (-1 closes).
+    /// Lws service thread only.
+    func writeQueued(_ wsi: OpaquePointer, outboxes: Outboxes, limit: Int, counters: TransportCounters) -> Int32 {
+        if closingFromReceive { return -1 }
+        for _ in 0..<limit {
+            let (item, more) = outboxes.next(for: id)
+            switch item {
+            case nil:
+                return 0
+            case let .close(code, reason):
+                localClose = (code, reason)
+                Self.setCloseReason(wsi, code: code, reason: reason)
+                return -1
+            case .message(var buffer, let payloadCount):
+                let written = buffer.withUnsafeMutableBufferPointer { storage in
+                    lws_write(wsi, storage.baseAddress! + Int(SHIM_LWS_PRE), payloadCount, LWS_WRITE_TEXT)
+                }
+                if written < 0 { return -1 }
+                counters.messagesSent.add(1, ordering: .relaxed)
+                counters.bytesSent.add(payloadCount, ordering: .relaxed)
+                if !more { return 0 }
+            }
+            if lws_partial_buffered(wsi) != 0 || lws_send_pipe_choked(wsi) != 0 { break }
+        }
+        lws_callback_on_writable(wsi)
+        return 0
+    }
+
+    /// Asks lws for a WRITEABLE; if a close is waiting, also gives the peer `grace` to take it before
+    /// lws drops the connection. A peer that stopped reading holds lws's partial buffer, so WRITEABLE
+    /// (and our close frame) would otherwise wait for the keepalive hangup. Lws service thread only.
+    func wake(_ wsi: OpaquePointer, close: (code: CloseCode, reason: String)?, grace: Duration) {
+        if let close, !closeDeadlineArmed {
+            closeDeadlineArmed = true
+            // Reported if the deadline, not the close handshake, ends the connection.
+            localClose = close
+            // lws 4.1.6 exports only the whole-second form (lws_set_timeout_us is declared, not built).
+            lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, Int32(max(1, grace.components.seconds)))
+        }
+        lws_callback_on_writable(wsi)
+    }
+
+    /// Starts a close from inside RECEIVE with the deflate workaround. Lws service thread only.
+    func closeFromReceive(_ wsi: OpaquePointer, code: CloseCode, reason: String) -> Int32 {
+        closingFromReceive = true
+        localClose = (code, reason)
+        Self.setCloseReason(wsi, code: code, reason: reason)
+        lws_callback_on_writable(wsi)
+        return -1
+    }
+
+    /// Records the peer's close frame (`WS_PEER_INITIATED_CLOSE`): 2 bytes of code, then the reason.
+    /// Lws service thread only.
+    func notePeerClose(_ payload: UnsafeRawBufferPointer) {
+        guard payload.count >= 2 else {
+            peerClose = (.noStatus, "")
+            return
+        }
+        let code = UInt16(payload[0]) << 8 | UInt16(payload[1])
+        peerClose = (CloseCode(rawValue: code), String(decoding: payload[2...], as: UTF8.self))
+    }
+
+    /// Sets the code and reason of the close frame lws sends when the callback returns -1; the
+    /// reason is cut to the 123 bytes a close frame allows, on a character boundary. Lws service thread only.
+    static func setCloseReason(_ wsi: OpaquePointer, code: CloseCode, reason: String) {
+        var text = Substring(reason)
+        while text.utf8.count > 123 {
+            text = text.dropLast()
+        }
+        var bytes = Array(text.utf8)
+        bytes.withUnsafeMutableBufferPointer { buffer in
+            lws_close_reason(wsi, lws_close_status(UInt32(code.rawValue)), buffer.baseAddress, buffer.count)
+        }
+    }
+
+    /// The value of one request header, nil when absent. Lws service thread only.
+    static func header(_ wsi: OpaquePointer, _ token: lws_token_indexes) -> String? {
+        let length = Int(lws_hdr_total_length(wsi, token))
+        guard length > 0 else { return nil }
+        var buffer = [CChar](repeating: 0, count: length + 1)
+        let copied = Int(lws_hdr_copy(wsi, &buffer, Int32(buffer.count), token))
+        guard copied >= 0 else { return nil }
+        return String(decoding: buffer[0..<copied].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// The id stored in a wsi's opaque user data by `attach`, nil when none. Lws service thread only.
+    static func id(of wsi: OpaquePointer) -> ConnectionID? {
+        guard let raw = lws_get_opaque_user_data(wsi) else { return nil }
+        return ConnectionID(rawValue: UInt64(UInt(bitPattern: raw)))
+    }
+
+    /// Stores `id` in the wsi's opaque user data, so callbacks find the connection without a lookup by address.
+    /// Lws service thread only.
+    static func attach(_ id: ConnectionID, to wsi: OpaquePointer) {
+        lws_set_opaque_user_data(wsi, UnsafeMutableRawPointer(bitPattern: UInt(id.rawValue)))
+    }
+}

@@ -1,0 +1,23 @@
+/// What went wrong in the libwebsockets transport; C failures name the C function that failed.
+public enum TransportError: Error, Equatable, CustomStringConvertible {
+    /// A libwebsockets call failed; `function` is its C name, `detail` what was being attempted.
+    case lwsCallFailed(function: String, detail: String)
+    /// The configuration cannot work; `field` names the option, `value` the offending value.
+    case invalidConfiguration(field: String, value: String)
+    /// A `ws://` or `wss://` URL that could not be parsed.
+    case invalidURL(String)
+    /// `start` was called twice, or a route was added after `start`.
+    case alreadyStarted
+    /// An operation that needs a running service thread was called before `start` or after `stop`.
+    case notRunning
+
+    public var description: String {
+        switch self {
+        case let .lwsCallFailed(function, detail): return "\(function) failed: \(detail)"
+        case let .invalidConfiguration(field, value): return "invalid \(field): \(value)"
+        case let .invalidURL(url): return "invalid WebSocket URL: \(url)"
+        case .alreadyStarted: return "the transport is already started"
+        case .notRunning: return "the transport is not running"
+        }
+    }
+}

@@ -1,0 +1,160 @@
+import CLibWebSockets
+import Synchronization
+
+/// WebSocket client connections on libwebsockets: many per client, one service thread.
+///
+/// Connect, send and close from any thread; the delegate hears opens, messages and closes on the
+/// service thread. Sends before the handshake finishes are queued and go out right after it.
+///
+/// ```swift
+/// let client = WebSocketClient()
+/// try client.start(delegate: myDelegate)
+/// let id = try client.connect(to: "ws://127.0.0.1:8080/", subprotocol: "pinwheel.v1")
+/// client.send(#"{"type":"viewport",…}"#, to: id)
+/// client.stop()                                  // every connection closes with 1000
+/// ```
+public final class WebSocketClient: @unchecked Sendable {
+    /// What the client was created with.
+    public let configuration: WebSocketClientConfiguration
+
+    // Shared with other threads, each safe on its own.
+    let outboxes: Outboxes
+    let counters = TransportCounters()
+    let loop: ServiceLoop
+    private let lifecycle = Mutex(Lifecycle.idle)
+    private let lastID = Atomic<UInt64>(0)
+    let pendingConnects = Mutex<[PendingConnect]>([])
+
+    // Lws service thread only (written by `start` before the thread exists).
+    var delegate: (any WebSocketClientDelegate)?
+    var connections: [ConnectionID: ClientConnection] = [:]
+    var stopping = false
+    var context: OpaquePointer?
+    var contextStorage: CStorage?
+
+    private enum Lifecycle {
+        case idle, running, stopped
+    }
+
+    /// A `connect` call waiting for the service thread.
+    struct PendingConnect: Sendable {
+        var id: ConnectionID
+        var url: WebSocketURL
+        var subprotocol: String?
+        var origin: String?
+        var startedAt: ContinuousClock.Instant
+    }
+
+    /// Creates a client; nothing runs until `start`. Any thread.
+    public init(configuration: WebSocketClientConfiguration = WebSocketClientConfiguration()) {
+        self.configuration = configuration
+        self.outboxes = Outboxes(capacity: configuration.maxQueuedBytesPerConnection)
+        self.loop = ServiceLoop(backend: configuration.eventLoop)
+    }
+
+    /// Creates the lws context and starts the service thread. Any thread, once.
+    /// - Throws: `TransportError.lwsCallFailed` naming `lws_create_context`.
+    public func start(delegate: any WebSocketClientDelegate) throws {
+        try lifecycle.withLock { state in
+            guard case .idle = state else { throw TransportError.alreadyStarted }
+            guard configuration.maxMessageBytes > 0, configuration.maxQueuedBytesPerConnection > 0,
+                configuration.writesPerWritable > 0, configuration.txPacketSize > 0
+            else {
+                throw TransportError.invalidConfiguration(field: "WebSocketClientConfiguration", value: "sizes must be > 0")
+            }
+            self.delegate = delegate
+            let context: OpaquePointer
+            do {
+                context = try makeContext()
+            } catch {
+                loop.freeEventLoop()
+                throw error
+            }
+            loop.start(
+                context: context, name: "lws-client", owner: self,
+                shouldExit: { [unowned self] in serviceShouldExit() },
+                didDestroy: { [unowned self] in didDestroyContext() })
+            state = .running
+        }
+    }
+
+    /// Opens a connection. Returns at once; the delegate hears `didOpen` or `didFailToConnect`. Any thread.
+    /// - Parameters:
+    ///   - url: `ws://host:port/path` or `wss://…`.
+    ///   - subprotocol: sent as Sec-WebSocket-Protocol; nil sends none.
+    ///   - origin: sent verbatim as the Origin header; nil sends none (like a non-browser client).
+    /// - Returns: the id that names this connection in every later call.
+    /// - Throws: `TransportError.invalidURL`, or `.notRunning` before `start` or after `stop`.
+    public func connect(to url: String, subprotocol: String? = nil, origin: String? = nil) throws -> ConnectionID {
+        let parsed = try WebSocketURL(url)
+        guard lifecycle.withLock({ if case .running = $0 { true } else { false } }) else {
+            throw TransportError.notRunning
+        }
+        let id = ConnectionID(rawValue: lastID.add(1, ordering: .relaxed).newValue)
+        outboxes.register(id)
+        pendingConnects.withLock {
+            $0.append(
+                PendingConnect(
+                    id: id, url: parsed, subprotocol: subprotocol, origin: origin, startedAt: .now))
+        }
+        loop.wake()
+        return id
+    }
+
+    /// Queues a text message; before the handshake ends it waits for it. Any thread.
+    /// - Returns: `.queued` with the queue depth, `.overCapacity` if this closed the connection with 1008,
+    ///   `.notConnected` if the connection is gone or closing.
+    @discardableResult
+    public func send(_ text: [UInt8], to connection: ConnectionID) -> SendResult {
+        text.withUnsafeBytes { enqueue($0, to: connection) }
+    }
+
+    /// Queues a text message. Any thread. See `send(_:to:)` for the result.
+    @discardableResult
+    public func send(_ text: String, to connection: ConnectionID) -> SendResult {
+        var text = text
+        return text.withUTF8 { enqueue(UnsafeRawBufferPointer($0), to: connection) }
+    }
+
+    /// Closes `connection` with `code` and `reason` after what is already queued. Any thread.
+    public func close(_ connection: ConnectionID, code: CloseCode = .normal, reason: String = "") {
+        if outboxes.requestClose(connection, code: code, reason: reason, dropQueued: false) {
+            loop.wake()
+        }
+    }
+
+    /// Payload bytes waiting to be written to `connection`, nil when it is unknown. Any thread.
+    public func queuedBytes(for connection: ConnectionID) -> Int? {
+        outboxes.queuedBytes(for: connection)
+    }
+
+    /// Counters since start. Any thread.
+    public var stats: TransportStats { counters.snapshot(outboxes: outboxes) }
+
+    /// Closes every connection with 1000, waits up to `configuration.stopTimeout` for servers to
+    /// answer, drops the rest, destroys the context and joins the service thread.
+    /// Any thread except the service thread.
+    public func stop() {
+        let wasRunning = lifecycle.withLock { state in
+            defer { state = .stopped }
+            if case .running = state { return true }
+            return false
+        }
+        guard wasRunning else { return }
+        loop.stopRequested.store(true, ordering: .sequentiallyConsistent)
+        loop.wake()
+        if !loop.waitForExit(timeout: configuration.stopTimeout) {
+            loop.forceExit.store(true, ordering: .sequentiallyConsistent)
+            loop.wake()
+            while !loop.waitForExit(timeout: .seconds(60)) {}
+        }
+    }
+
+    private func enqueue(_ bytes: UnsafeRawBufferPointer, to connection: ConnectionID) -> SendResult {
+        let (result, wake) = outboxes.enqueue(bytes, to: connection)
+        if wake {
+            loop.wake()
+        }
+        return result
+    }
+}

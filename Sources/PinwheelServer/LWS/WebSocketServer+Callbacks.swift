@@ -1,0 +1,134 @@
+import CLibWebSockets
+
+/// The C callback of the WebSocket protocol: finds the server and hands the reason to it.
+/// Non-capturing, so it converts to `lws_callback_function`. Lws service thread only.
+func serverWebSocketCallback(
+    wsi: OpaquePointer?, reason: lws_callback_reasons, user: UnsafeMutableRawPointer?,
+    input: UnsafeMutableRawPointer?, length: Int
+) -> Int32 {
+    guard let wsi, let server = WebSocketServer.owner(of: wsi) else { return 0 }
+    return server.handleWebSocket(wsi, reason: reason, input: input, length: length)
+}
+
+extension WebSocketServer {
+    /// The server whose context `wsi` belongs to (the context user pointer, unretained). Lws service thread only.
+    static func owner(of wsi: OpaquePointer) -> WebSocketServer? {
+        guard let context = lws_get_context(wsi), let raw = lws_context_user(context) else { return nil }
+        return Unmanaged<WebSocketServer>.fromOpaque(raw).takeUnretainedValue()
+    }
+
+    /// Dispatches one WebSocket protocol callback. Lws service thread only.
+    func handleWebSocket(
+        _ wsi: OpaquePointer, reason: lws_callback_reasons, input: UnsafeMutableRawPointer?, length: Int
+    ) -> Int32 {
+        switch reason {
+        case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
+            return admits(wsi) ? 0 : 1
+        case LWS_CALLBACK_ESTABLISHED:
+            opened(wsi)
+            return 0
+        case LWS_CALLBACK_RECEIVE:
+            guard let connection = connection(of: wsi) else { return -1 }
+            return connection.receive(
+                wsi, chunk: UnsafeRawBufferPointer(start: input, count: length), counters: counters
+            ) { message in
+                delegate?.webSocketServer(self, didReceive: message, from: connection.id)
+            }
+        case LWS_CALLBACK_SERVER_WRITEABLE:
+            guard let connection = connection(of: wsi) else { return -1 }
+            return connection.writeQueued(
+                wsi, outboxes: outboxes, limit: configuration.writesPerWritable, counters: counters)
+        case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
+            connection(of: wsi)?.notePeerClose(UnsafeRawBufferPointer(start: input, count: length))
+            return 0
+        case LWS_CALLBACK_CLOSED:
+            closed(wsi)
+            loop.breakIfExiting(serviceShouldExit())
+            return 0
+        case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
+            drainInbox()
+            loop.breakIfExiting(serviceShouldExit())
+            return 0
+        default:
+            return 0
+        }
+    }
+
+    /// True when the loop may end: stopping, and every connection is gone (or time ran out).
+    /// Lws service thread only.
+    func serviceShouldExit() -> Bool {
+        guard closingAll else { return false }
+        return connections.isEmpty || loop.forceExit.load(ordering: .sequentiallyConsistent)
+    }
+
+    private func connection(of wsi: OpaquePointer) -> LWSConnection? {
+        guard let id = LWSConnection.id(of: wsi) else { return nil }
+        return connections[id]
+    }
+
+    // Refuses upgrades while stopping and from origins the policy does not allow; lws then drops
+    // the socket (no HTTP 403 in 4.1). Requests without an Origin header come from non-browser
+    // clients, which the browser's same-origin protection does not concern.
+    private func admits(_ wsi: OpaquePointer) -> Bool {
+        if loop.stopRequested.load(ordering: .sequentiallyConsistent) { return false }
+        guard let origin = LWSConnection.header(wsi, WSI_TOKEN_ORIGIN) else { return true }
+        switch configuration.allowedOrigins {
+        case .any:
+            return true
+        case let .allowList(origins):
+            return origins.contains { $0.caseInsensitiveCompare(origin) == .orderedSame }
+        case .sameOrigin:
+            guard let host = LWSConnection.header(wsi, WSI_TOKEN_HOST) else { return false }
+            let scheme = configuration.tls == nil ? "http" : "https"
+            return "\(scheme)://\(host)".caseInsensitiveCompare(origin) == .orderedSame
+        }
+    }
+
+    private func opened(_ wsi: OpaquePointer) {
+        lastID += 1
+        let id = ConnectionID(rawValue: lastID)
+        LWSConnection.attach(id, to: wsi)
+        connections[id] = LWSConnection(id: id, wsi: wsi, maxMessageBytes: configuration.maxMessageBytes)
+        outboxes.register(id)
+        counters.openConnections.add(1, ordering: .relaxed)
+        counters.totalConnections.add(1, ordering: .relaxed)
+        var peer = [CChar](repeating: 0, count: 64)
+        let address = lws_get_peer_simple(wsi, &peer, peer.count).map { String(cString: $0) } ?? ""
+        let info = ConnectionInfo(
+            id: id, origin: LWSConnection.header(wsi, WSI_TOKEN_ORIGIN), peerAddress: address,
+            path: LWSConnection.header(wsi, WSI_TOKEN_GET_URI) ?? "/")
+        if closingAll {
+            // Accepted just as the stop began: it gets the same close as everyone else.
+            let stop = stopClose.withLock { $0 }
+            _ = outboxes.requestClose(id, code: stop.code, reason: stop.reason, dropQueued: true)
+            connections[id]?.wake(wsi, close: stop, grace: configuration.closeTimeout)
+        }
+        delegate?.webSocketServer(self, didOpen: info)
+    }
+
+    private func closed(_ wsi: OpaquePointer) {
+        guard let connection = connection(of: wsi) else { return }
+        connections[connection.id] = nil
+        outboxes.unregister(connection.id)
+        counters.openConnections.subtract(1, ordering: .relaxed)
+        let outcome = connection.closeOutcome
+        delegate?.webSocketServer(self, didClose: connection.id, code: outcome.code, reason: outcome.reason)
+    }
+
+    // EVENT_WAIT_CANCELLED: start the stop if one was asked for, then ask lws for a WRITEABLE on
+    // every connection that got output or a close since the last wake.
+    private func drainInbox() {
+        if loop.stopRequested.load(ordering: .sequentiallyConsistent) && !closingAll {
+            closingAll = true
+            let stop = stopClose.withLock { $0 }
+            for id in connections.keys {
+                _ = outboxes.requestClose(id, code: stop.code, reason: stop.reason, dropQueued: true)
+            }
+        }
+        for (id, close) in outboxes.takeWakeList() {
+            if let connection = connections[id], let wsi = connection.wsi {
+                connection.wake(wsi, close: close, grace: configuration.closeTimeout)
+            }
+        }
+    }
+}

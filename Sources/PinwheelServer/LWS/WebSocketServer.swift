@@ -1,0 +1,154 @@
+import CLibWebSockets
+import Synchronization
+
+/// A WebSocket and HTTP server on one port, on libwebsockets, with one service thread.
+///
+/// The service thread does network I/O only and calls the delegate; the application sends and
+/// closes from any thread. Each connection's outbound queue is capped, so a client that stops
+/// reading is closed with 1008 instead of growing memory.
+///
+/// ```swift
+/// var configuration = WebSocketServerConfiguration()
+/// configuration.port = 0
+/// configuration.staticMounts = [StaticMount(urlPath: "/", directory: "web")]
+/// configuration.routes["/healthz"] = { _ in HTTPResponse(text: "ok\n") }
+/// let server = WebSocketServer(configuration: configuration)
+/// try server.start(delegate: myDelegate)        // myDelegate calls server.send(reply, to: id)
+/// print("listening on", server.port)
+/// server.stop()                                  // every client gets 1001, the thread is joined
+/// ```
+public final class WebSocketServer: @unchecked Sendable {
+    /// What the server was created with.
+    public let configuration: WebSocketServerConfiguration
+
+    // Shared with other threads, each safe on its own.
+    let outboxes: Outboxes
+    let counters = TransportCounters()
+    let loop: ServiceLoop
+    private let lifecycle = Mutex(Lifecycle.idle)
+    private let boundPort = Atomic<Int>(0)
+    let stopClose = Mutex((code: CloseCode.goingAway, reason: "server shutting down"))
+
+    // Lws service thread only (written by `start` before the thread exists).
+    var delegate: (any WebSocketServerDelegate)?
+    var connections: [ConnectionID: LWSConnection] = [:]
+    var lastID: UInt64 = 0
+    var closingAll = false
+    var httpResponses: [UInt: PendingHTTPResponse] = [:]
+    var routes: [String: HTTPHandler]
+    var storage: CStorage?
+
+    private enum Lifecycle {
+        case idle, running, stopped
+    }
+
+    /// Creates a server; nothing is bound until `start`. Any thread.
+    public init(configuration: WebSocketServerConfiguration) {
+        self.configuration = configuration
+        self.outboxes = Outboxes(capacity: configuration.maxQueuedBytesPerConnection)
+        self.routes = configuration.routes
+        self.loop = ServiceLoop(backend: configuration.eventLoop)
+    }
+
+    /// Binds the port, starts the service thread and begins calling `delegate`, which the server
+    /// holds until it stopped. Any thread, once.
+    /// - Throws: `TransportError.invalidConfiguration` for a bad option, `.lwsCallFailed` naming
+    ///   `lws_create_context` or `lws_create_vhost` when lws refuses (port taken, bad TLS files...).
+    public func start(delegate: any WebSocketServerDelegate) throws {
+        try lifecycle.withLock { state in
+            guard case .idle = state else { throw TransportError.alreadyStarted }
+            try configuration.validate()
+            self.delegate = delegate
+            let (context, port): (OpaquePointer, Int)
+            do {
+                (context, port) = try makeContext()
+            } catch {
+                loop.freeEventLoop()
+                throw error
+            }
+            boundPort.store(port, ordering: .sequentiallyConsistent)
+            loop.start(
+                context: context, name: "lws-server", owner: self,
+                shouldExit: { [unowned self] in serviceShouldExit() },
+                didDestroy: { [unowned self] in didDestroyContext() })
+            state = .running
+        }
+    }
+
+    /// The bound TCP port (the kernel's choice when the configuration said 0); 0 before `start`. Any thread.
+    public var port: Int { boundPort.load(ordering: .sequentiallyConsistent) }
+
+    /// Queues a text message for `connection`. Any thread.
+    /// - Parameter text: UTF-8 bytes of one message; they are copied.
+    /// - Returns: `.queued` with the queue depth, `.overCapacity` if this closed the connection with 1008,
+    ///   `.notConnected` if the connection is gone or closing.
+    @discardableResult
+    public func send(_ text: [UInt8], to connection: ConnectionID) -> SendResult {
+        text.withUnsafeBytes { enqueue($0, to: connection) }
+    }
+
+    /// Queues a text message for `connection`. Any thread. See `send(_:to:)` for the result.
+    @discardableResult
+    public func send(_ text: String, to connection: ConnectionID) -> SendResult {
+        var text = text
+        // The pointer stays inside the closure: small strings live inline (see LWS-NOTES.md).
+        return text.withUTF8 { enqueue(UnsafeRawBufferPointer($0), to: connection) }
+    }
+
+    /// Closes `connection` with `code` and `reason` after what is already queued; later sends
+    /// return `.notConnected`. The delegate hears `didClose` when it is gone. Any thread.
+    public func close(_ connection: ConnectionID, code: CloseCode = .normal, reason: String = "") {
+        if outboxes.requestClose(connection, code: code, reason: reason, dropQueued: false) {
+            loop.wake()
+        }
+    }
+
+    /// Payload bytes waiting to be written to `connection`, nil when it is unknown. Any thread.
+    public func queuedBytes(for connection: ConnectionID) -> Int? {
+        outboxes.queuedBytes(for: connection)
+    }
+
+    /// Counters since start. Any thread.
+    public var stats: TransportStats { counters.snapshot(outboxes: outboxes) }
+
+    /// Asks the service thread to close every connection (with the code and reason of the last
+    /// `stop` call, 1001 "server shutting down" by default) and end. Returns at once; lock-free,
+    /// so a signal-handling path may call it. Any thread.
+    public func requestStop() {
+        loop.stopRequested.store(true, ordering: .sequentiallyConsistent)
+        loop.wake()
+    }
+
+    /// Closes every connection with `code` and `reason`, waits up to `configuration.stopTimeout`
+    /// for clients to answer, drops the rest, destroys the lws context and joins the service
+    /// thread. Any thread except the service thread (a delegate must use `requestStop`).
+    public func stop(code: CloseCode = .goingAway, reason: String = "server shutting down") {
+        stopClose.withLock { $0 = (code, reason) }
+        let wasRunning = lifecycle.withLock { state in
+            defer { state = .stopped }
+            if case .running = state { return true }
+            return false
+        }
+        guard wasRunning else { return }
+        requestStop()
+        waitForExit()
+    }
+
+    /// Blocks until the service thread ended (after `stop` or `requestStop`). Any thread but the service thread.
+    public func waitForExit() {
+        guard lifecycle.withLock({ if case .idle = $0 { false } else { true } }) else { return }
+        if !loop.waitForExit(timeout: configuration.stopTimeout) {
+            loop.forceExit.store(true, ordering: .sequentiallyConsistent)
+            loop.wake()
+            while !loop.waitForExit(timeout: .seconds(60)) {}
+        }
+    }
+
+    private func enqueue(_ bytes: UnsafeRawBufferPointer, to connection: ConnectionID) -> SendResult {
+        let (result, wake) = outboxes.enqueue(bytes, to: connection)
+        if wake {
+            loop.wake()
+        }
+        return result
+    }
+}

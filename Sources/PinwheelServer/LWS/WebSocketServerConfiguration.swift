@@ -1,0 +1,98 @@
+/// Everything a `WebSocketServer` needs to know before it binds its port.
+public struct WebSocketServerConfiguration: Sendable {
+    /// Interface to bind, e.g. "127.0.0.1" or "0.0.0.0".
+    public var host: String = "127.0.0.1"
+    /// TCP port; 0 asks the kernel for a free one (read it back from `WebSocketServer.port`).
+    public var port: Int = 8080
+    /// The WebSocket subprotocol served; it is also the default for clients that ask for none.
+    public var subprotocol: String = "pinwheel.v1"
+    /// Directories served over HTTP, matched by URL prefix (longest first).
+    public var staticMounts: [StaticMount] = []
+    /// Dynamic HTTP handlers for exact paths (e.g. "/healthz"); they run on the lws service thread.
+    public var routes: [String: HTTPHandler] = [:]
+    /// Which browser origins may open a WebSocket; requests without an Origin header always may.
+    public var allowedOrigins: OriginPolicy = .sameOrigin
+    /// Largest text message accepted, in bytes after permessage-deflate inflation; bigger closes with 1009.
+    public var maxMessageBytes: Int = 64 * 1024
+    /// Largest outbound queue per connection, in bytes; a send past it closes the connection with 1008.
+    public var maxQueuedBytesPerConnection: Int = 4 * 1024 * 1024
+    /// Pings idle connections and hangs up on silent ones; nil disables both.
+    public var keepalive: Keepalive? = Keepalive()
+    /// Serve https/wss with these PEM files; nil serves plain http/ws.
+    public var tls: TLSFiles? = nil
+    /// The event loop lws runs on; `.libev` scales to many thousands of connections.
+    public var eventLoop: EventLoopBackend = .poll
+    /// Negotiate permessage-deflate with clients that offer it.
+    public var permessageDeflate: Bool = true
+    /// Largest single lws_write, in bytes (0 would cap every send at the 4 KiB rx buffer).
+    public var txPacketSize: Int = 64 * 1024
+    /// Messages written per WRITEABLE callback at most, so one busy connection cannot starve the rest.
+    public var writesPerWritable: Int = 8
+    /// How long a closing connection may take to accept our close frame before lws drops it
+    /// (a peer that stopped reading never would).
+    public var closeTimeout: Duration = .seconds(3)
+    /// How long `stop` waits for clients to answer the 1001 close before dropping them.
+    public var stopTimeout: Duration = .seconds(2)
+    /// lws log levels (LLL_* bits) sent to stderr; the default keeps errors only.
+    public var lwsLogLevels: Int32 = 1
+
+    public init() {}
+}
+
+/// A directory served over HTTP under a URL prefix.
+public struct StaticMount: Sendable, Equatable {
+    /// URL prefix without trailing slash except for the root, e.g. "/" or "/vendor/leaflet".
+    public var urlPath: String
+    /// Directory on disk; relative paths resolve from the working directory.
+    public var directory: String
+    /// File served for a request naming the directory itself.
+    public var defaultFile: String
+
+    public init(urlPath: String, directory: String, defaultFile: String = "index.html") {
+        self.urlPath = urlPath
+        self.directory = directory
+        self.defaultFile = defaultFile
+    }
+}
+
+/// Which `Origin` header values may open a WebSocket.
+public enum OriginPolicy: Sendable, Equatable {
+    /// Only the server's own origin: scheme plus the request's Host header, e.g. "http://127.0.0.1:8080".
+    case sameOrigin
+    /// Exactly these origins (e.g. "https://maps.example.org"), compared case-insensitively.
+    case allowList([String])
+    /// Any origin; for tests and trusted networks.
+    case any
+}
+
+/// lws's idle policy: a ping after `pingAfter` of silence, hang up after `hangUpAfter`.
+public struct Keepalive: Sendable, Equatable {
+    /// Idle time before lws sends a ping (whole seconds, at most 65535).
+    public var pingAfter: Duration
+    /// Idle time before lws drops the connection (whole seconds, at most 65535).
+    public var hangUpAfter: Duration
+
+    public init(pingAfter: Duration = .seconds(30), hangUpAfter: Duration = .seconds(75)) {
+        self.pingAfter = pingAfter
+        self.hangUpAfter = hangUpAfter
+    }
+}
+
+/// PEM files for TLS.
+public struct TLSFiles: Sendable, Equatable {
+    public var certificatePath: String
+    public var privateKeyPath: String
+
+    public init(certificatePath: String, privateKeyPath: String) {
+        self.certificatePath = certificatePath
+        self.privateKeyPath = privateKeyPath
+    }
+}
+
+/// The event loop under lws.
+public enum EventLoopBackend: String, Sendable, Equatable, CaseIterable {
+    /// lws's built-in poll(2) loop; fine for hundreds of connections.
+    case poll
+    /// libev (Debian package libwebsockets-evlib-ev); epoll underneath, for thousands.
+    case libev
+}

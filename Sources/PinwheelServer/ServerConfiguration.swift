@@ -1,0 +1,40 @@
+import PinwheelCore
+
+/// Everything `pinwheel serve` can set, with the defaults the protocol's `hello` announces.
+public struct ServerConfiguration: Sendable {
+    /// Address to listen on.
+    public var host: String = "127.0.0.1"
+    /// Port to listen on; 0 asks the kernel for a free one.
+    public var port: Int = 8080
+    /// Folder served at `/` (index.html, app.js, style.css).
+    public var webRoot: String
+    /// Folder served at `/vendor/leaflet/` (Debian's libjs-leaflet).
+    public var leafletRoot: String = "/usr/share/javascript/leaflet"
+    /// Origins allowed to open a WebSocket; empty means the server's own origin only.
+    public var allowedOrigins: [String] = []
+    /// Sessions beyond this are closed with 1013.
+    public var maxSessions: Int = 10_000
+    /// Viewports served per second per session; faster ones are coalesced (latest wins).
+    public var viewportHz: Double = 10
+    /// Markers per millisecond of client time the pacer budgets for, before acks refine it.
+    public var pace: Double = 0.5
+    /// Unacknowledged batches allowed in flight per session.
+    public var window: Int = 4
+    /// Largest client message accepted, bytes; larger ones close with 1009.
+    public var maxMessageBytes: Int = 64 * 1024
+    /// Outbound bytes queued for one session before it is closed with 1008 as a stalled reader.
+    public var maxQueuedBytes: Int = 4 * 1024 * 1024
+    /// TLS certificate and key (PEM); both or neither.
+    public var tlsCertificate: String?
+    public var tlsKey: String?
+    /// Algorithm a new session starts with.
+    public var algorithm: Algorithm = .pcaTree
+    /// The event loop under lws: `.poll` (default), or `.libev` for many thousands of connections.
+    public var eventLoop: EventLoopBackend = .poll
+    /// Worker threads that cluster and diff.
+    public var workers: Int = 2
+
+    public init(webRoot: String) {
+        self.webRoot = webRoot
+    }
+}

@@ -1,0 +1,138 @@
+import CoreMetrics
+import struct Histogram.Histogram
+import class Prometheus.PrometheusCollectorRegistry
+import struct Prometheus.PrometheusMetricsFactory
+import class Prometheus.Gauge
+import Synchronization
+
+/// The server's counters, exported at `/metrics` in Prometheus text format.
+///
+/// Each server owns its own registry (no global `MetricsSystem.bootstrap`), so several servers in
+/// one process — as in the tests — report separately. Every method is safe from any thread.
+public final class ServerMetrics: Sendable {
+    private let registry = PrometheusCollectorRegistry()
+    private let factory: PrometheusMetricsFactory
+
+    private let sessions: CoreMetrics.Meter
+    private let bytesIn: CoreMetrics.Counter
+    private let bytesOut: CoreMetrics.Counter
+    private let batches: CoreMetrics.Counter
+    private let workerQueue: CoreMetrics.Meter
+    private let outboundBytes: CoreMetrics.Meter
+    private let firstBatch: CoreMetrics.Timer
+    /// Exact percentiles of ``firstBatchMicros``, refreshed at each scrape.
+    private let firstBatchP50: Prometheus.Gauge
+    private let firstBatchP99: Prometheus.Gauge
+    private let firstBatchMax: Prometheus.Gauge
+    private let messagesIn: [String: CoreMetrics.Counter]
+    private let messagesOut: [String: CoreMetrics.Counter]
+    private let closes: Mutex<[Int: CoreMetrics.Counter]> = Mutex([:])
+    /// Viewport → first batch latency in microseconds, kept exactly for the benchmark's percentiles.
+    private let firstBatchMicros: Mutex<Histogram<UInt64>> = Mutex(
+        Histogram(highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: .three))
+
+    /// Message types counted separately; anything else counts as "invalid".
+    static let clientTypes = ["viewport", "ack", "expand", "settings", "invalid"]
+    static let serverTypes = ["hello", "batch", "expansion", "error"]
+
+    public init() {
+        var factory = PrometheusMetricsFactory(registry: registry)
+        // Sub-millisecond buckets: the floor this histogram watches is 5 ms at p99.
+        factory.durationHistogramBuckets["pinwheel_viewport_first_batch_seconds"] = [
+            .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5),
+            .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
+            .seconds(1),
+        ]
+        self.factory = factory
+        sessions = Meter(label: "pinwheel_sessions", factory: factory)
+        bytesIn = Counter(label: "pinwheel_bytes_in_total", factory: factory)
+        bytesOut = Counter(label: "pinwheel_bytes_out_total", factory: factory)
+        batches = Counter(label: "pinwheel_batches_total", factory: factory)
+        workerQueue = Meter(label: "pinwheel_queue_depth", dimensions: [("queue", "workers")], factory: factory)
+        outboundBytes = Meter(
+            label: "pinwheel_queue_depth", dimensions: [("queue", "outbound_bytes")], factory: factory)
+        firstBatch = CoreMetrics.Timer(label: "pinwheel_viewport_first_batch_seconds", factory: factory)
+        firstBatchP50 = registry.makeGauge(
+            name: "pinwheel_viewport_first_batch_p50_seconds", help: "Median viewport to first batch, exact")
+        firstBatchP99 = registry.makeGauge(
+            name: "pinwheel_viewport_first_batch_p99_seconds", help: "99th percentile viewport to first batch, exact")
+        firstBatchMax = registry.makeGauge(
+            name: "pinwheel_viewport_first_batch_max_seconds", help: "Slowest viewport to first batch")
+        var incoming: [String: CoreMetrics.Counter] = [:]
+        for type in Self.clientTypes {
+            incoming[type] = Counter(
+                label: "pinwheel_messages_in_total", dimensions: [("type", type)], factory: factory)
+        }
+        messagesIn = incoming
+        var outgoing: [String: CoreMetrics.Counter] = [:]
+        for type in Self.serverTypes {
+            outgoing[type] = Counter(
+                label: "pinwheel_messages_out_total", dimensions: [("type", type)], factory: factory)
+        }
+        messagesOut = outgoing
+    }
+
+    /// The registry's current state in Prometheus text exposition format.
+    /// - Parameter queuedBytes: bytes waiting in every outbound queue now (the transport's count).
+    public func render(queuedBytes: Int) -> String {
+        outboundBytes.set(queuedBytes)
+        let (_, p50, p99, max) = firstBatchPercentiles()
+        firstBatchP50.set(Double(p50) / 1e6)
+        firstBatchP99.set(Double(p99) / 1e6)
+        firstBatchMax.set(Double(max) / 1e6)
+        return registry.emitToString()
+    }
+
+    func sessionOpened() { sessions.increment() }
+    func sessionClosed(code: Int) {
+        sessions.decrement()
+        closed(code: code)
+    }
+
+    /// Counts a close by its WebSocket code (also for connections refused before becoming sessions).
+    func closed(code: Int) {
+        let counter = closes.withLock { counters in
+            if let c = counters[code] { return c }
+            let c = Counter(label: "pinwheel_closes_total", dimensions: [("code", String(code))], factory: factory)
+            counters[code] = c
+            return c
+        }
+        counter.increment()
+    }
+
+    func received(type: String, bytes: Int) {
+        (messagesIn[type] ?? messagesIn["invalid"])?.increment()
+        bytesIn.increment(by: bytes)
+    }
+
+    func sent(type: String, bytes: Int) {
+        messagesOut[type]?.increment()
+        bytesOut.increment(by: bytes)
+        if type == "batch" { batches.increment() }
+    }
+
+    func workerQueueDepth(_ depth: Int) { workerQueue.set(depth) }
+
+    /// Records the time from a viewport's arrival to its first batch being handed to the transport.
+    func firstBatch(after latency: Duration) {
+        firstBatch.recordNanoseconds(latency.nanoseconds)
+        let micros = UInt64(max(0, latency.nanoseconds / 1000))
+        firstBatchMicros.withLock { _ = $0.record(micros) }
+    }
+
+    /// Percentiles of viewport → first batch so far, for `pinwheel` benchmarks.
+    /// - Returns: (count, p50, p99, max) in microseconds.
+    public func firstBatchPercentiles() -> (count: UInt64, p50: UInt64, p99: UInt64, max: UInt64) {
+        firstBatchMicros.withLock { h in
+            (h.totalCount, h.valueAtPercentile(50), h.valueAtPercentile(99), h.max)
+        }
+    }
+}
+
+extension Duration {
+    /// The whole duration in nanoseconds (saturating).
+    var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+}

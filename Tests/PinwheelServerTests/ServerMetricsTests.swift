@@ -1,0 +1,28 @@
+import Testing
+
+@testable import PinwheelServer
+
+@Suite("Server metrics")
+struct ServerMetricsTests {
+    @Test("counters, gauges and the latency histogram render in Prometheus text format")
+    func rendersPrometheusText() {
+        let metrics = ServerMetrics()
+        metrics.sessionOpened()
+        metrics.received(type: "viewport", bytes: 120)
+        metrics.sent(type: "batch", bytes: 900)
+        metrics.firstBatch(after: .microseconds(700))
+        metrics.sessionClosed(code: 1001)
+        let text = metrics.render(queuedBytes: 4096)
+        #expect(text.contains("pinwheel_sessions 0"))
+        #expect(text.contains(#"pinwheel_messages_in_total{type="viewport"} 1"#))
+        #expect(text.contains(#"pinwheel_messages_out_total{type="batch"} 1"#))
+        #expect(text.contains("pinwheel_bytes_out_total 900"))
+        #expect(text.contains("pinwheel_batches_total 1"))
+        #expect(text.contains(#"pinwheel_closes_total{code="1001"} 1"#))
+        #expect(text.contains(#"pinwheel_viewport_first_batch_seconds_bucket{le="0.001"} 1"#))
+        #expect(text.contains(#"pinwheel_viewport_first_batch_seconds_bucket{le="0.0005"} 0"#))
+        #expect(text.contains(#"pinwheel_queue_depth{queue="outbound_bytes"} 4096"#))
+        #expect(text.contains("pinwheel_viewport_first_batch_p99_seconds 0.0007"))
+        #expect(metrics.firstBatchPercentiles().count == 1)
+    }
+}
