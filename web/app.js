@@ -48,12 +48,17 @@
     const CLUSTER_COLOR_STOPS = [
         [45, 212, 191], [56, 189, 248], [129, 140, 248], [192, 132, 252], [232, 121, 249], [251, 146, 60],
     ];
-    /** Cluster radius in pixels: base plus growth per decade of count. */
+    /** Cluster radius in pixels: base plus growth per decade of count, for clusters with room around them. */
     const CLUSTER_RADIUS_BASE = 11;
     const CLUSTER_RADIUS_PER_DECADE = 4.5;
+    /** Spacing (pixels) at which clusters get the full size; packed closer, they shrink, down to MIN_SCALE. */
+    const CLUSTER_ROOMY_SPACING_PX = 44;
+    const CLUSTER_MIN_SCALE = 0.6;
     const CLUSTER_HALO_WEIGHT = 6;
+    /** Opacity of a cluster while its same-coordinate members are shown spread around it. */
+    const SPREAD_OWNER_ALPHA = 0.25;
     const CLUSTER_LABEL_COLOR = '#0b1220';
-    const CLUSTER_LABEL_FONT = '600 11px system-ui, -apple-system, "Segoe UI", Roboto, sans-serif';
+    const CLUSTER_LABEL_FONT_FAMILY = 'system-ui, -apple-system, "Segoe UI", Roboto, sans-serif';
 
     // ---- State (read by tests through window.pinwheel.state) -------------------------------------
 
@@ -163,7 +168,7 @@
             const ctx = renderer._ctx;
             ctx.globalAlpha = this.options.fillOpacity;
             ctx.fillStyle = CLUSTER_LABEL_COLOR;
-            ctx.font = CLUSTER_LABEL_FONT;
+            ctx.font = clusterLabelFont;
             ctx.textAlign = 'center';
             ctx.textBaseline = 'middle';
             ctx.fillText(this.options.label, this._point.x, this._point.y + 0.5);
@@ -187,8 +192,28 @@
         return color;
     }
 
+    /** Size factor for clusters and their labels, from how closely the algorithm packs them. */
+    let clusterScale = 1;
+    let clusterLabelFont = `600 11px ${CLUSTER_LABEL_FONT_FAMILY}`;
+
+    /** The hierarchical index packs clusters `radius` apart (supercluster's units: radius/extent of a
+     *  256-pixel Leaflet tile), so they shrink to fit; the PCA cut shows at most maxClusters and keeps
+     *  full size. Returns true when the scale changed. */
+    function setClusterScale(hello) {
+        const o = hello.options || {};
+        let scale = 1;
+        if (hello.algorithm === 'hierarchical' && o.radius > 0 && o.extent > 0) {
+            const spacing = (o.radius * 256) / o.extent;
+            scale = Math.max(CLUSTER_MIN_SCALE, Math.min(1, spacing / CLUSTER_ROOMY_SPACING_PX));
+        }
+        if (scale === clusterScale) return false;
+        clusterScale = scale;
+        clusterLabelFont = `600 ${Math.max(9, Math.round(11 * Math.sqrt(scale)))}px ${CLUSTER_LABEL_FONT_FAMILY}`;
+        return true;
+    }
+
     function clusterRadius(count) {
-        return CLUSTER_RADIUS_BASE + CLUSTER_RADIUS_PER_DECADE * Math.log10(count);
+        return clusterScale * (CLUSTER_RADIUS_BASE + CLUSTER_RADIUS_PER_DECADE * Math.log10(count));
     }
 
     /** Short count for a label: 950, 1.2k, 12k, 3.4M. */
@@ -672,6 +697,9 @@
      *  A later hello (after `settings`) only updates what we know; the server re-sends a diff. */
     function onHello(msg) {
         state.hello = msg;
+        if (setClusterScale(msg)) {
+            for (const entry of state.markers.values()) if (entry.feature.count > 1) entry.layer.setStyle(styleFor(entry.feature, 1));
+        }
         const wanted = params.get('algorithm');
         if (!helloSeen) {
             helloSeen = true;
@@ -766,6 +794,8 @@
 
     /** The cluster whose expansion we asked for, and where it was. */
     let pendingExpand = null;
+    /** The entry of the cluster whose spread is shown. */
+    let spreadOwner = null;
 
     markerGroup.on('click', (e) => {
         const id = e.layer && e.layer.pinwheelId;
@@ -796,6 +826,12 @@
             map.flyTo(target, Math.min(msg.zoom, map.getMaxZoom()), { duration: 0.6 });
         } else if (Array.isArray(msg.spread)) {
             clearSpread();
+            // The group's cluster steps back while its members are shown around it.
+            const owner = state.markers.get(msg.id);
+            if (owner) {
+                setAlpha(owner, SPREAD_OWNER_ALPHA);
+                spreadOwner = owner;
+            }
             for (const f of msg.spread) {
                 const entry = createEntry(f, featureLatLng(f), 1, expansionGroup);
                 entry.layer.pinwheelFeature = f;
@@ -807,6 +843,8 @@
     function clearSpread() {
         expansionGroup.clearLayers();
         state.spread.clear();
+        if (spreadOwner && state.markers.get(spreadOwner.feature.id) === spreadOwner) setAlpha(spreadOwner, 1);
+        spreadOwner = null;
     }
 
     /** A popup built from DOM nodes (dataset text is never parsed as HTML). */

@@ -5,6 +5,8 @@ import csv
 import re
 import time
 
+import pytest
+
 from browser_support import (ROOT, markers, open_map, reference_client, screenshot, server_features, set_view,
                       wait_settled)
 
@@ -28,15 +30,18 @@ def cluster_near_center(page, min_count=3):
     )
 
 
-def test_markers_are_exactly_what_the_server_computed_for_the_viewport(page, server):
-    open_map(page, server, *EUROPE)
+@pytest.mark.parametrize("algorithm, view", [("pca-tree", EUROPE), ("hierarchical", (51.8, 1.5, 7))])
+def test_markers_are_exactly_what_the_server_computed_for_the_viewport(page, server, algorithm, view):
+    open_map(page, server, *view, algorithm=algorithm)
     shown = markers(page)
     viewport = page.evaluate("() => pinwheel.state.lastViewport")
     assert len(shown) >= 10 and any(c > 1 for c in shown.values())
-    assert shown == server_features(server, viewport)
+    assert shown == server_features(server, viewport, algorithm)
     counts = page.evaluate("() => [pinwheel.state.points, pinwheel.state.clusters]")
     assert counts == [sum(1 for c in shown.values() if c == 1), sum(1 for c in shown.values() if c > 1)]
-    screenshot(page, "page-europe.png")
+    drawn = page.evaluate("() => Array.from(pinwheel.state.markers.values()).filter(e => pinwheel.map.hasLayer(e.layer)).length")
+    assert drawn == len(shown)
+    screenshot(page, f"page-{algorithm}.png")
     assert page.console_log.errors == []
 
 
