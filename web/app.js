@@ -16,8 +16,10 @@
     const RECONNECT_MIN_MS = 250;
     const RECONNECT_MAX_MS = 5000;
     const RECONNECT_GROWTH = 2;
-    /** Milliseconds of batch application allowed per animation frame, so a frame stays under 16 ms. */
+    /** Milliseconds of batch application allowed per animation frame, so a frame stays under 16 ms,
+     *  checked every APPLY_CHUNK operations (a batch may span frames; it is acknowledged when whole). */
     const FRAME_BUDGET_MS = 8;
+    const APPLY_CHUNK = 64;
     /** Animation lengths: fade-in of a new feature, and the move of a split or merge. */
     const FADE_MS = 300;
     const MOVE_MS = 450;
@@ -86,6 +88,8 @@
         settledMs: null,
         /** Batches received and not yet applied and acknowledged. */
         inFlight: 0,
+        /** Longest work of one animation frame, in milliseconds: applying batches, stepping animations. */
+        timing: { applyMaxMs: 0, animateMaxMs: 0 },
         /** Milliseconds from page start to the first marker drawn. */
         firstMarkerMs: null,
         lastError: null,
@@ -317,6 +321,7 @@
 
     function stepAnimations(now) {
         animationFrame = 0;
+        const started = performance.now();
         for (const [entry, a] of animations) {
             const duration = a.from ? MOVE_MS : FADE_MS;
             const t = Math.min(1, Math.max(0, (now - a.t0) / duration));
@@ -336,6 +341,7 @@
             }
         }
         if (animations.size) animationFrame = requestAnimationFrame(stepAnimations);
+        state.timing.animateMaxMs = Math.max(state.timing.animateMaxMs, performance.now() - started);
     }
 
     /** Ends every animation at once (a resync starts from a clean map). */
@@ -384,7 +390,7 @@
                 if (!batchQueue.length) break;
                 cursor = startBatch(batchQueue.shift());
             }
-            allowance -= stepBatch(cursor, allowance);
+            allowance -= stepBatch(cursor, Math.min(allowance, APPLY_CHUNK));
             if (cursor.next >= cursor.total) {
                 finishBatch(cursor);
                 cursor = null;
@@ -392,16 +398,29 @@
         }
         state.inFlight = batchQueue.length + (cursor ? 1 : 0);
         if (cursor || batchQueue.length) scheduleApply();
+        state.timing.applyMaxMs = Math.max(state.timing.applyMaxMs, performance.now() - frameStart);
     }
+
+    /** Integer zoom of the view the last applied batch served; a batch for a deeper zoom splits
+     *  clusters, one for a shallower zoom merges them, one at the same zoom (a pan) does neither. */
+    let appliedZoom = null;
 
     function startBatch(msg) {
         const remove = msg.remove || [];
         const update = msg.update || [];
         const add = msg.add || [];
-        const addById = new Map();
-        for (const f of add) addById.set(f.id, f);
+        const zoom = viewportZoom.get(msg.seq);
+        const level = zoom === undefined ? appliedZoom : Math.floor(zoom);
+        const direction = appliedZoom === null || level === null ? 0 : Math.sign(level - appliedZoom);
+        if (level !== null) appliedZoom = level;
+        let addById = null;
+        if (direction < 0) {
+            addById = new Map();
+            for (const f of add) addById.set(f.id, f);
+        }
         pruneGhosts();
-        return { msg, remove, update, add, addById, next: 0, total: remove.length + update.length + add.length, ms: 0 };
+        return { msg, remove, update, add, addById, direction, nearby: null, next: 0,
+                 total: remove.length + update.length + add.length, ms: 0 };
     }
 
     /** Applies up to `limit` operations of the batch in protocol order: remove, update, add. */
@@ -411,9 +430,9 @@
         const nRemove = c.remove.length;
         const nUpdate = c.update.length;
         for (let i = c.next; i < end; i++) {
-            if (i < nRemove) removeFeature(c.remove[i], c.addById);
+            if (i < nRemove) removeFeature(c.remove[i], c);
             else if (i < nRemove + nUpdate) updateFeature(c.update[i - nRemove]);
-            else addFeature(c.add[i - nRemove - nUpdate]);
+            else addFeature(c.add[i - nRemove - nUpdate], c);
         }
         const done = end - c.next;
         c.next = end;
@@ -430,6 +449,7 @@
             const sentAt = viewportSentAt.get(msg.seq);
             if (sentAt !== undefined) state.settledMs = Math.round(performance.now() - sentAt);
             for (const s of viewportSentAt.keys()) if (s <= msg.seq) viewportSentAt.delete(s);
+            for (const s of viewportZoom.keys()) if (s < msg.seq) viewportZoom.delete(s);
             state.doneSeq = Math.max(state.doneSeq, msg.seq);
         }
         if (state.firstMarkerMs === null && state.markers.size) state.firstMarkerMs = Math.round(performance.now());
@@ -440,7 +460,7 @@
         else state.points += delta;
     }
 
-    function removeFeature(id, addById) {
+    function removeFeature(id, c) {
         const entry = state.markers.get(id);
         if (!entry) return;
         state.markers.delete(id);
@@ -451,14 +471,14 @@
         animations.delete(entry);
         retiring.set(id, entry);
         // A merge: the feature moves into the cluster that now holds it, then vanishes there.
-        const target = mergeTarget(entry.feature, at, addById);
+        const target = c.direction < 0 ? mergeTarget(entry.feature, at, c) : null;
         animate(entry, { from: target ? at : null, to: target, fade: 'out', removeAtEnd: true });
     }
 
     function updateFeature(f) {
         const entry = state.markers.get(f.id);
         if (!entry) {
-            addFeature(f);
+            addFeature(f, null);
             return;
         }
         state.counters.updates++;
@@ -483,7 +503,7 @@
         if (!from.equals(to)) animate(entry, { from: from, to: to, fade: null });
     }
 
-    function addFeature(f) {
+    function addFeature(f, c) {
         if (state.markers.has(f.id)) {
             updateFeature(f);
             return;
@@ -499,7 +519,7 @@
         countKind(f, +1);
         const to = featureLatLng(f);
         // A split: children start where their parent was (a spread pin starts on its anchor).
-        const from = f.anchor ? anchorLatLng(f) : splitOrigin(f, to);
+        const from = f.anchor ? anchorLatLng(f) : c && c.direction > 0 ? splitOrigin(f, to, c) : null;
         const entry = createEntry(f, from || to, 0, markerGroup);
         entry.origin = from;
         state.markers.set(f.id, entry);
@@ -510,49 +530,57 @@
         if (f.parent !== undefined && f.parent !== f.id) parentOf.set(f.id, f.parent);
     }
 
-    /** Where a new feature's split starts: its parent (just removed, or still shown), else the
-     *  nearest recently removed cluster on screen. */
-    function splitOrigin(f, to) {
+    /** Where a new feature's split starts (zoom-in batches only): its parent, just removed or still
+     *  shown, else the nearest cluster removed in the last GHOST_TTL_MS. */
+    function splitOrigin(f, to, c) {
         if (f.parent === undefined || f.parent === f.id) return null;
         const ghost = ghosts.get(f.parent);
         if (ghost) return ghost.at;
         const shown = state.markers.get(f.parent);
         if (shown) return shown.layer.getLatLng();
-        let best = null;
-        let bestDistance = NEAREST_PARENT_PX;
-        const p = map.latLngToContainerPoint(to);
-        for (const [id, g] of ghosts) {
-            if (!(id > 0xffffffff)) continue; // only clusters (ids ≥ 2^32) split
-            const d = p.distanceTo(map.latLngToContainerPoint(g.at));
-            if (d < bestDistance) {
-                bestDistance = d;
-                best = g.at;
-            }
+        // Projected once per batch: the candidates as screen points (only clusters split).
+        if (!c.nearby) {
+            c.nearby = [];
+            for (const [id, g] of ghosts) if (id > 0xffffffff) c.nearby.push(screenCandidate(g.at, Infinity));
         }
-        return best;
+        return nearest(c.nearby, map.latLngToContainerPoint(to), 0);
     }
 
-    /** Where a removed feature merges to: its parent or nearest known ancestor that is on the map
-     *  or arriving in this batch, else the nearest cluster arriving in this batch. */
-    function mergeTarget(f, at, addById) {
+    /** Where a removed feature merges to (zoom-out batches only): its parent or nearest known
+     *  ancestor arriving in this batch or on the map, else the nearest larger cluster arriving. */
+    function mergeTarget(f, at, c) {
         let id = f.parent;
         for (let hops = 0; id !== undefined && id !== f.id && hops < 32; hops++) {
-            const added = addById.get(id);
+            const added = c.addById.get(id);
             if (added) return featureLatLng(added);
             const shown = state.markers.get(id);
             if (shown) return featureLatLng(shown.feature);
             id = parentOf.get(id);
         }
-        let best = null;
-        let bestDistance = NEAREST_PARENT_PX;
+        if (!c.nearby) {
+            c.nearby = [];
+            for (const g of c.add) if (g.count > 1) c.nearby.push(screenCandidate(featureLatLng(g), g.count));
+        }
+        return nearest(c.nearby, map.latLngToContainerPoint(at), f.count);
+    }
+
+    function screenCandidate(at, count) {
         const p = map.latLngToContainerPoint(at);
-        for (const g of addById.values()) {
-            if (g.count <= f.count) continue;
-            const q = featureLatLng(g);
-            const d = p.distanceTo(map.latLngToContainerPoint(q));
-            if (d < bestDistance) {
-                bestDistance = d;
-                best = q;
+        return { x: p.x, y: p.y, at: at, count: count };
+    }
+
+    /** The candidate nearest to point p within NEAREST_PARENT_PX holding more than `count` points. */
+    function nearest(candidates, p, count) {
+        let best = null;
+        let bestSquared = NEAREST_PARENT_PX * NEAREST_PARENT_PX;
+        for (const q of candidates) {
+            if (q.count <= count) continue;
+            const dx = q.x - p.x;
+            const dy = q.y - p.y;
+            const d = dx * dx + dy * dy;
+            if (d < bestSquared) {
+                bestSquared = d;
+                best = q.at;
             }
         }
         return best;
@@ -589,6 +617,8 @@
         parentOf.clear();
         ghosts.clear();
         viewportSentAt.clear();
+        viewportZoom.clear();
+        appliedZoom = null;
     }
 
     // ---- Connection ------------------------------------------------------------------------------
@@ -724,6 +754,8 @@
 
     /** seq → performance.now() when sent, until its done batch is applied. */
     const viewportSentAt = new Map();
+    /** seq → zoom of that viewport, so a batch knows whether it splits, merges or pans. */
+    const viewportZoom = new Map();
     let lastViewportKey = '';
     let lastViewportAt = -Infinity;
     let viewportTimer = 0;
@@ -778,6 +810,7 @@
         lastViewportKey = key;
         lastViewportAt = performance.now();
         viewportSentAt.set(seq, lastViewportAt);
+        viewportZoom.set(seq, v.zoom);
         state.lastViewport = Object.assign({ seq: seq }, v);
         state.counters.viewports++;
     }

@@ -32,6 +32,21 @@ new PerformanceObserver((list) => {
 (function frame(t) { window.__bench.frames.push(t); requestAnimationFrame(frame); })(performance.now());
 """
 
+# Times Leaflet's canvas redraws (the drawing half of the page's work; the other half is in
+# pinwheel.state.timing).
+REDRAW_PROBE = """() => {
+    window.__bench.redraws = [];
+    for (const name of ['_redraw', '_update']) {
+        const original = L.Canvas.prototype[name];
+        L.Canvas.prototype[name] = function () {
+            const t0 = performance.now();
+            const result = original.apply(this, arguments);
+            window.__bench.redraws.push(performance.now() - t0);
+            return result;
+        };
+    }
+}"""
+
 # Places the tour visits: (lat, lon, zoom).
 CITIES = [(48.86, 2.35, 9), (40.71, -74.0, 8), (35.68, 139.7, 9), (-23.55, -46.63, 8), (28.61, 77.21, 7),
           (51.5, -0.12, 10), (-33.87, 151.2, 8), (30.04, 31.24, 7), (55.75, 37.62, 8), (19.43, -99.13, 9)]
@@ -43,8 +58,10 @@ def percentile(values, p):
 
 
 def tour(page, seconds, rng):
-    """Drags, wheel zooms and jumps like a person, for `seconds`; returns the settle times seen."""
+    """Drags, wheel zooms and jumps like a person, for `seconds`; returns the settle times seen and
+    the most markers seen on the map."""
     settled = []
+    most = 0
     deadline = time.monotonic() + seconds
     step = 0
     while time.monotonic() < deadline:
@@ -72,10 +89,11 @@ def tour(page, seconds, rng):
             time.sleep(1.3)
         step += 1
         time.sleep(0.4)
-        ms = page.evaluate("() => pinwheel.state.settledMs")
+        ms, shown = page.evaluate("() => [pinwheel.state.settledMs, pinwheel.state.markers.size]")
+        most = max(most, shown)
         if ms is not None:
             settled.append(ms)
-    return settled
+    return settled, most
 
 
 def main():
@@ -83,6 +101,7 @@ def main():
     ap.add_argument("--points", type=int, default=1_000_000)
     ap.add_argument("--seconds", type=float, default=30)
     ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--algorithm", help="the page's algorithm (default: the server's)")
     ap.add_argument("--json", help="also write the figures to this file")
     args = ap.parse_args()
 
@@ -99,14 +118,17 @@ def main():
             page.on("pageerror", lambda e: errors.append(str(e)))
             page.add_init_script(PROBE)
             # A warm-up load so the first measured load does not pay for Chromium's cold caches.
-            page.goto(f"{server.url}/?lat=48.86&lon=2.35&zoom=5")
+            url = f"{server.url}/?lat=48.86&lon=2.35&zoom=5" + (f"&algorithm={args.algorithm}" if args.algorithm else "")
+            page.goto(url)
             page.wait_for_function("() => window.pinwheel && pinwheel.state.firstMarkerMs !== null", timeout=30000)
-            page.goto(f"{server.url}/?lat=48.86&lon=2.35&zoom=5")
+            page.goto(url)
             page.wait_for_function("() => window.pinwheel && pinwheel.state.firstMarkerMs !== null", timeout=30000)
             first_marker = page.evaluate("() => pinwheel.state.firstMarkerMs")
             page.wait_for_function("() => pinwheel.settled()", timeout=30000)
+            page.evaluate(REDRAW_PROBE)
+            page.evaluate("() => { pinwheel.state.timing.applyMaxMs = 0; pinwheel.state.timing.animateMaxMs = 0; }")
             tour_start = page.evaluate("() => performance.now()")
-            settled = tour(page, args.seconds, random.Random(args.seed))
+            settled, most = tour(page, args.seconds, random.Random(args.seed))
             bench = page.evaluate("() => ({b: window.__bench, s: pinwheel.state})")
             screenshot(page, "smoothness-end.png")
             browser.close()
@@ -118,8 +140,13 @@ def main():
     frames = [t for t in bench["b"]["frames"] if t >= tour_start]
     intervals = [b - a for a, b in zip(frames, frames[1:])]
     s = bench["s"]
+    redraws = bench["b"]["redraws"]
+    with open("/proc/loadavg") as f:
+        load = f.read().split()[0]
     figures = {
         "points": args.points,
+        "algorithm": s["hello"]["algorithm"],
+        "loadAverage1m": float(load),
         "tourSeconds": args.seconds,
         "firstMarkersMs": first_marker,
         "longTasksDuringTour": len(long_tasks),
@@ -130,6 +157,12 @@ def main():
         "frameMsP99": round(percentile(intervals, 99), 1),
         "frameMsMax": round(max(intervals, default=0), 1),
         "framesOver50ms": sum(1 for x in intervals if x > 50),
+        "applyMaxMs": round(s["timing"]["applyMaxMs"], 1),
+        "animateMaxMs": round(s["timing"]["animateMaxMs"], 1),
+        "canvasRedraws": len(redraws),
+        "canvasRedrawMsP99": round(percentile(redraws, 99), 1),
+        "canvasRedrawMsMax": round(max(redraws, default=0), 1),
+        "markersMax": most,
         "settledMsMedian": statistics.median(settled) if settled else None,
         "settledMsP90": percentile(settled, 90) if settled else None,
         "viewportsSent": s["counters"]["viewports"],
