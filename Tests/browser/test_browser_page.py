@@ -155,6 +155,21 @@ def test_the_hud_figures_move_with_the_stream(page, server):
     assert page.console_log.errors == []
 
 
+def test_a_slow_pace_shows_batches_in_flight_and_still_ends_with_the_servers_markers(page, server):
+    open_map(page, server, 51.8, 1.5, 7, algorithm="hierarchical")
+    page.click(".settings summary")
+    page.fill("#set-pace", "2")  # 0.05 markers per millisecond: about one marker per frame
+    assert page.inner_text("#set-pace-out") == "0.05/ms"
+    page.evaluate("() => { pinwheel.map.setView([48.0, 10.0], 7, {animate: false}); }")
+    page.wait_for_function("() => document.getElementById('hud-inflight').textContent !== '0'")
+    assert page.evaluate("() => pinwheel.state.inFlight") > 0
+    page.fill("#set-pace", "8")  # back to max
+    assert page.inner_text("#set-pace-out") == "max"
+    wait_settled(page)
+    assert markers(page) == server_features(server, page.evaluate("() => pinwheel.state.lastViewport"), "hierarchical")
+    assert page.console_log.errors == []
+
+
 def test_choosing_another_algorithm_redraws_what_the_server_computes_with_it(page, server):
     open_map(page, server, *EUROPE)
     hello = page.evaluate("() => pinwheel.state.hello")
