@@ -23,6 +23,9 @@
     /** Animation lengths: fade-in of a new feature, and the move of a split or merge. */
     const FADE_MS = 300;
     const MOVE_MS = 450;
+    /** Most features animating at once; beyond it features appear and vanish without animation, so a
+     *  frame's work stays bounded however many markers a batch brings. */
+    const MAX_ANIMATIONS = 600;
     /** How long a removed feature's position can still serve as the origin of its children's split. */
     const GHOST_TTL_MS = 3000;
     /** Farthest (screen pixels) a split or merge looks for a parent it cannot name by id. */
@@ -311,6 +314,10 @@
         // A move that interrupts a fade-in must not leave the feature half transparent.
         const previous = animations.get(entry);
         if (previous && previous.fade === 'in' && !spec.fade) setAlpha(entry, 1);
+        if (!previous && animations.size >= MAX_ANIMATIONS) {
+            finishAt(entry, spec);
+            return;
+        }
         animations.set(entry, Object.assign({ t0: performance.now() }, spec));
         if (!animationFrame) animationFrame = requestAnimationFrame(stepAnimations);
     }
@@ -334,14 +341,22 @@
             else if (a.fade === 'out') setAlpha(entry, 1 - e);
             if (t >= 1) {
                 animations.delete(entry);
-                if (a.removeAtEnd) {
-                    removeEntryLayers(entry, markerGroup);
-                    retiring.delete(entry.feature.id);
-                }
+                if (a.removeAtEnd) finishAt(entry, a);
             }
         }
         if (animations.size) animationFrame = requestAnimationFrame(stepAnimations);
         state.timing.animateMaxMs = Math.max(state.timing.animateMaxMs, performance.now() - started);
+    }
+
+    /** Puts an entry where its animation would end: removed, or in place and opaque. */
+    function finishAt(entry, spec) {
+        if (spec.removeAtEnd) {
+            removeEntryLayers(entry, markerGroup);
+            if (retiring.get(entry.feature.id) === entry) retiring.delete(entry.feature.id);
+            return;
+        }
+        if (spec.from) placeEntry(entry, spec.to);
+        if (spec.fade === 'in') setAlpha(entry, 1);
     }
 
     /** Ends every animation at once (a resync starts from a clean map). */
@@ -401,18 +416,31 @@
         state.timing.applyMaxMs = Math.max(state.timing.applyMaxMs, performance.now() - frameStart);
     }
 
-    /** Integer zoom of the view the last applied batch served; a batch for a deeper zoom splits
-     *  clusters, one for a shallower zoom merges them, one at the same zoom (a pan) does neither. */
-    let appliedZoom = null;
+    /** The viewport the last applied batch served: its seq, integer zoom, and whether it went deeper
+     *  (+1: clusters split), shallower (-1: clusters merge) or stayed (0: a pan, neither) compared with
+     *  the viewport served before it. A pan right after a zoom change (within GHOST_TTL_MS) keeps the
+     *  change's direction, since the server may finish that change in the pan's batches. */
+    const served = { seq: null, level: null, direction: 0, changedAt: -Infinity };
 
     function startBatch(msg) {
         const remove = msg.remove || [];
         const update = msg.update || [];
         const add = msg.add || [];
-        const zoom = viewportZoom.get(msg.seq);
-        const level = zoom === undefined ? appliedZoom : Math.floor(zoom);
-        const direction = appliedZoom === null || level === null ? 0 : Math.sign(level - appliedZoom);
-        if (level !== null) appliedZoom = level;
+        if (msg.seq !== served.seq) {
+            const zoom = viewportZoom.get(msg.seq);
+            const level = zoom === undefined ? served.level : Math.floor(zoom);
+            const change = served.level === null || level === null ? 0 : Math.sign(level - served.level);
+            const now = performance.now();
+            if (change !== 0) {
+                served.direction = change;
+                served.changedAt = now;
+            } else if (now - served.changedAt > GHOST_TTL_MS) {
+                served.direction = 0;
+            }
+            served.seq = msg.seq;
+            served.level = level;
+        }
+        const direction = served.direction;
         let addById = null;
         if (direction < 0) {
             addById = new Map();
@@ -618,7 +646,7 @@
         ghosts.clear();
         viewportSentAt.clear();
         viewportZoom.clear();
-        appliedZoom = null;
+        Object.assign(served, { seq: null, level: null, direction: 0, changedAt: -Infinity });
     }
 
     // ---- Connection ------------------------------------------------------------------------------
