@@ -37,6 +37,8 @@
      *  domain). Named .json because libwebsockets' static mounts answer 415 to unknown suffixes. */
     const BASEMAP_URL = 'world-110m.json';
     const BASEMAP_ATTRIBUTION = 'Basemap: Natural Earth (public domain)';
+    /** Longest the basemap waits for the first markers before it is drawn anyway. */
+    const BASEMAP_WAIT_MS = 400;
     /** Extra canvas around the view (fraction of its size). Leaflet's default: larger canvases made
      *  every drag frame a long task in Chromium's software compositing. */
     const RENDERER_PADDING = 0.1;
@@ -44,7 +46,7 @@
     const PACE_STEPS = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, Infinity];
 
     /** Points: small amber dots with a dark rim. */
-    const POINT_STYLE = { radius: 5, color: '#0b1220', weight: 1.5, fillColor: '#fbbf24', fillOpacity: 1, opacity: 0.9 };
+    const POINT_STYLE = { radius: 5, color: '#0b1220', weight: 1.5, fillColor: '#fbbf24', opacity: 0.9 };
     /** Legs from a spread pin to its true position, and the dot marking that position. */
     const LEG_STYLE = { color: '#fde68a', weight: 1, opacity: 0.75, interactive: false };
     const ANCHOR_STYLE = { radius: 2.5, color: '#fde68a', weight: 0, fillColor: '#fde68a', fillOpacity: 1, interactive: false };
@@ -60,6 +62,10 @@
     const CLUSTER_ROOMY_SPACING_PX = 44;
     const CLUSTER_MIN_SCALE = 0.6;
     const CLUSTER_HALO_WEIGHT = 6;
+    const CLUSTER_HALO_OPACITY = 0.35;
+    const CLUSTER_FILL_OPACITY = 0.92;
+    /** Distinct marker sprites kept (one per colour, size and label seen). */
+    const SPRITE_CACHE_LIMIT = 4000;
     /** Opacity of a cluster while its same-coordinate members are shown spread around it. */
     const SPREAD_OWNER_ALPHA = 0.25;
     const CLUSTER_LABEL_COLOR = '#0b1220';
@@ -124,6 +130,8 @@
     /** A same-coordinate group shown on request (`expand` answered with `spread`). */
     const expansionGroup = L.featureGroup().addTo(map);
 
+    /** Called once when the first markers are on the map (the basemap waits for it). */
+    let onFirstMarkers = () => {};
     setUpBasemap();
 
     function initialCenter() {
@@ -146,12 +154,17 @@
             return;
         }
         map.attributionControl.addAttribution(BASEMAP_ATTRIBUTION);
-        fetch(BASEMAP_URL)
-            .then((r) => {
-                if (!r.ok) throw new Error(`basemap ${BASEMAP_URL}: HTTP ${r.status}`);
-                return r.json();
-            })
-            .then((world) => {
+        // Fetched at once, drawn once the first markers are (or BASEMAP_WAIT_MS passed): building 177
+        // country polygons must not delay the first markers.
+        const firstMarkersOrTimeout = new Promise((resolve) => {
+            onFirstMarkers = resolve;
+            setTimeout(resolve, BASEMAP_WAIT_MS);
+        });
+        Promise.all([fetch(BASEMAP_URL).then((r) => {
+            if (!r.ok) throw new Error(`basemap ${BASEMAP_URL}: HTTP ${r.status}`);
+            return r.json();
+        }), firstMarkersOrTimeout])
+            .then(([world]) => {
                 L.geoJSON(world, {
                     renderer: basemapRenderer,
                     pane: 'basemap',
@@ -164,23 +177,81 @@
 
     // ---- Drawing ---------------------------------------------------------------------------------
 
-    /** A cluster: a circle on the shared canvas with its count written inside. Canvas text keeps
-     *  thousands of clusters smooth where DOM icons would not; it hooks Leaflet 1.6's canvas
-     *  renderer (`_updateCircle`, `_ctx`, `_drawing`), the only renderer this page uses for them. */
-    const ClusterMarker = L.CircleMarker.extend({
+    /** A point or cluster drawn on the shared canvas as a pre-rendered sprite (circle, halo, count):
+     *  one drawImage per marker instead of arcs, strokes and text, so thousands stay cheap to redraw
+     *  in a software-rendered canvas. It hooks Leaflet 1.6's canvas renderer (`_ctx`, `_drawing`,
+     *  `_empty`), the only renderer this page uses for markers; hit-testing stays CircleMarker's. */
+    const SpriteMarker = L.CircleMarker.extend({
         _updatePath: function () {
             const renderer = this._renderer;
-            renderer._updateCircle(this);
             if (!renderer._drawing || this._empty()) return;
+            const sprite = this.options.sprite;
             const ctx = renderer._ctx;
-            ctx.globalAlpha = this.options.fillOpacity;
+            ctx.globalAlpha = this.options.opacity;
+            // Whole pixels keep the sprite crisp.
+            ctx.drawImage(sprite.canvas, Math.round(this._point.x) - sprite.half, Math.round(this._point.y) - sprite.half,
+                          sprite.size, sprite.size);
+        },
+    });
+
+    /** Sprites by appearance; cleared when it grows past SPRITE_CACHE_LIMIT (counts vary widely). */
+    const sprites = new Map();
+
+    /** A canvas of `size` CSS pixels at the screen's pixel ratio, drawn once by `draw(ctx, centre)`. */
+    function sprite(key, radius, draw) {
+        let s = sprites.get(key);
+        if (s) return s;
+        if (sprites.size >= SPRITE_CACHE_LIMIT) sprites.clear();
+        const ratio = window.devicePixelRatio || 1;
+        const half = Math.ceil(radius + CLUSTER_HALO_WEIGHT / 2 + 1);
+        const canvas = document.createElement('canvas');
+        canvas.width = canvas.height = Math.ceil(2 * half * ratio);
+        const ctx = canvas.getContext('2d');
+        ctx.scale(ratio, ratio);
+        draw(ctx, half);
+        s = { canvas: canvas, half: half, size: 2 * half };
+        sprites.set(key, s);
+        return s;
+    }
+
+    function circlePath(ctx, c, r) {
+        ctx.beginPath();
+        ctx.arc(c, c, r, 0, Math.PI * 2);
+    }
+
+    function pointSprite() {
+        return sprite('point', POINT_STYLE.radius, (ctx, c) => {
+            circlePath(ctx, c, POINT_STYLE.radius);
+            ctx.fillStyle = POINT_STYLE.fillColor;
+            ctx.fill();
+            ctx.globalAlpha = POINT_STYLE.opacity;
+            ctx.lineWidth = POINT_STYLE.weight;
+            ctx.strokeStyle = POINT_STYLE.color;
+            ctx.stroke();
+        });
+    }
+
+    function clusterSprite(count) {
+        const color = clusterColor(count);
+        const radius = Math.round(clusterRadius(count) * 2) / 2;
+        const label = shortCount(count);
+        return sprite(`${color}|${radius}|${label}|${clusterScale}`, radius, (ctx, c) => {
+            circlePath(ctx, c, radius);
+            ctx.globalAlpha = CLUSTER_FILL_OPACITY;
+            ctx.fillStyle = color;
+            ctx.fill();
+            ctx.globalAlpha = CLUSTER_HALO_OPACITY;
+            ctx.lineWidth = CLUSTER_HALO_WEIGHT;
+            ctx.strokeStyle = color;
+            ctx.stroke();
+            ctx.globalAlpha = 1;
             ctx.fillStyle = CLUSTER_LABEL_COLOR;
             ctx.font = clusterLabelFont;
             ctx.textAlign = 'center';
             ctx.textBaseline = 'middle';
-            ctx.fillText(this.options.label, this._point.x, this._point.y + 0.5);
-        },
-    });
+            ctx.fillText(label, c, c + 0.5);
+        });
+    }
 
     /** Colours cached per 1/20 decade of count, so restyling thousands of clusters makes no strings. */
     const clusterColors = new Map();
@@ -231,30 +302,21 @@
         return (n / 1e6).toFixed(1).replace(/\.0$/, '') + 'M';
     }
 
-    /** Leaflet style options for a feature at a given opacity (0…1, for fades). */
+    /** Leaflet options for a feature's marker at a given opacity (0…1, for fades). `radius` is for
+     *  hit-testing and `weight` pads Leaflet's redraw bounds around the halo. */
     function styleFor(feature, alpha) {
-        if (feature.count > 1) {
-            const color = clusterColor(feature.count);
-            return {
-                renderer: markerRenderer,
-                radius: clusterRadius(feature.count),
-                color: color,
-                weight: CLUSTER_HALO_WEIGHT,
-                opacity: 0.35 * alpha,
-                fillColor: color,
-                fillOpacity: 0.92 * alpha,
-                label: shortCount(feature.count),
-            };
-        }
-        return Object.assign({ renderer: markerRenderer }, POINT_STYLE, {
-            opacity: POINT_STYLE.opacity * alpha,
-            fillOpacity: POINT_STYLE.fillOpacity * alpha,
-        });
+        const cluster = feature.count > 1;
+        return {
+            renderer: markerRenderer,
+            radius: cluster ? clusterRadius(feature.count) : POINT_STYLE.radius,
+            weight: CLUSTER_HALO_WEIGHT,
+            opacity: alpha,
+            sprite: cluster ? clusterSprite(feature.count) : pointSprite(),
+        };
     }
 
     function setAlpha(entry, alpha) {
-        const s = styleFor(entry.feature, alpha);
-        entry.layer.setStyle({ opacity: s.opacity, fillOpacity: s.fillOpacity });
+        entry.layer.setStyle({ opacity: alpha });
         if (entry.leg) entry.leg.setStyle({ opacity: LEG_STYLE.opacity * alpha });
         if (entry.dot) entry.dot.setStyle({ fillOpacity: ANCHOR_STYLE.fillOpacity * alpha });
     }
@@ -276,7 +338,7 @@
     /** Creates the layers for a feature at `at` (its own position unless it animates from elsewhere). */
     function createEntry(feature, at, alpha, group) {
         const style = styleFor(feature, alpha);
-        const layer = feature.count > 1 ? new ClusterMarker(at, style) : L.circleMarker(at, style);
+        const layer = new SpriteMarker(at, style);
         layer.pinwheelId = feature.id;
         const entry = { layer: layer, feature: feature, leg: null, dot: null };
         if (feature.anchor) {
@@ -480,7 +542,10 @@
             for (const s of viewportZoom.keys()) if (s < msg.seq) viewportZoom.delete(s);
             state.doneSeq = Math.max(state.doneSeq, msg.seq);
         }
-        if (state.firstMarkerMs === null && state.markers.size) state.firstMarkerMs = Math.round(performance.now());
+        if (state.firstMarkerMs === null && state.markers.size) {
+            state.firstMarkerMs = Math.round(performance.now());
+            onFirstMarkers();
+        }
     }
 
     function countKind(feature, delta) {
@@ -511,13 +576,12 @@
         }
         state.counters.updates++;
         rememberParent(f);
-        const wasCluster = entry.feature.count > 1;
         const from = entry.layer.getLatLng();
         countKind(entry.feature, -1);
         countKind(f, +1);
         entry.feature = f;
-        if (wasCluster !== f.count > 1 || Boolean(entry.leg) !== Boolean(f.anchor)) {
-            // A change of kind needs other layers; the id stays, the drawing is rebuilt.
+        if (Boolean(entry.leg) !== Boolean(f.anchor)) {
+            // Gaining or losing a leg needs other layers; the id stays, the drawing is rebuilt.
             removeEntryLayers(entry, markerGroup);
             animations.delete(entry);
             state.markers.set(f.id, createEntry(f, featureLatLng(f), 1, markerGroup));
