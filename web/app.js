@@ -25,7 +25,7 @@
     const MOVE_MS = 450;
     /** Most features animating at once; beyond it features appear and vanish without animation, so a
      *  frame's work stays bounded however many markers a batch brings. */
-    const MAX_ANIMATIONS = 600;
+    const MAX_ANIMATIONS = 250;
     /** How long a removed feature's position can still serve as the origin of its children's split. */
     const GHOST_TTL_MS = 3000;
     /** Farthest (screen pixels) a split or merge looks for a parent it cannot name by id. */
