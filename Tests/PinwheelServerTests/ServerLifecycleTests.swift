@@ -4,7 +4,7 @@ import Testing
 
 @testable import PinwheelServer
 
-@Suite("HTTP routes, backpressure and shutdown")
+@Suite("HTTP routes, backpressure and shutdown", .serialized)
 struct ServerLifecycleTests {
     @Test("the page, Debian's Leaflet, /healthz and /metrics are served on the WebSocket's port")
     func httpRoutes() async throws {
