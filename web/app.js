@@ -85,8 +85,10 @@
         markers: new Map(),
         points: 0,
         clusters: 0,
+        /** `splits`: features that entered from their parent's position; `merges`: features that
+         *  moved into the cluster now holding them before vanishing. */
         counters: { adds: 0, removes: 0, updates: 0, batches: 0, acks: 0, bytes: 0, messages: 0,
-                    viewports: 0, errors: 0, connects: 0 },
+                    viewports: 0, errors: 0, connects: 0, splits: 0, merges: 0 },
         /** Per-second rates over the last RATE_WINDOW_MS. */
         rates: { adds: 0, removes: 0, updates: 0 },
         /** Seq of the last viewport sent, and of the last viewport whose `done` batch was applied. */
@@ -565,6 +567,7 @@
         retiring.set(id, entry);
         // A merge: the feature moves into the cluster that now holds it, then vanishes there.
         const target = c.direction < 0 ? mergeTarget(entry.feature, at, c) : null;
+        if (target) state.counters.merges++;
         animate(entry, { from: target ? at : null, to: target, fade: 'out', removeAtEnd: true });
     }
 
@@ -614,6 +617,7 @@
         const from = f.anchor ? anchorLatLng(f) : c && c.direction > 0 ? splitOrigin(f, to, c) : null;
         const entry = createEntry(f, from || to, 0, markerGroup);
         entry.origin = from;
+        if (from && !f.anchor) state.counters.splits++;
         state.markers.set(f.id, entry);
         animate(entry, { from: from && !from.equals(to) ? from : null, to: to, fade: 'in' });
     }

@@ -94,8 +94,11 @@ def test_zooming_into_a_cluster_replaces_it_with_its_children_and_zooming_out_me
             assert abs(c["origin"][0] - cluster["lat"]) < 1e-6 and abs(c["origin"][1] - cluster["lon"]) < 1e-6
     assert shown == server_features(server, page.evaluate("() => pinwheel.state.lastViewport"), "hierarchical")
 
+    merges = page.evaluate("() => pinwheel.state.counters.merges")
     set_view(page, cluster["lat"], cluster["lon"], zoom)
     assert markers(page).get(cluster["id"]) == cluster["count"], "zooming back out brings back the same cluster"
+    assert page.evaluate("() => pinwheel.state.counters.merges") - merges >= len(children), \
+        "the children moved into their cluster before vanishing"
     assert page.console_log.errors == []
 
 
