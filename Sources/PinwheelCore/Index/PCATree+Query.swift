@@ -8,7 +8,8 @@ extension PCATree {
     ///   - zoom: map zoom, fractional allowed: keeps clusters narrower than `radius` pixels closed and
     ///     lays out spread groups.
     ///   - out: receives the features; cleared first, capacity kept.
-    /// - Complexity: O(maxClusters · depth) node visits, whatever the dataset size.
+    /// - Complexity: O(maxClusters · depth) node visits, whatever the dataset size (two cuts: this
+    ///   view, and the same view one zoom out, which names each feature's `parent`).
     public func features(in bbox: BBox, zoom: Double, into out: inout [Feature]) {
         out.removeAll(keepingCapacity: true)
         guard nodeCount > 0 else { return }
