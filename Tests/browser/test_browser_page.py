@@ -295,8 +295,15 @@ def test_a_click_on_a_mall_cluster_shows_its_shops_spread_with_legs(page, server
     page.mouse.click(cluster["x"], cluster["y"])
     page.wait_for_function(f"() => pinwheel.state.spread.size === {shops}")
     assert page.evaluate("() => pinwheel.state.lastExpansion.id") == cluster["id"]
-    assert_spread_with_legs(spread_pins(page, lat, lon, "spread"), lat, lon, shops)
+    pins = spread_pins(page, lat, lon, "spread")
+    assert_spread_with_legs(pins, lat, lon, shops)
     screenshot(page, "page-mall-expanded.png")
+    pin = page.evaluate(
+        """(id) => { const e = pinwheel.state.spread.get(id), p = pinwheel.map.latLngToContainerPoint(e.layer.getLatLng());
+                     return {x: p.x, y: p.y}; }""", pins[0]["id"])
+    page.mouse.click(pin["x"], pin["y"])
+    page.wait_for_selector(".pw-popup h3")
+    assert page.inner_text(".pw-popup h3") == pins[0]["name"]
     assert page.console_log.errors == []
 
 
