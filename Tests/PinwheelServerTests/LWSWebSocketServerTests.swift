@@ -26,7 +26,8 @@ struct LWSWebSocketServerTests {
     func defaultProtocol() throws {
         let (server, _) = try makeServer()
         defer { server.stop() }
-        let result = try probe(url: "ws://127.0.0.1:\(server.port)/", subprotocols: nil, sends: [.text("hi")], receive: 1)
+        let result = try probe(
+            url: "ws://127.0.0.1:\(server.port)/", subprotocols: nil, sends: [.text("hi")], receive: 1)
         #expect(result.opened)
         #expect(result.received == ["echo:hi"])
         let (client, events) = try makeClient()
@@ -47,8 +48,35 @@ struct LWSWebSocketServerTests {
                 receive: 3)
             #expect(result.error == nil)
             #expect(result.subprotocol == "pinwheel.v1")
-            #expect(result.received == ["echo:héllo 🌍", "echo:fragmented", "echo:" + String(repeating: "x", count: 60_000)])
+            #expect(
+                result.received == [
+                    "echo:héllo 🌍", "echo:fragmented", "echo:" + String(repeating: "x", count: 60_000),
+                ])
         }
+    }
+
+    @Test("large deflated messages of up to 3 MiB reach Python intact and separate, small ones between them")
+    func largeMessagesToPython() throws {
+        let (server, serverEvents) = try makeServer(echoPrefix: nil) { $0.maxQueuedBytesPerConnection = 64 << 20 }
+        defer { server.stop() }
+        var generator = SplitMix64(seed: 3)
+        // Random letters: deflate shrinks them only to about 60 %, so lws must send many packets.
+        let messages = [3 << 20, 2 << 20, 5, 70_000, 1 << 20, 3].map { count in
+            String((0..<count).map { _ in Character(UnicodeScalar(UInt8(97 + generator.next() % 26))) })
+        }
+        let port = server.port
+        DispatchQueue.global().async {
+            _ = eventually { serverEvents.openCount == 1 }
+            let id = serverEvents.events.withLock { $0.opened[0].id }
+            for message in messages {
+                server.send(message, to: id)
+            }
+        }
+        let result = try probe(url: "ws://127.0.0.1:\(port)/", receive: messages.count)
+        #expect(result.error == nil)
+        #expect(result.received.map(\.count) == messages.map(\.count))
+        // Compared element by element so a failure does not print megabytes.
+        #expect(zip(result.received, messages).allSatisfy { $0 == $1 })
     }
 
     @Test("a message over maxMessageBytes closes with 1009: plain, deflated, and fragmented")
@@ -84,7 +112,8 @@ struct LWSWebSocketServerTests {
         defer { server.stop() }
         for deflate in [true, false] {
             let result = try probe(
-                url: "ws://127.0.0.1:\(server.port)/", deflate: deflate, sends: [.binary([1, 2, 3])], waitForClose: true)
+                url: "ws://127.0.0.1:\(server.port)/", deflate: deflate, sends: [.binary([1, 2, 3])], waitForClose: true
+            )
             #expect(result.closeCode == 1003)
             #expect(result.closeReason == "binary frames are not accepted")
         }
@@ -137,7 +166,9 @@ struct LWSWebSocketServerTests {
         let (server, serverEvents) = try makeServer()
         let (client, events) = try makeClient()
         defer { client.stop() }
-        let ids = try (0..<5).map { _ in try client.connect(to: "ws://127.0.0.1:\(server.port)/", subprotocol: "pinwheel.v1") }
+        let ids = try (0..<5).map { _ in
+            try client.connect(to: "ws://127.0.0.1:\(server.port)/", subprotocol: "pinwheel.v1")
+        }
         #expect(eventually { ids.allSatisfy(events.isOpen) })
         let port = server.port
         let python = Mutex<ProbeResult?>(nil)
@@ -156,6 +187,10 @@ struct LWSWebSocketServerTests {
         #expect(events.close(ids[0])?.reason == "server shutting down")
         #expect(eventually { python.withLock { $0?.closeCode } == 1001 })
         #expect(server.send("late", to: ConnectionID(rawValue: 1)) == .notConnected)
+        // A second stop finds the thread gone and returns at once.
+        let again = ContinuousClock.now
+        server.stop()
+        #expect(ContinuousClock.now - again < .milliseconds(100))
     }
 
     @Test("requestStop from another thread stops the loop without a caller waiting")

@@ -38,7 +38,8 @@ extension WebSocketServerConfiguration {
             else { throw fail("staticMounts.directory (no such directory)", mount.directory) }
         }
         if let tls {
-            for path in [tls.certificatePath, tls.privateKeyPath] where !FileManager.default.isReadableFile(atPath: path) {
+            for path in [tls.certificatePath, tls.privateKeyPath]
+            where !FileManager.default.isReadableFile(atPath: path) {
                 throw fail("tls (unreadable file)", path)
             }
         }
@@ -99,6 +100,8 @@ extension WebSocketServer {
         }
         vhostInfo.options = UInt64(LWS_SERVER_OPTION_HTTP_HEADERS_SECURITY_BEST_PRACTICES_ENFORCE)
         if let tls = configuration.tls {
+            // lws reads this flag from the vhost's options too; without it the vhost serves plain text.
+            vhostInfo.options |= UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT)
             vhostInfo.ssl_cert_filepath = storage.string(tls.certificatePath)
             vhostInfo.ssl_private_key_filepath = storage.string(tls.privateKeyPath)
         }
@@ -106,7 +109,8 @@ extension WebSocketServer {
             lws_context_destroy(context)
             throw TransportError.lwsCallFailed(
                 function: "lws_create_vhost",
-                detail: "listen on \(configuration.host):\(configuration.port) (port taken, bad interface or TLS files?)")
+                detail:
+                    "listen on \(configuration.host):\(configuration.port) (port taken, bad interface or TLS files?)")
         }
         self.storage = storage
         return (context, Int(lws_get_vhost_listen_port(vhost)))
