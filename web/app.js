@@ -1077,7 +1077,7 @@
         showPace();
         showRate();
         setInterval(refresh, HUD_INTERVAL_MS);
-        return { refresh: refresh, showHello: showHello };
+        return { showHello: showHello };
     })();
 
     function escapeHTML(s) {
