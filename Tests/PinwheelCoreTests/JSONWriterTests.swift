@@ -23,11 +23,12 @@ struct JSONWriterTests {
         #expect(written(.nan) == "null" && written(.infinity) == "null")
         var rng = SeededRandom(seed: 7)
         for k in 0..<50_000 {
-            let d: Double = switch k % 3 {
-            case 0: Double(bitPattern: rng.next())
-            case 1: (Double(rng.next() % 36_000_000) - 18_000_000) / 100_000  // five-decimal coordinates
-            default: Double.random(in: -180...180, using: &rng)
-            }
+            let d: Double =
+                switch k % 3 {
+                case 0: Double(bitPattern: rng.next())
+                case 1: (Double(rng.next() % 36_000_000) - 18_000_000) / 100_000  // five-decimal coordinates
+                default: Double.random(in: -180...180, using: &rng)
+                }
             guard d.isFinite else { continue }
             let text = written(d)
             let back = try JSONReader.parse(text)
