@@ -103,6 +103,8 @@
         timing: { applyMaxMs: 0, animateMaxMs: 0 },
         /** Milliseconds from page start to the first marker drawn. */
         firstMarkerMs: null,
+        /** Milliseconds from page start to this script running, the first socket open, hello and batch. */
+        startup: { script: Math.round(performance.now()), open: null, hello: null, batch: null },
         lastError: null,
         /** Last `expansion` answer, and the pins of a same-coordinate group shown on request (id → entry). */
         lastExpansion: null,
@@ -446,6 +448,7 @@
     let flying = false;
 
     function enqueueBatch(msg) {
+        if (state.startup.batch === null) state.startup.batch = Math.round(performance.now());
         batchQueue.push(msg);
         state.inFlight = batchQueue.length + (cursor ? 1 : 0);
         scheduleApply();
@@ -747,6 +750,7 @@
         // The connection counts as open once the server's hello has arrived and the page resynchronised.
         ws.onopen = () => {
             reconnectDelay = RECONNECT_MIN_MS;
+            if (state.startup.open === null) state.startup.open = Math.round(performance.now());
         };
         ws.onmessage = onMessage;
         ws.onclose = () => {
@@ -823,6 +827,7 @@
      *  A later hello (after `settings`) only updates what we know; the server re-sends a diff. */
     function onHello(msg) {
         state.hello = msg;
+        if (state.startup.hello === null) state.startup.hello = Math.round(performance.now());
         if (setClusterScale(msg)) {
             for (const entry of state.markers.values()) if (entry.feature.count > 1) entry.layer.setStyle(styleFor(entry.feature, 1));
         }
