@@ -113,6 +113,17 @@
         settings: { rate: MAX_VIEWPORT_RATE, pace: Infinity },
     };
 
+    // ---- Connection state: the socket opens first, so its handshake overlaps building the map ------
+
+    let socket = null;
+    let reconnectDelay = RECONNECT_MIN_MS;
+    let helloSeen = false;
+    /** A `settings` for the `?algorithm=` parameter is on its way; the first viewport waits for its hello. */
+    let awaitingAlgorithm = false;
+    // No message can be handled before this script has run to its end, so every handler below is
+    // defined by the time the socket delivers anything.
+    connect();
+
     // ---- Map and basemap -------------------------------------------------------------------------
 
     const map = L.map('map', {
@@ -722,11 +733,6 @@
 
     // ---- Connection ------------------------------------------------------------------------------
 
-    let socket = null;
-    let reconnectDelay = RECONNECT_MIN_MS;
-    let helloSeen = false;
-    /** A `settings` for the `?algorithm=` parameter is on its way; the first viewport waits for its hello. */
-    let awaitingAlgorithm = false;
 
     function socketURL() {
         const explicit = params.get('ws');
@@ -1101,6 +1107,4 @@
         animating: () => animations.size > 0,
         send: send,
     };
-
-    connect();
 })();
