@@ -103,6 +103,8 @@
         timing: { applyMaxMs: 0, animateMaxMs: 0 },
         /** Milliseconds from page start to the first marker drawn. */
         firstMarkerMs: null,
+        /** Milliseconds from page start to this script running, the first socket open, hello and batch. */
+        startup: { script: Math.round(performance.now()), open: null, hello: null, batch: null },
         lastError: null,
         /** Last `expansion` answer, and the pins of a same-coordinate group shown on request (id → entry). */
         lastExpansion: null,
@@ -110,6 +112,17 @@
         /** Page-side settings: viewports per second and pace in markers per millisecond. */
         settings: { rate: MAX_VIEWPORT_RATE, pace: Infinity },
     };
+
+    // ---- Connection state: the socket opens first, so its handshake overlaps building the map ------
+
+    let socket = null;
+    let reconnectDelay = RECONNECT_MIN_MS;
+    let helloSeen = false;
+    /** A `settings` for the `?algorithm=` parameter is on its way; the first viewport waits for its hello. */
+    let awaitingAlgorithm = false;
+    // No message can be handled before this script has run to its end, so every handler below is
+    // defined by the time the socket delivers anything.
+    connect();
 
     // ---- Map and basemap -------------------------------------------------------------------------
 
@@ -446,6 +459,7 @@
     let flying = false;
 
     function enqueueBatch(msg) {
+        if (state.startup.batch === null) state.startup.batch = Math.round(performance.now());
         batchQueue.push(msg);
         state.inFlight = batchQueue.length + (cursor ? 1 : 0);
         scheduleApply();
@@ -719,11 +733,6 @@
 
     // ---- Connection ------------------------------------------------------------------------------
 
-    let socket = null;
-    let reconnectDelay = RECONNECT_MIN_MS;
-    let helloSeen = false;
-    /** A `settings` for the `?algorithm=` parameter is on its way; the first viewport waits for its hello. */
-    let awaitingAlgorithm = false;
 
     function socketURL() {
         const explicit = params.get('ws');
@@ -747,6 +756,7 @@
         // The connection counts as open once the server's hello has arrived and the page resynchronised.
         ws.onopen = () => {
             reconnectDelay = RECONNECT_MIN_MS;
+            if (state.startup.open === null) state.startup.open = Math.round(performance.now());
         };
         ws.onmessage = onMessage;
         ws.onclose = () => {
@@ -823,6 +833,7 @@
      *  A later hello (after `settings`) only updates what we know; the server re-sends a diff. */
     function onHello(msg) {
         state.hello = msg;
+        if (state.startup.hello === null) state.startup.hello = Math.round(performance.now());
         if (setClusterScale(msg)) {
             for (const entry of state.markers.values()) if (entry.feature.count > 1) entry.layer.setStyle(styleFor(entry.feature, 1));
         }
@@ -1096,6 +1107,4 @@
         animating: () => animations.size > 0,
         send: send,
     };
-
-    connect();
 })();
