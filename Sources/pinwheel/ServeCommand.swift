@@ -54,6 +54,9 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "TLS private key (PEM); needs --tls-cert.")
     var tlsKey: String?
 
+    @Option(help: "lws event loop: poll, or libev for many thousands of connections.")
+    var eventLoop = EventLoopBackend.poll.rawValue
+
     @Option(help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel = "info"
 
@@ -71,6 +74,9 @@ struct ServeCommand: ParsableCommand {
             throw ValidationError("--algorithm must be one of \(names), got \(algorithm)")
         }
         if (tlsCert == nil) != (tlsKey == nil) { throw ValidationError("--tls-cert and --tls-key go together") }
+        if EventLoopBackend(rawValue: eventLoop) == nil {
+            throw ValidationError("--event-loop must be poll or libev, got \(eventLoop)")
+        }
         if Logger.Level(rawValue: logLevel) == nil {
             throw ValidationError("--log-level must be trace, debug, info, notice, warning, error or critical")
         }
@@ -100,6 +106,7 @@ struct ServeCommand: ParsableCommand {
         configuration.algorithm = Algorithm(rawValue: algorithm) ?? .pcaTree
         configuration.tlsCertificate = tlsCert
         configuration.tlsKey = tlsKey
+        configuration.eventLoop = EventLoopBackend(rawValue: eventLoop) ?? .poll
 
         let source: DatasetSource
         if let data {

@@ -169,6 +169,22 @@ struct PCATreeTests {
         #expect(tree.nodeCount == 2 * 250 - 1)
     }
 
+    @Test("from the depth limit on nodes split by halves, so depth stays within limit + log2(n)")
+    func depthLimit() throws {
+        let data = PCATreeTests.blobs(seed: 13, count: 1_000, shuffledIDs: false)
+        let groups = SameCoordinateGroups(dataset: data)
+        let byRow = groups.groupIndexByRow(rowCount: data.count)
+        var limited = PCATreeBuilder(dataset: data, groups: groups, groupOfRow: byRow, pcaDepthLimit: 3)
+        limited.build()
+        #expect(Int(limited.depths.max()!) <= 3 + 10)
+        #expect(limited.nodes.count == 2 * data.count - 1)
+        for (node, record) in limited.nodes.enumerated() where record.firstChild >= 0 && limited.depths[node] >= 3 {
+            let (a, b) = (limited.nodes[Int(record.firstChild)].size, limited.nodes[Int(record.firstChild) + 1].size)
+            #expect(max(a, b) - min(a, b) <= 1, "node \(node) split \(a) / \(b)")
+        }
+        #expect(Set(limited.order) == Set(0..<UInt32(data.count)))
+    }
+
     @Test("tree depth stays bounded for 1M points including 5,000 on one coordinate")
     func depthBounded() throws {
         var data = SyntheticGenerator(seed: 42).dataset(count: 1_000_000)
@@ -291,23 +307,31 @@ struct PCATreeTests {
             east: Mercator.lon(x: centre.x + half), north: Mercator.lat(y: max(0, centre.y - half)))
     }
 
-    @Test("a returned feature's parent is the node one level up, or itself at the root")
+    @Test("a feature's parent is what holds it in the same view one zoom out, or itself if unchanged there")
     func parents() throws {
-        let data = PCATreeTests.blobs(seed: 8, count: 2_000, groups: [5])
+        let data = PCATreeTests.blobs(seed: 8, count: 3_000, groups: [2, 5, 9])
         let tree = try PCATree(dataset: data)
         var rng = SplitMix64(seed: 8)
-        var out: [Feature] = []
-        for _ in 0..<40 {
-            tree.features(in: PCATreeTests.randomBox(&rng), zoom: 3, into: &out)
-            for feature in out {
+        var fine: [Feature] = []
+        var coarse: [Feature] = []
+        var splits = 0
+        for _ in 0..<60 {
+            let row = Int(rng.next() % UInt64(data.count))
+            let centre = (x: Mercator.x(lon: data.lon(row)), y: Mercator.y(lat: data.lat(row)))
+            let half = pow(2, -8 * rng.nextUnit()) * 0.3
+            let zoom = 1 + rng.nextUnit() * 16
+            tree.features(in: PCATreeTests.box(around: centre, half: half), zoom: zoom, into: &fine)
+            tree.features(in: PCATreeTests.box(around: centre, half: 2 * half), zoom: zoom - 1, into: &coarse)
+            let above = Dictionary(uniqueKeysWithValues: coarse.map { ($0.id, $0) })
+            for feature in fine {
                 let parent = try #require(feature.parent)
-                if parent == feature.id {
-                    #expect(feature.count == UInt32(data.count))
-                } else {
-                    #expect(tree.children(of: parent)!.contains { $0.id == feature.id })
-                }
+                let holder = try #require(above[parent], "parent \(parent) of \(feature.id) is not drawn one zoom out")
+                let points = Set(PCATreeTests.pointIDs(of: holder, in: tree))
+                #expect(PCATreeTests.pointIDs(of: feature, in: tree).allSatisfy(points.contains))
+                if parent != feature.id { splits += 1 }
             }
         }
+        #expect(splits > 0)
     }
 
     @Test("a viewport across the antimeridian finds the points on both sides")
@@ -362,7 +386,8 @@ struct PCATreeTests {
         SpreadPlacement().place(around: Coordinate(lat: 48.85, lon: 2.35), count: 5, zoom: 12, into: &expected)
         #expect(out.map(\.id) == [4, 5, 6, 8, 9])
         #expect(out.map { Coordinate(lat: $0.lat, lon: $0.lon) } == expected)
-        #expect(out.allSatisfy { $0.anchor == Coordinate(lat: 48.85, lon: 2.35) && $0.parent == 32 << 32 | 4 })
+        // Spread one zoom out as well, so each member is its own parent.
+        #expect(out.allSatisfy { $0.anchor == Coordinate(lat: 48.85, lon: 2.35) && $0.parent == $0.id })
     }
 
     @Test("a group too large for maxClusters stays one cluster whose expansion is its spread")
@@ -372,7 +397,8 @@ struct PCATreeTests {
         var out: [Feature] = []
         tree.features(in: .world, zoom: 0, into: &out)
         #expect(out.count <= 32)
-        let leaf = try #require((0..<tree.nodeCount).first { tree.nodes[$0].firstChild < 0 && tree.size(of: $0) == 5_000 })
+        let leaf = try #require(
+            (0..<tree.nodeCount).first { tree.nodes[$0].firstChild < 0 && tree.size(of: $0) == 5_000 })
         let group = tree.feature(node: leaf)
         #expect(group.count == 5_000 && group.lat == data.lat(0) && group.lon == data.lon(0))
         guard case .spread(let members) = tree.expansion(of: group.id, zoom: 15) else {

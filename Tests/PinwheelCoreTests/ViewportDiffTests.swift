@@ -28,8 +28,9 @@ struct ViewportDiffTests {
                 (0..<pool).compactMap { id -> Feature? in
                     guard rng.next() % 3 != 0 else { return nil }
                     // Few positions and counts, so some features keep their version and some change.
-                    return pin(FeatureID(id), lat: Double(rng.next() % 3), lon: Double(rng.next() % 2),
-                               count: UInt32(rng.next() % 2 + 1))
+                    return pin(
+                        FeatureID(id), lat: Double(rng.next() % 3), lon: Double(rng.next() % 2),
+                        count: UInt32(rng.next() % 2 + 1))
                 }
             }
             var client = ClientFeatureSet()
@@ -48,6 +49,27 @@ struct ViewportDiffTests {
         }
     }
 
+    @Test("the client set's dense slots stay consistent through random inserts and removes")
+    func slots() {
+        var rng = SeededRandom(seed: 5)
+        var set = ClientFeatureSet()
+        var model: [FeatureID: FeatureVersion] = [:]
+        for _ in 0..<20_000 {
+            let id = FeatureID(rng.next() % 300)
+            if rng.next() % 3 == 0 {
+                set.remove(id)
+                model[id] = nil
+            } else {
+                let f = pin(id, lat: Double(rng.next() % 4))
+                set.insert(f)
+                model[id] = f.version
+            }
+        }
+        #expect(versions(set) == model)
+        #expect(set.ids.count == model.count && Set(set.ids).count == model.count)
+        #expect(set.ids.indices.allSatisfy { set.entries[set.ids[$0]]?.slot == Int32($0) })
+    }
+
     @Test("a moved or recounted feature is an update, an unchanged one is nothing")
     func updates() {
         var client = ClientFeatureSet()
@@ -55,8 +77,12 @@ struct ViewportDiffTests {
         client.insert(pin(2, lat: 1, lon: 1, count: 5))
         client.insert(pin(3, lat: 1, lon: 1, count: 5))
         var diff = ViewportDiff()
-        diff.compute(from: client, to: [pin(1, lat: 1, lon: 1, count: 5), pin(2, lat: 1, lon: 1.5, count: 5),
-                                        pin(3, lat: 1, lon: 1, count: 6), pin(4)])
+        diff.compute(
+            from: client,
+            to: [
+                pin(1, lat: 1, lon: 1, count: 5), pin(2, lat: 1, lon: 1.5, count: 5),
+                pin(3, lat: 1, lon: 1, count: 6), pin(4),
+            ])
         #expect(diff.update.map(\.id) == [2, 3])
         #expect(diff.add.map(\.id) == [4])
         #expect(diff.remove.isEmpty)

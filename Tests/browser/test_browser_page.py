@@ -5,6 +5,8 @@ import csv
 import re
 import time
 
+import pytest
+
 from browser_support import (ROOT, markers, open_map, reference_client, screenshot, server_features, set_view,
                       wait_settled)
 
@@ -28,15 +30,51 @@ def cluster_near_center(page, min_count=3):
     )
 
 
-def test_markers_are_exactly_what_the_server_computed_for_the_viewport(page, server):
-    open_map(page, server, *EUROPE)
+@pytest.mark.parametrize("algorithm, view", [("pca-tree", EUROPE), ("hierarchical", (51.8, 1.5, 7))])
+def test_markers_are_exactly_what_the_server_computed_for_the_viewport(page, server, algorithm, view):
+    open_map(page, server, *view, algorithm=algorithm)
     shown = markers(page)
     viewport = page.evaluate("() => pinwheel.state.lastViewport")
     assert len(shown) >= 10 and any(c > 1 for c in shown.values())
-    assert shown == server_features(server, viewport)
+    assert shown == server_features(server, viewport, algorithm)
     counts = page.evaluate("() => [pinwheel.state.points, pinwheel.state.clusters]")
     assert counts == [sum(1 for c in shown.values() if c == 1), sum(1 for c in shown.values() if c > 1)]
-    screenshot(page, "page-europe.png")
+    drawn = page.evaluate("() => Array.from(pinwheel.state.markers.values()).filter(e => pinwheel.map.hasLayer(e.layer)).length")
+    assert drawn == len(shown)
+    screenshot(page, f"page-{algorithm}.png")
+    assert page.console_log.errors == []
+
+
+def test_across_the_antimeridian_markers_match_the_server_and_are_drawn_on_screen(page, server):
+    open_map(page, server, -17.0, 179.0, 5, algorithm="hierarchical")
+    viewport = page.evaluate("() => pinwheel.state.lastViewport")
+    west, _, east, _ = viewport["bbox"]
+    assert west > east, "the bbox crosses the antimeridian (west > east)"
+    shown = markers(page)
+    assert len(shown) >= 5
+    assert shown == server_features(server, viewport, "hierarchical")
+    inside = page.evaluate(
+        """() => { const b = pinwheel.map.getBounds();
+                   return Array.from(pinwheel.state.markers.values()).every(e => b.contains(e.layer.getLatLng())); }""")
+    assert inside, "markers on both sides of 180° are drawn in the copy of the world in view"
+    assert page.console_log.errors == []
+
+
+def test_while_dragging_the_page_sends_viewports_at_most_20_times_a_second(page, server):
+    open_map(page, server, *EUROPE)
+    before = page.evaluate("() => pinwheel.state.counters.viewports")
+    page.mouse.move(640, 400)
+    page.mouse.down()
+    start = time.monotonic()
+    for i in range(1, 61):
+        page.mouse.move(640 - 5 * i, 400)
+        page.wait_for_timeout(20)
+    during = page.evaluate("() => pinwheel.state.counters.viewports") - before
+    elapsed = time.monotonic() - start
+    page.mouse.up()
+    wait_settled(page)
+    assert during >= 3, "viewports go out while the drag goes on, not only at its end"
+    assert during <= 20 * elapsed + 1
     assert page.console_log.errors == []
 
 
@@ -89,8 +127,11 @@ def test_zooming_into_a_cluster_replaces_it_with_its_children_and_zooming_out_me
             assert abs(c["origin"][0] - cluster["lat"]) < 1e-6 and abs(c["origin"][1] - cluster["lon"]) < 1e-6
     assert shown == server_features(server, page.evaluate("() => pinwheel.state.lastViewport"), "hierarchical")
 
+    merges = page.evaluate("() => pinwheel.state.counters.merges")
     set_view(page, cluster["lat"], cluster["lon"], zoom)
     assert markers(page).get(cluster["id"]) == cluster["count"], "zooming back out brings back the same cluster"
+    assert page.evaluate("() => pinwheel.state.counters.merges") - merges >= len(children), \
+        "the children moved into their cluster before vanishing"
     assert page.console_log.errors == []
 
 
@@ -147,6 +188,21 @@ def test_the_hud_figures_move_with_the_stream(page, server):
     assert second["bytes"] != first["bytes"]
     assert [int(second[k].replace(",", "")) for k in ("points", "clusters")] == page.evaluate(
         "() => [pinwheel.state.points, pinwheel.state.clusters]")
+    assert page.console_log.errors == []
+
+
+def test_a_slow_pace_shows_batches_in_flight_and_still_ends_with_the_servers_markers(page, server):
+    open_map(page, server, 51.8, 1.5, 7, algorithm="hierarchical")
+    page.click(".settings summary")
+    page.fill("#set-pace", "2")  # 0.05 markers per millisecond: about one marker per frame
+    assert page.inner_text("#set-pace-out") == "0.05/ms"
+    page.evaluate("() => { pinwheel.map.setView([48.0, 10.0], 7, {animate: false}); }")
+    page.wait_for_function("() => document.getElementById('hud-inflight').textContent !== '0'")
+    assert page.evaluate("() => pinwheel.state.inFlight") > 0
+    page.fill("#set-pace", "8")  # back to max
+    assert page.inner_text("#set-pace-out") == "max"
+    wait_settled(page)
+    assert markers(page) == server_features(server, page.evaluate("() => pinwheel.state.lastViewport"), "hierarchical")
     assert page.console_log.errors == []
 
 
@@ -239,8 +295,15 @@ def test_a_click_on_a_mall_cluster_shows_its_shops_spread_with_legs(page, server
     page.mouse.click(cluster["x"], cluster["y"])
     page.wait_for_function(f"() => pinwheel.state.spread.size === {shops}")
     assert page.evaluate("() => pinwheel.state.lastExpansion.id") == cluster["id"]
-    assert_spread_with_legs(spread_pins(page, lat, lon, "spread"), lat, lon, shops)
+    pins = spread_pins(page, lat, lon, "spread")
+    assert_spread_with_legs(pins, lat, lon, shops)
     screenshot(page, "page-mall-expanded.png")
+    pin = page.evaluate(
+        """(id) => { const e = pinwheel.state.spread.get(id), p = pinwheel.map.latLngToContainerPoint(e.layer.getLatLng());
+                     return {x: p.x, y: p.y}; }""", pins[0]["id"])
+    page.mouse.click(pin["x"], pin["y"])
+    page.wait_for_selector(".pw-popup h3")
+    assert page.inner_text(".pw-popup h3") == pins[0]["name"]
     assert page.console_log.errors == []
 
 

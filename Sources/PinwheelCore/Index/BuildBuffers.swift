@@ -7,8 +7,7 @@ final class BuildBuffers {
     let parallelFrom: Int
     /// The zoom being made, in the order the sweep makes it: x at 2i, y at 2i+1.
     let xy: UnsafeMutablePointer<Double>
-    let counts: UnsafeMutablePointer<UInt32>
-    let refs: UnsafeMutablePointer<UInt32>
+    let meta: UnsafeMutablePointer<UInt64>
     let sums: UnsafeMutablePointer<Double>
     /// Neighbours found around the current seed, one buffer per sweeping thread.
     let neighbours: [UnsafeMutablePointer<Int32>]
@@ -30,8 +29,7 @@ final class BuildBuffers {
         self.stride = stride
         self.parallelFrom = parallelFrom
         xy = .allocate(capacity: 2 * c)
-        counts = .allocate(capacity: c)
-        refs = .allocate(capacity: c)
+        meta = .allocate(capacity: c)
         sums = .allocate(capacity: max(1, stride * c))
         neighbours = [.allocate(capacity: c), .allocate(capacity: c)]
         runRows = .allocate(capacity: c + 2)
@@ -46,7 +44,8 @@ final class BuildBuffers {
     deinit {
         xy.deallocate()
         sums.deallocate()
-        for p in [counts, refs, order, orderScratch] { p.deallocate() }
+        meta.deallocate()
+        for p in [order, orderScratch] { p.deallocate() }
         for p in neighbours + [position] { p.deallocate() }
         runRows.deallocate()
         runStarts.deallocate()

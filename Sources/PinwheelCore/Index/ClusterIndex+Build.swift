@@ -1,24 +1,15 @@
 /// Building the hierarchy: raw items, then one greedy clustering sweep per zoom, finest first.
 extension ClusterIndex {
-    /// The level above `maxZoom`: one item per point outside any same-coordinate group and one per group,
-    /// in ascending origin id order before the grid sort, so equal data orders equally however its rows
-    /// are shuffled.
-    struct RawItems {
-        var level: ZoomLevel
-        /// Per raw item: its dataset row, or -(g + 1) for same-coordinate group g.
-        var refs: [Int32]
-        /// Per raw item: its dataset id; a group's is its first member's (lowest) id.
-        var ids: [UInt32]
-    }
-
-    static func makeRawItems(
+    /// The level above `maxZoom`: one item per point outside any same-coordinate group and one per
+    /// group, put in ascending id order (a group's id is its first member's) before the stable grid
+    /// sort, so equal data orders equally however its rows are shuffled.
+    static func makeRawLevel(
         _ dataset: Dataset, groups: SameCoordinateGroups, pointSums: [Double], stride k: Int, zoom: Int, bits: Int,
         buffers b: BuildBuffers
-    ) -> RawItems {
+    ) -> ZoomLevel {
         let n = dataset.count
         let groupByRow = groups.groupIndexByRow(rowCount: n)
         let itemCount = n - groups.rows.count + groups.count
-        var refs = [Int32](repeating: 0, count: itemCount)
         var ids = [UInt32](repeating: 0, count: itemCount)
         var at = 0
         dataset.coordinates.withUnsafeBufferPointer { coordinates in
@@ -28,8 +19,7 @@ extension ClusterIndex {
                 if g < 0 {
                     b.xy[2 * at] = coordinates[2 * row]
                     b.xy[2 * at + 1] = coordinates[2 * row + 1]
-                    b.counts[at] = 1
-                    refs[at] = Int32(row)
+                    b.meta[at] = ItemMeta.make(count: 1, tag: 0, payload: UInt32(row))
                     ids[at] = dataset.ids[row]
                     for c in 0..<k { b.sums[at * k + c] = pointSums[row * k + c] }
                     at += 1
@@ -38,8 +28,8 @@ extension ClusterIndex {
                     let center = groups.centers[g]
                     b.xy[2 * at] = center.lon
                     b.xy[2 * at + 1] = center.lat
-                    b.counts[at] = UInt32(groups.size(of: g))
-                    refs[at] = -Int32(g) - 1
+                    b.meta[at] = ItemMeta.make(
+                        count: UInt32(groups.size(of: g)), tag: ItemMeta.groupTag, payload: UInt32(g))
                     ids[at] = dataset.ids[row]
                     for c in 0..<k { b.sums[at * k + c] = 0 }
                     for member in groups.rows(of: g) {
@@ -57,31 +47,24 @@ extension ClusterIndex {
             }
         }
         if !isAscending(ids) {
-            // Origin-id order first, so the stable grid sort below orders each cell by content.
             var keys = ids.map { UInt64($0) }
             var byID = (0..<itemCount).map { UInt32($0) }
             RadixSort.sort(keys: &keys, values: &byID, bits: 32)
             byID.withUnsafeMutableBufferPointer { byID in
                 let order = byID.baseAddress!
                 let xy = b.gather(b.xy, order, count: itemCount, stride: 2)
-                let counts = b.gather(b.counts, order, count: itemCount, stride: 1)
+                let meta = b.gather(b.meta, order, count: itemCount, stride: 1)
                 let sums = b.gather(b.sums, order, count: itemCount, stride: k)
                 for i in 0..<2 * itemCount { b.xy[i] = xy[i] }
-                for i in 0..<itemCount { b.counts[i] = counts[i] }
+                for i in 0..<itemCount { b.meta[i] = meta[i] }
                 for i in 0..<itemCount * k { b.sums[i] = sums[i] }
-                refs = refs.withUnsafeMutableBufferPointer { b.gather($0.baseAddress!, order, count: itemCount, stride: 1) }
-                ids = ids.withUnsafeMutableBufferPointer { b.gather($0.baseAddress!, order, count: itemCount, stride: 1) }
             }
         }
         let order = b.gridOrder(count: itemCount, bits: bits)
-        let level = ZoomLevel(
+        return ZoomLevel(
             zoom: zoom, gridBits: bits, isRaw: true, xy: b.gather(b.xy, order, count: itemCount, stride: 2),
-            counts: b.gather(b.counts, order, count: itemCount, stride: 1), refs: [], parents: [], firstChild: [],
-            childOrder: [], sums: b.gather(b.sums, order, count: itemCount, stride: k))
-        return RawItems(
-            level: level,
-            refs: refs.withUnsafeMutableBufferPointer { b.gather($0.baseAddress!, order, count: itemCount, stride: 1) },
-            ids: ids.withUnsafeMutableBufferPointer { b.gather($0.baseAddress!, order, count: itemCount, stride: 1) })
+            meta: b.gather(b.meta, order, count: itemCount, stride: 1), parents: [], firstChild: [], childOrder: [],
+            sums: b.gather(b.sums, order, count: itemCount, stride: k))
     }
 
     private static func isAscending(_ ids: [UInt32]) -> Bool {
@@ -93,24 +76,26 @@ extension ClusterIndex {
 
     /// Clusters `source` (zoom z + 1) into zoom z and fills `source.parents`; see ``ClusterSweep``.
     static func cluster(
-        _ source: inout ZoomLevel, zoom z: Int, options: ClusterOptions, stride k: Int, buffers b: BuildBuffers
+        _ source: inout ZoomLevel, zoom z: Int, options: ClusterOptions, stride k: Int, buffers b: BuildBuffers,
+        ids: [UInt32], groupFirstIDs: [UInt32]
     ) -> ZoomLevel {
         let n = source.count
         var parents = [Int32](repeating: -1, count: n)
         var made = 0
         source.xy.withUnsafeBufferPointer { xy in
-            source.counts.withUnsafeBufferPointer { counts in
-                source.refs.withUnsafeBufferPointer { refs in
-                    source.sums.withUnsafeBufferPointer { sums in
-                        parents.withUnsafeMutableBufferPointer { parents in
-                            guard n > 0 else { return }
-                            let sweep = ClusterSweep(
-                                xy: xy.baseAddress!, counts: counts.baseAddress!,
-                                refs: source.isRaw ? nil : refs.baseAddress,
-                                sums: sums.baseAddress, parents: parents.baseAddress!, buffers: b, stride: k,
-                                gridBits: source.gridBits, radius: options.radius(atZoom: z),
-                                minPoints: UInt32(options.minPoints), zoom: z)
-                            made = sweep.run(itemCount: n)
+            source.meta.withUnsafeBufferPointer { meta in
+                source.sums.withUnsafeBufferPointer { sums in
+                    ids.withUnsafeBufferPointer { ids in
+                        groupFirstIDs.withUnsafeBufferPointer { groupFirstIDs in
+                            parents.withUnsafeMutableBufferPointer { parents in
+                                guard n > 0 else { return }
+                                let sweep = ClusterSweep(
+                                    xy: xy.baseAddress!, meta: meta.baseAddress!, sums: sums.baseAddress,
+                                    ids: ids.baseAddress!, groupFirstIDs: groupFirstIDs.baseAddress ?? ids.baseAddress!,
+                                    parents: parents.baseAddress!, buffers: b, stride: k, gridBits: source.gridBits,
+                                    radius: options.radius(atZoom: z), minPoints: UInt32(options.minPoints), zoom: z)
+                                made = sweep.run(itemCount: n)
+                            }
                         }
                     }
                 }
@@ -125,8 +110,7 @@ extension ClusterIndex {
         var firstChild = [UInt32](repeating: 0, count: made + 1)
         var childOrder = [UInt32](repeating: 0, count: n)
         var xy: [Double] = []
-        var counts: [UInt32] = []
-        var refs: [UInt32] = []
+        var meta: [UInt64] = []
         var sums: [Double] = []
         let parts = made >= b.parallelFrom ? 2 : 1
         Parallel.run(parts) { part in
@@ -135,15 +119,14 @@ extension ClusterIndex {
                 return
             }
             if parts == 1 { xy = b.gather(b.xy, order, count: made, stride: 2) }
-            counts = b.gather(b.counts, order, count: made, stride: 1)
-            refs = b.gather(b.refs, order, count: made, stride: 1)
+            meta = b.gather(b.meta, order, count: made, stride: 1)
             sums = b.gather(b.sums, order, count: made, stride: k)
             ClusterIndex.linkChildren(
                 parents: &parents, position: b.position, made: made, firstChild: &firstChild, childOrder: &childOrder)
         }
         source.parents = parents
         return ZoomLevel(
-            zoom: z, gridBits: bitsZ, isRaw: false, xy: xy, counts: counts, refs: refs, parents: [],
+            zoom: z, gridBits: bitsZ, isRaw: false, xy: xy, meta: meta, parents: [],
             firstChild: firstChild, childOrder: childOrder, sums: sums)
     }
 

@@ -10,39 +10,43 @@
 /// the data alone, so results never depend on thread timing.
 struct ClusterSweep {
     let xy: UnsafePointer<Double>
-    let counts: UnsafePointer<UInt32>
-    /// Nil on the raw level, where item i is raw item i.
-    let refs: UnsafePointer<UInt32>?
+    let meta: UnsafePointer<UInt64>
     let sums: UnsafePointer<Double>?
+    /// Dataset ids by row, and each same-coordinate group's first (lowest) member id, to name seeds.
+    let ids: UnsafePointer<UInt32>
+    let groupFirstIDs: UnsafePointer<UInt32>
     let parents: UnsafeMutablePointer<Int32>
     let out: BuildBuffers
     let stride: Int
     let side: Int
     let scale: Double
     let inverseScale: Double
+    let radius: Double
     let radiusSquared: Double
     let minPoints: UInt32
-    /// A new cluster's zoom + 1 in the identity bits.
-    let clusterTag: UInt32
+    /// A new cluster's kind: its zoom + 1.
+    let clusterTag: UInt64
 
     init(
-        xy: UnsafePointer<Double>, counts: UnsafePointer<UInt32>, refs: UnsafePointer<UInt32>?,
-        sums: UnsafePointer<Double>?, parents: UnsafeMutablePointer<Int32>, buffers: BuildBuffers, stride: Int,
-        gridBits: Int, radius: Double, minPoints: UInt32, zoom: Int
+        xy: UnsafePointer<Double>, meta: UnsafePointer<UInt64>, sums: UnsafePointer<Double>?,
+        ids: UnsafePointer<UInt32>, groupFirstIDs: UnsafePointer<UInt32>, parents: UnsafeMutablePointer<Int32>,
+        buffers: BuildBuffers, stride: Int, gridBits: Int, radius: Double, minPoints: UInt32, zoom: Int
     ) {
         self.xy = xy
-        self.counts = counts
-        self.refs = refs
+        self.meta = meta
         self.sums = sums
+        self.ids = ids
+        self.groupFirstIDs = groupFirstIDs
         self.parents = parents
         self.out = buffers
         self.stride = stride
         side = 1 << gridBits
         scale = Double(side)
         inverseScale = 1 / scale
+        self.radius = radius
         radiusSquared = radius * radius
         self.minPoints = minPoints
-        clusterTag = UInt32(zoom + 1) << ZoomLevel.originBits
+        clusterTag = UInt64(zoom + 1)
     }
 
     /// Clusters all `itemCount` source items into ``BuildBuffers``' output arrays.
@@ -89,8 +93,7 @@ struct ClusterSweep {
                 let to = northCount + i
                 out.xy[2 * to] = out.xy[2 * from]
                 out.xy[2 * to + 1] = out.xy[2 * from + 1]
-                out.counts[to] = out.counts[from]
-                out.refs[to] = out.refs[from]
+                out.meta[to] = out.meta[from]
                 for c in 0..<stride { out.sums[to * stride + c] = out.sums[from * stride + c] }
             }
             for i in southOutput..<n where parents[i] >= Int32(southOutput) { parents[i] -= Int32(shift) }
@@ -111,27 +114,32 @@ struct ClusterSweep {
             var below = (start: 0, end: 0)
             if run > 0 && out.runRows[run - 1] == row - 1 { above = (out.runStarts[run - 1], out.runStarts[run]) }
             if out.runRows[run + 1] == row + 1 { below = (out.runStarts[run + 1], out.runStarts[run + 2]) }
+            let rowNorth = Double(row) * inverseScale
+            let rowSouth = rowNorth + inverseScale
             for i in out.runStarts[run]..<out.runStarts[run + 1] where parents[i] < 0 {
                 let xi = xy[2 * i]
                 let yi = xy[2 * i + 1]
                 let column = Double(min(Int(xi * scale), side - 1))
-                // Lane items west of column - 1 are passed for good; a scan stops east of column + 1.
+                // Lane items west of column - 1 are passed for good. A scan stops past the last cell
+                // the radius reaches (at most column + 1), and skips rows the radius does not reach.
                 let west = (column - 1) * inverseScale
-                let east = column + 2 >= scale ? 2 : (column + 2) * inverseScale
+                let reach = (xi + radius) * scale
+                let east = reach >= scale ? 2 : (reach.rounded(.down) + 1) * inverseScale
                 var found = 0
-                var total = counts[i]
-                scanLane(&above, west, east, i, xi, yi, neighbours, &found, &total)
+                let count = ItemMeta.count(meta[i])
+                var total = count
+                if yi - radius < rowNorth { scanLane(&above, west, east, i, xi, yi, neighbours, &found, &total) }
                 scanLane(&at, west, east, i, xi, yi, neighbours, &found, &total)
-                scanLane(&below, west, east, i, xi, yi, neighbours, &found, &total)
-                if total > counts[i] && total >= minPoints {
-                    let weight = Double(counts[i])
+                if yi + radius >= rowSouth { scanLane(&below, west, east, i, xi, yi, neighbours, &found, &total) }
+                if total > count && total >= minPoints {
+                    let weight = Double(count)
                     var wx = xi * weight
                     var wy = yi * weight
                     parents[i] = Int32(made)
                     for c in 0..<k { out.sums[made * k + c] = sums![i * k + c] }
                     for f in 0..<found {
                         let j = Int(neighbours[f])
-                        let w = Double(counts[j])
+                        let w = Double(ItemMeta.count(meta[j]))
                         wx += xy[2 * j] * w
                         wy += xy[2 * j + 1] * w
                         parents[j] = Int32(made)
@@ -141,8 +149,7 @@ struct ClusterSweep {
                     // the zoom that made it.
                     out.xy[2 * made] = wx / Double(total)
                     out.xy[2 * made + 1] = wy / Double(total)
-                    out.counts[made] = total
-                    out.refs[made] = clusterTag | (ref(i) & ZoomLevel.originMask)
+                    out.meta[made] = ItemMeta.make(count: total, tag: clusterTag, payload: seedID(i))
                     made += 1
                 } else {
                     copy(i, to: made)
@@ -157,8 +164,14 @@ struct ClusterSweep {
         return made
     }
 
-    @inline(__always) private func ref(_ i: Int) -> UInt32 {
-        refs.map { $0[i] } ?? UInt32(i)
+    /// The dataset id of the point an item stands on: its own, its group's first member's, or its seed's.
+    @inline(__always) private func seedID(_ i: Int) -> UInt32 {
+        let m = meta[i]
+        switch ItemMeta.tag(m) {
+        case 0: return ids[Int(ItemMeta.payload(m))]
+        case ItemMeta.groupTag: return groupFirstIDs[Int(ItemMeta.payload(m))]
+        default: return ItemMeta.payload(m)
+        }
     }
 
     /// Copies source item i unchanged to output `at`.
@@ -166,8 +179,7 @@ struct ClusterSweep {
         parents[i] = Int32(at)
         out.xy[2 * at] = xy[2 * i]
         out.xy[2 * at + 1] = xy[2 * i + 1]
-        out.counts[at] = counts[i]
-        out.refs[at] = ref(i)
+        out.meta[at] = meta[i]
         for c in 0..<stride { out.sums[at * stride + c] = sums![i * stride + c] }
     }
 
@@ -190,7 +202,7 @@ struct ClusterSweep {
                 if dx * dx + dy * dy <= radiusSquared {
                     neighbours[found] = Int32(j)
                     found += 1
-                    total += counts[j]
+                    total += ItemMeta.count(meta[j])
                 }
             }
             j += 1

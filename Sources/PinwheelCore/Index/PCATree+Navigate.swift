@@ -30,7 +30,8 @@ extension PCATree {
     public func leaves(of id: FeatureID, limit: Int, offset: Int) -> [Feature]? {
         if let row = pointRow(of: id) {
             guard row >= 0 else { return nil }
-            return offset == 0 && limit > 0 ? [pointFeature(row: row, parent: parentOfPoint(at: Int(position[row])))] : []
+            guard offset == 0 && limit > 0 else { return [] }
+            return [pointFeature(row: row, parent: parentOfPoint(at: Int(position[row])))]
         }
         guard let node = node(of: id) else { return nil }
         let start = Int(ranges[2 * node])

@@ -4,10 +4,12 @@
 /// single pass over the node's items that both partitions them and accumulates the two children's
 /// moments, so every node is read once.
 struct PCATreeBuilder {
-    /// Below this depth nodes split on their principal axis; deeper ones (only reachable with
-    /// adversarial spacing, e.g. points at 2^-i) split by index halves, which bounds the depth by
-    /// `pcaDepthLimit + log2(n)` and the build by O(n log n) whatever the input.
-    static let pcaDepthLimit = 96
+    /// Below this depth nodes split on their principal axis; deeper ones split by index halves,
+    /// which bounds the depth by `pcaDepthLimit + log2(n)` and the build by O(n log n) whatever the
+    /// input. Mean splits peel off at most a few points per level only when every level halves the
+    /// extent, which doubles run out of after about a hundred levels, so real data never gets here.
+    static let defaultPCADepthLimit = 96
+    private let pcaDepthLimit: Int
 
     /// Rows in tree order (after ``build()``); a group's rows are in dataset-id order.
     private(set) var order: [UInt32] = []
@@ -29,7 +31,11 @@ struct PCATreeBuilder {
     private let groups: SameCoordinateGroups
     private let dataset: Dataset
 
-    init(dataset: Dataset, groups: SameCoordinateGroups, groupOfRow: [Int32]) {
+    init(
+        dataset: Dataset, groups: SameCoordinateGroups, groupOfRow: [Int32],
+        pcaDepthLimit: Int = PCATreeBuilder.defaultPCADepthLimit
+    ) {
+        self.pcaDepthLimit = pcaDepthLimit
         self.groups = groups
         self.dataset = dataset
         let n = dataset.count
@@ -93,7 +99,7 @@ struct PCATreeBuilder {
             let axis = PCATreeBuilder.principalAxis(cxx: pending.cxx, cxy: pending.cxy, cyy: pending.cyy)
             let depth = Int(depths[node])
             var (mid, left, right) = partition(start..<end, mean: mean, axis: axis)
-            if mid == start || mid == end || depth >= PCATreeBuilder.pcaDepthLimit {
+            if mid == start || mid == end || depth >= pcaDepthLimit {
                 // No variance to split on (distinct coordinates that project to one Mercator point,
                 // as beyond ±85.05°), rounding left one side empty, or the depth limit: halve the run.
                 mid = (start + end) / 2

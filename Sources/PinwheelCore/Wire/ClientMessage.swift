@@ -104,8 +104,9 @@ public enum ClientMessage: Equatable, Sendable {
             }
             return .settings(SettingsMessage(algorithm: algorithm))
         default:
-            throw WireError(.unknownType, field: "type",
-                            message: "unknown message type \"\(m.type)\"; expected viewport, ack, expand or settings")
+            throw WireError(
+                .unknownType, field: "type",
+                message: "unknown message type \"\(m.type)\"; expected viewport, ack, expand or settings")
         }
     }
 

@@ -81,11 +81,21 @@ public struct JSONReader {
             case UInt8(ascii: "{"): return .object(try object(depth: depth + 1))
             case UInt8(ascii: "["): return .array(try array(depth: depth + 1))
             case UInt8(ascii: "\""): return .string(try string())
-            case UInt8(ascii: "t"): try literal("true"); return .bool(true)
-            case UInt8(ascii: "f"): try literal("false"); return .bool(false)
-            case UInt8(ascii: "n"): try literal("null"); return .null
-            case UInt8(ascii: "N"): try literal("NaN"); return .number(.nan)
-            case UInt8(ascii: "I"): try literal("Infinity"); return .number(.infinity)
+            case UInt8(ascii: "t"):
+                try literal("true")
+                return .bool(true)
+            case UInt8(ascii: "f"):
+                try literal("false")
+                return .bool(false)
+            case UInt8(ascii: "n"):
+                try literal("null")
+                return .null
+            case UInt8(ascii: "N"):
+                try literal("NaN")
+                return .number(.nan)
+            case UInt8(ascii: "I"):
+                try literal("Infinity")
+                return .number(.infinity)
             case UInt8(ascii: "-") where i + 1 < bytes.count && bytes[i + 1] == UInt8(ascii: "I"):
                 i += 1
                 try literal("Infinity")
@@ -214,7 +224,7 @@ public struct JSONReader {
                 if c == UInt8(ascii: "\"") {
                     let span = UnsafeBufferPointer(rebasing: bytes[contentStart..<i])
                     i += 1
-                    guard let s = String(validating: span, as: UTF8.self) else {
+                    guard let s = UTF8Text.string(span) else {
                         throw failure("invalid UTF-8 in a string", at: start)
                     }
                     return s
@@ -230,7 +240,7 @@ public struct JSONReader {
                 let c = bytes[i]
                 if c == UInt8(ascii: "\"") {
                     i += 1
-                    guard let s = String(validating: scratch, as: UTF8.self) else {
+                    guard let s = UTF8Text.string(scratch) else {
                         throw failure("invalid UTF-8 in a string", at: start)
                     }
                     return s

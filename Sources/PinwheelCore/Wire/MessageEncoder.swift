@@ -35,12 +35,9 @@ public struct MessageEncoder: Sendable {
         writer.string(h.session)
         writer.raw(",\"algorithm\":")
         writer.string(h.algorithm.rawValue)
-        writer.raw(",\"algorithms\":[")
-        for (k, a) in h.algorithms.enumerated() {
-            if k > 0 { writer.byte(UInt8(ascii: ",")) }
-            writer.string(a.rawValue)
-        }
-        writer.raw("],\"dataset\":{\"name\":")
+        writer.raw(",\"algorithms\":")
+        writer.strings(h.algorithms.map(\.rawValue))
+        writer.raw(",\"dataset\":{\"name\":")
         writer.string(h.dataset.name)
         writer.raw(",\"points\":")
         writer.integer(h.dataset.points)
@@ -50,13 +47,10 @@ public struct MessageEncoder: Sendable {
         } else {
             writer.null()
         }
-        writer.raw(",\"sumColumns\":[")
-        for (k, c) in h.dataset.sumColumns.enumerated() {
-            if k > 0 { writer.byte(UInt8(ascii: ",")) }
-            writer.string(c)
-        }
+        writer.raw(",\"sumColumns\":")
+        writer.strings(h.dataset.sumColumns)
         let o = h.options
-        writer.raw("]},\"options\":{\"minZoom\":")
+        writer.raw("},\"options\":{\"minZoom\":")
         writer.integer(o.minZoom)
         writer.raw(",\"maxZoom\":")
         writer.integer(o.maxZoom)
@@ -95,9 +89,11 @@ public struct MessageEncoder: Sendable {
     ///   - remove: ids to remove; `add` and `update`: features to draw.
     ///   - done: true on the last batch for this viewport.
     ///   - context: where properties and sums come from.
-    public mutating func batch(seq: UInt64, number: UInt64, remove: some Collection<FeatureID>,
-                               add: some Collection<Feature>, update: some Collection<Feature>, done: Bool,
-                               context: FeatureContext) {
+    public mutating func batch(
+        seq: UInt64, number: UInt64, remove: some Collection<FeatureID>,
+        add: some Collection<Feature>, update: some Collection<Feature>, done: Bool,
+        context: FeatureContext
+    ) {
         begin()
         writer.raw("{\"type\":\"batch\",\"seq\":")
         writer.integer(seq)
@@ -121,8 +117,9 @@ public struct MessageEncoder: Sendable {
 
     /// Encodes a ``PacedBatch`` from the pacer.
     public mutating func batch(_ b: PacedBatch, context: FeatureContext) {
-        batch(seq: b.seq, number: b.number, remove: b.remove, add: b.add, update: b.update, done: b.done,
-              context: context)
+        batch(
+            seq: b.seq, number: b.number, remove: b.remove, add: b.add, update: b.update, done: b.done,
+            context: context)
     }
 
     /// Encodes `expansion`: the zoom at which a cluster splits, or the spread of a same-coordinate group.
