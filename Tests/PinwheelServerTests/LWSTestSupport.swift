@@ -113,13 +113,14 @@ func makeClient(
     return (client, delegate)
 }
 
-/// Runs a Python script (with `websockets` available) and returns its stdout and exit status.
-func runPython(_ script: String, arguments: [String] = [], timeout: Duration = .seconds(20)) throws -> (
+/// Runs a Python script with the `python3` on PATH (the one `scripts/setup` gave `websockets`)
+/// and returns its stdout and exit status.
+func runPython(_ script: String, arguments: [String] = []) throws -> (
     output: String, status: Int32
 ) {
     let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-    process.arguments = ["-c", script] + arguments
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = ["python3", "-c", script] + arguments
     let pipe = Pipe()
     process.standardOutput = pipe
     try process.run()

@@ -1,5 +1,6 @@
 import Foundation
 import PinwheelServer
+import Synchronization
 import Testing
 
 @Suite("WebSocketServer on lws", .serialized)
@@ -10,11 +11,163 @@ struct LWSWebSocketServerTests {
         defer { server.stop() }
         let (client, events) = try makeClient()
         defer { client.stop() }
-        let id = try client.connect(to: "ws://127.0.0.1:\(server.port)/", subprotocol: "pinwheel.v1")
+        let id = try client.connect(to: "ws://127.0.0.1:\(server.port)/ws", subprotocol: "pinwheel.v1")
         client.send("hello", to: id)
         #expect(eventually { events.messages(id) == ["echo:hello"] })
         #expect(events.events.withLock { $0.opened[id]?.subprotocol } == "pinwheel.v1")
-        #expect(serverEvents.openCount == 1)
+        let opened = try #require(serverEvents.events.withLock { $0.opened.first })
+        #expect(opened.path == "/ws")
+        #expect(opened.peerAddress.hasSuffix("127.0.0.1"))
+        #expect(opened.origin == nil)
         #expect(server.port > 0)
+    }
+
+    @Test("a client that names no subprotocol still reaches the WebSocket protocol (pvo default)")
+    func defaultProtocol() throws {
+        let (server, _) = try makeServer()
+        defer { server.stop() }
+        let result = try probe(url: "ws://127.0.0.1:\(server.port)/", subprotocols: nil, sends: [.text("hi")], receive: 1)
+        #expect(result.opened)
+        #expect(result.received == ["echo:hi"])
+        let (client, events) = try makeClient()
+        defer { client.stop() }
+        let id = try client.connect(to: "ws://127.0.0.1:\(server.port)/")
+        client.send("plain", to: id)
+        #expect(eventually { events.messages(id) == ["echo:plain"] })
+    }
+
+    @Test("Python websockets with and without permessage-deflate round-trips text, including fragmented text")
+    func pythonRoundTrip() throws {
+        let (server, _) = try makeServer()
+        defer { server.stop() }
+        for deflate in [true, false] {
+            let result = try probe(
+                url: "ws://127.0.0.1:\(server.port)/", deflate: deflate,
+                sends: [.text("héllo 🌍"), .fragments(["frag", "ment", "ed"]), .repeated("x", count: 60_000)],
+                receive: 3)
+            #expect(result.error == nil)
+            #expect(result.subprotocol == "pinwheel.v1")
+            #expect(result.received == ["echo:héllo 🌍", "echo:fragmented", "echo:" + String(repeating: "x", count: 60_000)])
+        }
+    }
+
+    @Test("a message over maxMessageBytes closes with 1009: plain, deflated, and fragmented")
+    func oversizeCloses1009() throws {
+        let (server, serverEvents) = try makeServer { $0.maxMessageBytes = 1000 }
+        defer { server.stop() }
+        let url = "ws://127.0.0.1:\(server.port)/"
+        let cases: [(Bool, ProbeSend)] = [
+            (false, .repeated("a", count: 1001)),
+            // 2 MiB of one letter deflates to a few KB: the cap must count inflated bytes.
+            (true, .repeated("a", count: 2 << 20)),
+            (false, .fragments(Array(repeating: String(repeating: "b", count: 300), count: 4))),
+            (true, .fragments(Array(repeating: String(repeating: "b", count: 300), count: 4))),
+        ]
+        for (deflate, send) in cases {
+            let result = try probe(url: url, deflate: deflate, sends: [send, .text("after")], waitForClose: true)
+            #expect(result.closeCode == 1009, "deflate \(deflate): \(result)")
+            #expect(result.closeReason == "message exceeds 1000 bytes")
+            // The workaround: nothing after the oversize message reaches the application.
+            #expect(result.received.isEmpty)
+        }
+        // Exactly at the limit is fine.
+        let atLimit = try probe(url: url, sends: [.repeated("c", count: 1000 - 5)], receive: 1)
+        #expect(atLimit.received.first?.count == 1000)
+        #expect(eventually { serverEvents.closedCount == 5 })
+        #expect(serverEvents.events.withLock { $0.messages.allSatisfy { $0.1.count <= 1000 } })
+        #expect(serverEvents.events.withLock { $0.closed.values.filter { $0.0 == .messageTooBig }.count } == 4)
+    }
+
+    @Test("a binary frame closes with 1003")
+    func binaryCloses1003() throws {
+        let (server, serverEvents) = try makeServer()
+        defer { server.stop() }
+        for deflate in [true, false] {
+            let result = try probe(
+                url: "ws://127.0.0.1:\(server.port)/", deflate: deflate, sends: [.binary([1, 2, 3])], waitForClose: true)
+            #expect(result.closeCode == 1003)
+            #expect(result.closeReason == "binary frames are not accepted")
+        }
+        #expect(eventually { serverEvents.closedCount == 2 })
+        #expect(serverEvents.events.withLock { $0.messages.isEmpty })
+    }
+
+    @Test("invalid UTF-8 in a text frame closes with 1007")
+    func invalidUTF8Closes1007() throws {
+        let (server, serverEvents) = try makeServer()
+        defer { server.stop() }
+        for deflate in [true, false] {
+            let result = try probe(
+                url: "ws://127.0.0.1:\(server.port)/", deflate: deflate, sends: [.rawText([0x61, 0xff, 0xfe])],
+                waitForClose: true)
+            #expect(result.closeCode == 1007, "deflate \(deflate): \(result)")
+        }
+        #expect(eventually { serverEvents.closedCount == 2 })
+        #expect(serverEvents.events.withLock { $0.messages.isEmpty })
+    }
+
+    @Test("origins: same-origin and no Origin are admitted, others refused; an allow list admits exactly its entries")
+    func originChecks() throws {
+        let (server, serverEvents) = try makeServer()
+        defer { server.stop() }
+        let url = "ws://127.0.0.1:\(server.port)/"
+        #expect(try probe(url: url, origin: "http://127.0.0.1:\(server.port)").opened)
+        #expect(try probe(url: url, origin: nil).opened)
+        let refused = try probe(url: url, origin: "http://evil.example")
+        #expect(!refused.opened)
+        #expect(try !probe(url: url, origin: "http://127.0.0.1:1").opened)
+        #expect(serverEvents.openCount == 2)
+
+        let (listed, _) = try makeServer { $0.allowedOrigins = .allowList(["https://maps.example.org"]) }
+        defer { listed.stop() }
+        let listedURL = "ws://127.0.0.1:\(listed.port)/"
+        #expect(try probe(url: listedURL, origin: "https://maps.example.org").opened)
+        #expect(try !probe(url: listedURL, origin: "http://127.0.0.1:\(listed.port)").opened)
+
+        // Our own client sends the Origin verbatim; refusal shows up as a failed connect.
+        let (client, events) = try makeClient()
+        defer { client.stop() }
+        let good = try client.connect(to: listedURL, subprotocol: "pinwheel.v1", origin: "https://maps.example.org")
+        let bad = try client.connect(to: listedURL, subprotocol: "pinwheel.v1", origin: "https://evil.example")
+        #expect(eventually { events.isOpen(good) && events.failure(bad) != nil })
+    }
+
+    @Test("stop closes every connection with 1001 and a reason, and joins the service thread")
+    func stopClosesAll() throws {
+        let (server, serverEvents) = try makeServer()
+        let (client, events) = try makeClient()
+        defer { client.stop() }
+        let ids = try (0..<5).map { _ in try client.connect(to: "ws://127.0.0.1:\(server.port)/", subprotocol: "pinwheel.v1") }
+        #expect(eventually { ids.allSatisfy(events.isOpen) })
+        let port = server.port
+        let python = Mutex<ProbeResult?>(nil)
+        let thread = Thread {
+            let result = try? probe(url: "ws://127.0.0.1:\(port)/", waitForClose: true, timeout: 20)
+            python.withLock { $0 = result }
+        }
+        thread.start()
+        #expect(eventually { serverEvents.openCount == 6 })
+        let started = ContinuousClock.now
+        server.stop()
+        #expect(ContinuousClock.now - started < .seconds(2))
+        #expect(serverEvents.closedCount == 6)
+        #expect(serverEvents.events.withLock { $0.closed.values.allSatisfy { $0.0 == .goingAway } })
+        #expect(eventually { ids.allSatisfy { events.close($0)?.code == .goingAway } })
+        #expect(events.close(ids[0])?.reason == "server shutting down")
+        #expect(eventually { python.withLock { $0?.closeCode } == 1001 })
+        #expect(server.send("late", to: ConnectionID(rawValue: 1)) == .notConnected)
+    }
+
+    @Test("requestStop from another thread stops the loop without a caller waiting")
+    func requestStop() throws {
+        let (server, serverEvents) = try makeServer()
+        let (client, events) = try makeClient()
+        defer { client.stop() }
+        let id = try client.connect(to: "ws://127.0.0.1:\(server.port)/", subprotocol: "pinwheel.v1")
+        #expect(eventually { events.isOpen(id) })
+        DispatchQueue.global().async { server.requestStop() }
+        server.waitForExit()
+        #expect(serverEvents.closedCount == 1)
+        #expect(eventually { events.close(id)?.code == .goingAway })
     }
 }

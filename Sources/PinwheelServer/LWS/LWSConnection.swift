@@ -10,6 +10,8 @@ final class LWSConnection {
     var closingFromReceive = false
     /// The close we started, reported to the delegate when the connection is gone.
     var localClose: (code: CloseCode, reason: String)?
+    /// True once a deadline for a requested close is set.
+    var closeDeadlineArmed = false
     /// The close frame the peer sent first, if it did.
     var peerClose: (code: CloseCode, reason: String)?
 
@@ -78,6 +80,20 @@ final class LWSConnection {
         }
         lws_callback_on_writable(wsi)
         return 0
+    }
+
+    /// Asks lws for a WRITEABLE; if a close is waiting, also gives the peer `grace` to take it before
+    /// lws drops the connection. A peer that stopped reading holds lws's partial buffer, so WRITEABLE
+    /// (and our close frame) would otherwise wait for the keepalive hangup. Lws service thread only.
+    func wake(_ wsi: OpaquePointer, close: (code: CloseCode, reason: String)?, grace: Duration) {
+        if let close, !closeDeadlineArmed {
+            closeDeadlineArmed = true
+            // Reported if the deadline, not the close handshake, ends the connection.
+            localClose = close
+            // lws 4.1.6 exports only the whole-second form (lws_set_timeout_us is declared, not built).
+            lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, Int32(max(1, grace.components.seconds)))
+        }
+        lws_callback_on_writable(wsi)
     }
 
     /// Starts a close from inside RECEIVE with the deflate workaround. Lws service thread only.

@@ -143,15 +143,16 @@ final class Outboxes: Sendable {
         }
     }
 
-    /// Takes the connections that got something to write since the last call. Lws service thread only.
-    func takeWakeList() -> [ConnectionID] {
+    /// Takes the connections that got something to write since the last call, each with the close
+    /// it is waiting for, if any. Lws service thread only.
+    func takeWakeList() -> [(id: ConnectionID, close: (code: CloseCode, reason: String)?)] {
         state.withLock { state in
             let list = state.wakeList
             state.wakeList = []
-            for id in list {
+            return list.map { id in
                 state.queues[id]?.listed = false
+                return (id, state.queues[id]?.close)
             }
-            return list
         }
     }
 

@@ -161,9 +161,9 @@ extension WebSocketClient {
         for request in pendingConnects.withLock({ requests in defer { requests = [] }; return requests }) {
             startConnect(request)
         }
-        for id in outboxes.takeWakeList() {
+        for (id, close) in outboxes.takeWakeList() {
             if let connection = connections[id], connection.isOpen, let wsi = connection.io.wsi {
-                lws_callback_on_writable(wsi)
+                connection.io.wake(wsi, close: close, grace: configuration.closeTimeout)
             }
         }
     }

@@ -14,6 +14,9 @@ public struct WebSocketClientConfiguration: Sendable {
     public var writesPerWritable: Int = 8
     /// For wss: accept self-signed certificates and skip the host name check (tests, local demos).
     public var allowSelfSignedCertificates: Bool = false
+    /// How long a closing connection may take to accept our close frame before lws drops it
+    /// (a peer that stopped reading never would).
+    public var closeTimeout: Duration = .seconds(3)
     /// How long `stop` waits for servers to answer our 1000 close before dropping them.
     public var stopTimeout: Duration = .seconds(2)
     /// lws log levels (LLL_* bits) sent to stderr; the default keeps errors only.

@@ -99,7 +99,7 @@ extension WebSocketServer {
             // Accepted just as the stop began: it gets the same close as everyone else.
             let stop = stopClose.withLock { $0 }
             _ = outboxes.requestClose(id, code: stop.code, reason: stop.reason, dropQueued: true)
-            lws_callback_on_writable(wsi)
+            connections[id]?.wake(wsi, close: stop, grace: configuration.closeTimeout)
         }
         delegate?.webSocketServer(self, didOpen: info)
     }
@@ -123,9 +123,9 @@ extension WebSocketServer {
                 _ = outboxes.requestClose(id, code: stop.code, reason: stop.reason, dropQueued: true)
             }
         }
-        for id in outboxes.takeWakeList() {
-            if let wsi = connections[id]?.wsi {
-                lws_callback_on_writable(wsi)
+        for (id, close) in outboxes.takeWakeList() {
+            if let connection = connections[id], let wsi = connection.wsi {
+                connection.wake(wsi, close: close, grace: configuration.closeTimeout)
             }
         }
     }

@@ -71,8 +71,10 @@ extension WebSocketServer {
         protocolOptions.options = UnsafePointer(storage.value(defaultOption))
 
         var contextInfo = lws_context_creation_info()
+        // VALIDATE_UTF8 is read from the context's options, not the vhost's.
         contextInfo.options =
-            UInt64(LWS_SERVER_OPTION_EXPLICIT_VHOSTS) | LWSContextParts.eventLoopOptions(configuration.eventLoop)
+            UInt64(LWS_SERVER_OPTION_EXPLICIT_VHOSTS) | UInt64(LWS_SERVER_OPTION_VALIDATE_UTF8)
+            | LWSContextParts.eventLoopOptions(configuration.eventLoop)
         if configuration.tls != nil {
             contextInfo.options |= UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT)
         }
@@ -94,9 +96,7 @@ extension WebSocketServer {
         if let keepalive = configuration.keepalive {
             vhostInfo.retry_and_idle_policy = LWSContextParts.retryPolicy(keepalive, in: storage)
         }
-        vhostInfo.options =
-            UInt64(LWS_SERVER_OPTION_VALIDATE_UTF8)
-            | UInt64(LWS_SERVER_OPTION_HTTP_HEADERS_SECURITY_BEST_PRACTICES_ENFORCE)
+        vhostInfo.options = UInt64(LWS_SERVER_OPTION_HTTP_HEADERS_SECURITY_BEST_PRACTICES_ENFORCE)
         if let tls = configuration.tls {
             vhostInfo.ssl_cert_filepath = storage.string(tls.certificatePath)
             vhostInfo.ssl_private_key_filepath = storage.string(tls.privateKeyPath)
@@ -132,6 +132,9 @@ extension WebSocketServer {
             mount.mountpoint_len = UInt8(clamping: staticMount.urlPath.utf8.count)
             mount.origin = storage.string(staticMount.directory)
             mount.def = storage.string(staticMount.defaultFile)
+            // A file that cannot be opened goes to this protocol's LWS_CALLBACK_HTTP, which answers
+            // 404; without it lws 4.1.6 answers nothing and the client times out after 5 s.
+            mount.protocol = storage.string(Self.httpProtocolName)
             mount.origin_protocol = UInt8(LWSMPRO_FILE.rawValue)
             entries.append(mount)
         }

@@ -33,17 +33,17 @@ extension WebSocketServer {
     private static let httpChunk = 16 * 1024
 
     /// LWS_CALLBACK_HTTP on a route mount: runs the handler and sends the headers; the body follows
-    /// in HTTP_WRITEABLE. Paths that only share the mount's prefix get 404. Lws service thread only.
+    /// in HTTP_WRITEABLE. Paths that only share the mount's prefix, and missing static files (which
+    /// lws sends to the 404 document path), get 404. Lws service thread only.
     func answerHTTP(_ wsi: OpaquePointer) -> Int32 {
-        guard let path = LWSConnection.header(wsi, WSI_TOKEN_GET_URI) else {
-            return finishWithStatus(wsi, UInt32(HTTP_STATUS_METHOD_NOT_ALLOWED.rawValue))
+        let response: HTTPResponse
+        if let path = LWSConnection.header(wsi, WSI_TOKEN_GET_URI) {
+            let query = LWSConnection.header(wsi, WSI_TOKEN_HTTP_URI_ARGS) ?? ""
+            response = routes[path]?(HTTPRequest(path: path, query: query)) ?? HTTPResponse(status: 404, text: "not found\n")
+        } else {
+            response = HTTPResponse(status: 405, text: "only GET is served here\n")
         }
-        guard let handler = routes[path] else {
-            return finishWithStatus(wsi, UInt32(HTTP_STATUS_NOT_FOUND.rawValue))
-        }
-        let query = LWSConnection.header(wsi, WSI_TOKEN_HTTP_URI_ARGS) ?? ""
-        let response = handler(HTTPRequest(path: path, query: query))
-
+        // Written by hand: lws_return_http_status(404) would chase the 404 document back here.
         let headroom = Int(SHIM_LWS_PRE)
         var headers = [UInt8](repeating: 0, count: headroom + 2048)
         let failed = headers.withUnsafeMutableBufferPointer { buffer -> Bool in
@@ -90,11 +90,6 @@ extension WebSocketServer {
         httpResponses[key] = pending
         lws_callback_on_writable(wsi)
         return 0
-    }
-
-    private func finishWithStatus(_ wsi: OpaquePointer, _ status: UInt32) -> Int32 {
-        if lws_return_http_status(wsi, status, nil) != 0 { return -1 }
-        return lws_http_transaction_completed(wsi) != 0 ? -1 : 0
     }
 
     private static func key(_ wsi: OpaquePointer) -> UInt {

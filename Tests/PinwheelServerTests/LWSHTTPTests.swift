@@ -1,0 +1,79 @@
+import Foundation
+import PinwheelServer
+import Testing
+
+@Suite("HTTP on the WebSocket port", .serialized)
+struct LWSHTTPTests {
+    /// A temporary web/ directory with two files.
+    private func makeWebDirectory() throws -> URL {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pinwheel-web-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try "<!doctype html><title>pinwheel</title>".write(
+            to: directory.appendingPathComponent("index.html"), atomically: true, encoding: .utf8)
+        try "console.log('app');".write(to: directory.appendingPathComponent("app.js"), atomically: true, encoding: .utf8)
+        return directory
+    }
+
+    private func makeHTTPServer(web: URL) throws -> WebSocketServer {
+        let bigBody = (0..<20_000).map { "metric_\($0) 1\n" }.joined()
+        let (server, _) = try makeServer { configuration in
+            configuration.staticMounts = [
+                StaticMount(urlPath: "/", directory: web.path),
+                StaticMount(urlPath: "/vendor/leaflet", directory: "/usr/share/javascript/leaflet"),
+            ]
+            configuration.routes["/healthz"] = { _ in HTTPResponse(text: "ok\n") }
+            configuration.routes["/metrics"] = { request in
+                HTTPResponse(contentType: "text/plain; version=0.0.4", text: request.query == "small" ? "tiny\n" : bigBody)
+            }
+            configuration.routes["/empty"] = { _ in HTTPResponse(status: 204, contentType: "text/plain", body: []) }
+        }
+        return server
+    }
+
+    @Test("static files come from web/ at / and from Debian's Leaflet at /vendor/leaflet/")
+    func staticFiles() throws {
+        let web = try makeWebDirectory()
+        defer { try? FileManager.default.removeItem(at: web) }
+        let server = try makeHTTPServer(web: web)
+        defer { server.stop() }
+        let base = "http://127.0.0.1:\(server.port)"
+        #expect(try curl([base + "/"]) == "<!doctype html><title>pinwheel</title>")
+        #expect(try curl([base + "/app.js"]) == "console.log('app');")
+        let leaflet = try String(contentsOfFile: "/usr/share/javascript/leaflet/leaflet.js", encoding: .utf8)
+        #expect(try curl([base + "/vendor/leaflet/leaflet.js"]) == leaflet)
+        let started = ContinuousClock.now
+        #expect(try curl(["-o", "/dev/null", "-w", "%{http_code}", base + "/missing.html"]) == "404")
+        #expect(try curl(["-o", "/dev/null", "-w", "%{http_code}", base + "/vendor/leaflet/nope.js"]) == "404")
+        #expect(ContinuousClock.now - started < .seconds(2))
+    }
+
+    @Test("routes answer exact paths with their status, content type and body, also over one kept-alive connection")
+    func routes() throws {
+        let web = try makeWebDirectory()
+        defer { try? FileManager.default.removeItem(at: web) }
+        let server = try makeHTTPServer(web: web)
+        defer { server.stop() }
+        let base = "http://127.0.0.1:\(server.port)"
+        #expect(try curl(["-w", " %{http_code} %{content_type}", base + "/healthz"]) == "ok\n 200 text/plain; charset=utf-8")
+        // 20,000 lines (about 300 KB) leave in several chunks.
+        let metrics = try curl([base + "/metrics"])
+        #expect(metrics.count == (0..<20_000).map { "metric_\($0) 1\n" }.joined().count)
+        #expect(metrics.hasSuffix("metric_19999 1\n"))
+        #expect(try curl([base + "/metrics?small"]) == "tiny\n")
+        #expect(try curl(["-o", "/dev/null", "-w", "%{http_code}", base + "/empty"]) == "204")
+        #expect(try curl(["-o", "/dev/null", "-w", "%{http_code}", base + "/healthz/extra"]) == "404")
+        // curl reuses the connection for the second URL: the transaction must complete cleanly.
+        #expect(try curl([base + "/healthz", base + "/metrics?small", base + "/healthz"]) == "ok\ntiny\nok\n")
+    }
+
+    @Test("WebSocket and HTTP share the port while static mounts are present")
+    func sharedPort() throws {
+        let web = try makeWebDirectory()
+        defer { try? FileManager.default.removeItem(at: web) }
+        let server = try makeHTTPServer(web: web)
+        defer { server.stop() }
+        let result = try probe(url: "ws://127.0.0.1:\(server.port)/", sends: [.text("x")], receive: 1)
+        #expect(result.received == ["echo:x"])
+        #expect(try curl(["http://127.0.0.1:\(server.port)/healthz"]) == "ok\n")
+    }
+}

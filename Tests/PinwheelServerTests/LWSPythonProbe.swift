@@ -1,0 +1,97 @@
+import Foundation
+import Testing
+
+/// What the Python `websockets` probe saw; an independent client to check the server against.
+struct ProbeResult: Decodable {
+    var opened: Bool
+    var subprotocol: String?
+    var received: [String]
+    var closeCode: Int?
+    var closeReason: String?
+    var error: String?
+}
+
+/// One thing the probe sends, in order.
+enum ProbeSend {
+    case text(String)
+    /// A text frame of `count` copies of `character`.
+    case repeated(Character, count: Int)
+    /// One text message split into these frames.
+    case fragments([String])
+    case binary([UInt8])
+    /// A text frame whose payload is these raw bytes (may be invalid UTF-8).
+    case rawText([UInt8])
+
+    var json: [String: Any] {
+        switch self {
+        case let .text(text): return ["text": text]
+        case let .repeated(character, count): return ["repeat": String(character), "count": count]
+        case let .fragments(parts): return ["fragments": parts]
+        case let .binary(bytes): return ["binary_hex": bytes.map { String(format: "%02x", $0) }.joined()]
+        case let .rawText(bytes): return ["raw_text_hex": bytes.map { String(format: "%02x", $0) }.joined()]
+        }
+    }
+}
+
+/// Connects with Python `websockets`, sends `sends`, reads `receive` messages (or until closed),
+/// and reports what happened. With `waitForClose` it keeps reading until the server closes.
+func probe(
+    url: String, subprotocols: [String]? = ["pinwheel.v1"], origin: String? = nil, deflate: Bool = true,
+    sends: [ProbeSend] = [], receive: Int = 0, waitForClose: Bool = false, timeout: Double = 10
+) throws -> ProbeResult {
+    let arguments: [String: Any] = [
+        "url": url, "subprotocols": subprotocols as Any? ?? NSNull(), "origin": origin as Any? ?? NSNull(),
+        "compression": deflate ? "deflate" : NSNull(), "send": sends.map(\.json), "receive": receive,
+        "wait_for_close": waitForClose, "timeout": timeout,
+    ]
+    let json = String(decoding: try JSONSerialization.data(withJSONObject: arguments), as: UTF8.self)
+    let run = try runPython(probeScript, arguments: [json])
+    let decoder = JSONDecoder()
+    decoder.keyDecodingStrategy = .convertFromSnakeCase
+    do {
+        return try decoder.decode(ProbeResult.self, from: Data(run.output.utf8))
+    } catch {
+        Issue.record("probe printed \(run.output.debugDescription), status \(run.status)")
+        throw error
+    }
+}
+
+private let probeScript = #"""
+import json, sys
+from websockets.sync.client import connect
+from websockets.exceptions import ConnectionClosed
+
+args = json.loads(sys.argv[1])
+out = {"opened": False, "subprotocol": None, "received": [], "close_code": None, "close_reason": None, "error": None}
+
+def exchange(ws):
+    out["opened"] = True
+    out["subprotocol"] = ws.subprotocol
+    try:
+        for item in args["send"]:
+            if "text" in item: ws.send(item["text"])
+            elif "repeat" in item: ws.send(item["repeat"] * item["count"])
+            elif "fragments" in item: ws.send(iter(item["fragments"]))
+            elif "binary_hex" in item: ws.send(bytes.fromhex(item["binary_hex"]))
+            elif "raw_text_hex" in item: ws.send(bytes.fromhex(item["raw_text_hex"]), text=True)
+        for _ in range(args["receive"]):
+            out["received"].append(ws.recv(timeout=args["timeout"]))
+        if args["wait_for_close"]:
+            while True:
+                out["received"].append(ws.recv(timeout=args["timeout"]))
+    except ConnectionClosed:
+        pass
+    received = ws.protocol.close_rcvd
+    if received is not None:
+        out["close_code"] = received.code
+        out["close_reason"] = received.reason
+
+try:
+    with connect(args["url"], subprotocols=args["subprotocols"], origin=args["origin"],
+                 compression=args["compression"], proxy=None, max_size=None,
+                 open_timeout=args["timeout"], close_timeout=args["timeout"], ping_interval=None) as ws:
+        exchange(ws)
+except Exception as e:
+    out["error"] = type(e).__name__ + ": " + str(e)
+print(json.dumps(out))
+"""#
