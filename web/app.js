@@ -31,8 +31,9 @@
     /** Offline basemap shipped next to this file (Natural Earth 1:110m, public domain). */
     const BASEMAP_URL = 'world-110m.geojson';
     const BASEMAP_ATTRIBUTION = 'Basemap: Natural Earth (public domain)';
-    /** Extra canvas around the view (fraction of its size) so a drag does not reveal blank edges. */
-    const RENDERER_PADDING = 0.3;
+    /** Extra canvas around the view (fraction of its size). Leaflet's default: larger canvases made
+     *  every drag frame a long task in Chromium's software compositing. */
+    const RENDERER_PADDING = 0.1;
     /** Page-side pace choices in markers per millisecond; Infinity applies each batch at once. */
     const PACE_STEPS = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, Infinity];
 
@@ -61,11 +62,12 @@
     const params = new URLSearchParams(location.search);
 
     const state = {
-        /** 'connecting' | 'open' | 'reconnecting' */
+        /** 'connecting' | 'open' (hello received) | 'reconnecting' */
         connection: 'connecting',
         /** Last hello from the server. */
         hello: null,
-        /** id → { layer, feature, leg, dot }: exactly the features the server believes we have. */
+        /** id → { layer, feature, leg, dot, origin }: exactly the features the server believes we have;
+         *  `origin` is where the feature's entrance animation started (its parent's position on a split). */
         markers: new Map(),
         points: 0,
         clusters: 0,
@@ -264,6 +266,9 @@
     let animationFrame = 0;
 
     function animate(entry, spec) {
+        // A move that interrupts a fade-in must not leave the feature half transparent.
+        const previous = animations.get(entry);
+        if (previous && previous.fade === 'in' && !spec.fade) setAlpha(entry, 1);
         animations.set(entry, Object.assign({ t0: performance.now() }, spec));
         if (!animationFrame) animationFrame = requestAnimationFrame(stepAnimations);
     }
@@ -358,7 +363,6 @@
         const addById = new Map();
         for (const f of add) addById.set(f.id, f);
         pruneGhosts();
-        wrapCenter = map.getCenter().lng;
         return { msg, remove, update, add, addById, next: 0, total: remove.length + update.length + add.length, ms: 0 };
     }
 
@@ -436,6 +440,7 @@
         const style = styleFor(f, 1);
         entry.layer.setStyle(style);
         if (style.radius) entry.layer.setRadius(style.radius);
+        if (entry.dot) entry.dot.setLatLng(anchorLatLng(f));
         const to = featureLatLng(f);
         if (!from.equals(to)) animate(entry, { from: from, to: to, fade: null });
     }
@@ -458,6 +463,7 @@
         // A split: children start where their parent was (a spread pin starts on its anchor).
         const from = f.anchor ? anchorLatLng(f) : splitOrigin(f, to);
         const entry = createEntry(f, from || to, 0, markerGroup);
+        entry.origin = from;
         state.markers.set(f.id, entry);
         animate(entry, { from: from && !from.equals(to) ? from : null, to: to, fade: 'in' });
     }
@@ -571,9 +577,9 @@
             return;
         }
         socket = ws;
+        // The connection counts as open once the server's hello has arrived and the page resynchronised.
         ws.onopen = () => {
             reconnectDelay = RECONNECT_MIN_MS;
-            state.connection = 'open';
         };
         ws.onmessage = onMessage;
         ws.onclose = () => {
@@ -652,6 +658,7 @@
         state.hello = msg;
         if (!helloSeen) {
             helloSeen = true;
+            state.connection = 'open';
             clearMarkers();
             lastViewportKey = '';
             sendViewport();
@@ -780,7 +787,7 @@
         root.appendChild(title);
         const table = document.createElement('table');
         const rows = Object.keys(props).filter((k) => k !== 'name').map((k) => [k, props[k]]);
-        rows.push(['id', f.id]);
+        rows.push(['id', String(f.id)]);
         rows.push(['position', `${f.lat.toFixed(5)}, ${f.lon.toFixed(5)}`]);
         if (f.anchor) rows.push(['true position', `${f.anchor.lat.toFixed(5)}, ${f.anchor.lon.toFixed(5)}`]);
         for (const [k, v] of rows) {
@@ -883,9 +890,9 @@
     window.pinwheel = {
         state: state,
         map: map,
-        /** True when the last viewport sent has been served completely and nothing waits to be applied. */
+        /** True when the map is still and the last viewport sent has been served and applied completely. */
         settled: () => state.connection === 'open' && state.seq > 0 && state.doneSeq >= state.seq &&
-            batchQueue.length === 0 && cursor === null,
+            batchQueue.length === 0 && cursor === null && !flying && !map._animatingZoom,
         /** True while markers are still moving or fading. */
         animating: () => animations.size > 0,
         send: send,

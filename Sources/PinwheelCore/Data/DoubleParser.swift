@@ -25,34 +25,27 @@ public enum DoubleParser {
         var digits = 0  // all mantissa digits seen
         var exponent = 0  // decimal exponent adjustment from the point and dropped digits
         var exactMantissa = true
-        while i < n, let d = digit(text[i]) {
+        var afterPoint = false
+        while i < n {
+            if text[i] == UInt8(ascii: ".") && !afterPoint {
+                afterPoint = true
+                i += 1
+                continue
+            }
+            guard let d = digit(text[i]) else { break }
             digits += 1
             if significant < 19 {
                 if mantissa != 0 || d != 0 {
                     mantissa = mantissa &* 10 &+ UInt64(d)
                     significant += 1
                 }
+                if afterPoint { exponent -= 1 }
             } else {
-                exponent += 1
+                // Digits past 19 only scale the value (before the point) or are dropped (after it).
+                if !afterPoint { exponent += 1 }
                 if d != 0 { exactMantissa = false }
             }
             i += 1
-        }
-        if i < n && text[i] == UInt8(ascii: ".") {
-            i += 1
-            while i < n, let d = digit(text[i]) {
-                digits += 1
-                if significant < 19 {
-                    if mantissa != 0 || d != 0 {
-                        mantissa = mantissa &* 10 &+ UInt64(d)
-                        significant += 1
-                    }
-                    exponent -= 1
-                } else if d != 0 {
-                    exactMantissa = false
-                }
-                i += 1
-            }
         }
         guard digits > 0 else { return nil }
         if i < n && (text[i] == UInt8(ascii: "e") || text[i] == UInt8(ascii: "E")) {

@@ -104,6 +104,16 @@ public struct JSONWriter: Sendable {
         bytes.insert(UInt8(ascii: "."), at: bytes.count - k)
     }
 
+    /// Appends a box as `[west,south,east,north]`.
+    public mutating func bbox(_ b: BBox) {
+        byte(UInt8(ascii: "["))
+        for (k, edge) in [b.west, b.south, b.east, b.north].enumerated() {
+            if k > 0 { byte(UInt8(ascii: ",")) }
+            number(edge)
+        }
+        byte(UInt8(ascii: "]"))
+    }
+
     /// Appends a string in quotes, escaping `"`, `\` and control characters.
     public mutating func string(_ s: String) {
         bytes.append(UInt8(ascii: "\""))

@@ -1,0 +1,168 @@
+/// Opening features: children, leaves, expansion and sums, all found from a feature id.
+extension ClusterIndex {
+    public func children(of id: FeatureID) -> [Feature]? {
+        if id >> 32 == 0 { return row(ofID: id) == nil ? nil : [] }
+        guard let (li, item) = clusterItem(id) else { return nil }
+        let child = levels[li + 1]
+        let level = levels[li]
+        var out: [Feature] = []
+        var scratch = SpreadScratch()
+        let zoom = Double(child.zoom)
+        for c in level.childOrder[Int(level.firstChild[item])..<Int(level.firstChild[item + 1])] {
+            emit(level: li + 1, item: Int(c), spreadZoom: zoom, scratch: &scratch, into: &out)
+        }
+        return out
+    }
+
+    public func leaves(of id: FeatureID, limit: Int, offset: Int) -> [Feature]? {
+        var out: [Feature] = []
+        var skip = max(0, offset)
+        if id >> 32 == 0 {
+            guard let row = row(ofID: id) else { return nil }
+            if skip == 0 && limit > 0 { out.append(leaf(row: row)) }
+            return out
+        }
+        guard let start = clusterItem(id) else { return nil }
+        // Depth-first over child lists, children in stored order, skipping whole subtrees by count.
+        var stack: [(li: Int, item: Int)] = [start]
+        while let (li, item) = stack.popLast(), out.count < limit {
+            let level = levels[li]
+            let count = Int(level.counts[item])
+            if skip >= count {
+                skip -= count
+                continue
+            }
+            if level.isRaw || level.ref(item) >> ZoomLevel.originBits == 0 {
+                // A raw item (point or group), possibly passed up unchanged.
+                let raw = rawItem(underItem: item, level: li)
+                let ref = Int(rawRefs[raw])
+                let rows = ref >= 0 ? [Int32(ref)] : Array(groups.rows(of: -ref - 1))
+                for row in rows.dropFirst(skip) where out.count < limit { out.append(leaf(row: Int(row))) }
+                skip = 0
+                continue
+            }
+            let children = level.childOrder[Int(level.firstChild[item])..<Int(level.firstChild[item + 1])]
+            for c in children.reversed() { stack.append((li + 1, Int(c))) }
+        }
+        return out
+    }
+
+    public func expansion(of id: FeatureID, zoom: Double) -> Expansion? {
+        if id >> 32 != 0 {
+            guard let (li, _) = clusterItem(id) else { return nil }
+            return .zoom(Double(levels[li].zoom + 1))
+        }
+        guard let row = row(ofID: id), let raw = rawItem(containingRow: row) else { return nil }
+        guard rawRefs[raw] < 0 else { return .zoom(zoom) }
+        // A same-coordinate group: its spread at this zoom, coming out of whatever holds it here.
+        let li = levelIndex(zoom: zoom)
+        let holder = ancestor(ofRaw: raw, level: li)
+        var out: [Feature] = []
+        var scratch = SpreadScratch()
+        let spreadZoom = ClusterIndex.spreadZoom(zoom)
+        let (holderID, holderIsGroup) = identity(level: li, item: holder)
+        if holderIsGroup {
+            emit(level: li, item: holder, spreadZoom: spreadZoom, scratch: &scratch, into: &out)
+        } else {
+            appendSpread(
+                group: Int(-rawRefs[raw] - 1), zoom: spreadZoom, parent: holderID, membersAreOwnParents: false,
+                scratch: &scratch, into: &out)
+        }
+        return .spread(out)
+    }
+
+    public func sums(of feature: Feature) -> ArraySlice<Double> {
+        let k = sumColumns.count
+        if feature.row >= 0 && Int(feature.row) < dataset.count {
+            let row = Int(feature.row)
+            return pointSums[row * k..<(row + 1) * k]
+        }
+        let li = Int(feature.slot) >> 26
+        let item = Int(feature.slot) & ((1 << 26) - 1)
+        guard feature.slot >= 0, li < levels.count, item < levels[li].count else { return [] }
+        return levels[li].sums[item * k..<(item + 1) * k]
+    }
+
+    /// A point as a leaf: its true position, no parent.
+    private func leaf(row: Int) -> Feature {
+        Feature(
+            id: FeatureID(dataset.ids[row]), lat: dataset.lat(row), lon: dataset.lon(row), count: 1, parent: nil,
+            row: Int32(row))
+    }
+
+    /// The dataset row holding an id, nil when no row does.
+    func row(ofID id: FeatureID) -> Int? {
+        guard id <= UInt64(UInt32.max) else { return nil }
+        if rowsByID.isEmpty { return id < UInt64(dataset.count) ? Int(id) : nil }
+        var lo = 0
+        var hi = rowsByID.count
+        while lo < hi {
+            let mid = (lo + hi) >> 1
+            if UInt64(dataset.ids[Int(rowsByID[mid])]) < id { lo = mid + 1 } else { hi = mid }
+        }
+        guard lo < rowsByID.count, UInt64(dataset.ids[Int(rowsByID[lo])]) == id else { return nil }
+        return Int(rowsByID[lo])
+    }
+
+    /// The raw item of a row: its own, or its same-coordinate group's.
+    func rawItem(containingRow row: Int) -> Int? {
+        let raw = levels[levels.count - 1]
+        let target = GridOrder.key(
+            x: Mercator.x(lon: dataset.lon(row)), y: Mercator.y(lat: dataset.lat(row)), bits: raw.gridBits)
+        func holds(_ r: Int) -> Bool {
+            let ref = Int(rawRefs[r])
+            if ref >= 0 { return ref == row }
+            let members = groups.rows(of: -ref - 1)
+            return members.contains(Int32(row))
+        }
+        // The item sits at the row's own coordinate, so in its cell...
+        var lo = 0
+        var hi = raw.count
+        while lo < hi {
+            let mid = (lo + hi) >> 1
+            if GridOrder.key(x: raw.xy[2 * mid], y: raw.xy[2 * mid + 1], bits: raw.gridBits) < target {
+                lo = mid + 1
+            } else {
+                hi = mid
+            }
+        }
+        var i = lo
+        while i < raw.count && GridOrder.key(x: raw.xy[2 * i], y: raw.xy[2 * i + 1], bits: raw.gridBits) == target {
+            if holds(i) { return i }
+            i += 1
+        }
+        // ...unless a tolerance group centred elsewhere took it.
+        return (0..<raw.count).first(where: holds)
+    }
+
+    /// The item at a level that holds raw item `raw` (following parents up from the raw level).
+    func ancestor(ofRaw raw: Int, level li: Int) -> Int {
+        var item = raw
+        var l = levels.count - 1
+        while l > li {
+            item = Int(levels[l].parents[item])
+            l -= 1
+        }
+        return item
+    }
+
+    /// The raw item under an item that is a raw item passed up unchanged.
+    private func rawItem(underItem item: Int, level li: Int) -> Int {
+        levels[li].isRaw ? item : Int(levels[li].ref(item) & ZoomLevel.originMask)
+    }
+
+    /// A cluster id's item at the zoom that created it, nil when no cluster has this id.
+    func clusterItem(_ id: FeatureID) -> (li: Int, item: Int)? {
+        let tag = Int(id >> 32)
+        let zoom = tag - 1
+        guard zoom >= options.minZoom && zoom <= options.maxZoom else { return nil }
+        guard let row = row(ofID: id & 0xFFFF_FFFF), let raw = rawItem(containingRow: row) else { return nil }
+        let li = zoom - options.minZoom
+        let item = ancestor(ofRaw: raw, level: li)
+        // The seed's ancestor at that zoom is the cluster, if the id names one.
+        guard identity(level: li, item: item).id == id, levels[li].ref(item) >> ZoomLevel.originBits == tag else {
+            return nil
+        }
+        return (li, item)
+    }
+}

@@ -1,0 +1,303 @@
+import Foundation
+
+extension PCATree {
+    /// The features to draw for a viewport: the tree cut to at most ``ClusterOptions/maxClusters`` features
+    /// (see ``cut(meeting:zoom:into:)`` for the rule).
+    /// - Parameters:
+    ///   - bbox: the viewport, possibly crossing the antimeridian.
+    ///   - zoom: map zoom, fractional allowed: keeps clusters narrower than `radius` pixels closed and
+    ///     lays out spread groups.
+    ///   - out: receives the features; cleared first, capacity kept.
+    /// - Complexity: O(maxClusters · depth) node visits, whatever the dataset size.
+    public func features(in bbox: BBox, zoom: Double, into out: inout [Feature]) {
+        out.removeAll(keepingCapacity: true)
+        guard nodeCount > 0 else { return }
+        var rects: [MercatorRect] = []
+        rects.reserveCapacity(2)
+        _ = bbox.mercatorRects(into: &rects)
+        withUnsafeTemporaryAllocation(of: Int32.self, capacity: cutBufferCapacity) { buffer in
+            let found = cut(meeting: rects, zoom: zoom, into: buffer)
+            for entry in buffer[found] {
+                if entry >= 0 {
+                    out.append(feature(node: Int(entry)))
+                } else {
+                    out.append(contentsOf: spread(group: Int(~entry), zoom: zoom))
+                }
+            }
+        }
+    }
+
+    /// Scratch entries ``cut(meeting:zoom:into:)`` needs: the current cut, the next one and candidates.
+    var cutBufferCapacity: Int { 3 * (options.maxClusters + 1) }
+
+    /// Cuts the tree for a viewport at a zoom.
+    ///
+    /// First by count alone, breadth first from the root, over nodes whose box meets the viewport:
+    /// while the cut holds an internal node, every internal node in it is replaced by its children
+    /// that meet the viewport. When a whole level would exceed `maxClusters`, the level's nodes are
+    /// opened one at a time in a fixed order (most points first, then smallest id) until the next one
+    /// would not fit. Only when no internal node is left are same-coordinate groups opened into their
+    /// members, smallest group first, while they fit. Then by size: a node whose box is at most
+    /// `radius` pixels wide and tall at `zoom` (on `extent`-pixel tiles) stays closed, so everything
+    /// the count opened beneath it folds back into it; above `maxZoom` nothing is too small.
+    ///
+    /// The order never depends on the viewport, a smaller viewport opens every node a larger one did,
+    /// and a higher zoom finds every node at least as wide: zooming in only ever replaces nodes by
+    /// their descendants, and the size rule only merges, so the count limit holds.
+    /// - Parameters:
+    ///   - rects: the viewport in Mercator units (two rectangles across the antimeridian).
+    ///   - zoom: the map zoom.
+    ///   - buffer: scratch of at least ``cutBufferCapacity`` entries.
+    /// - Returns: where in `buffer` the cut is; an entry `k ≥ 0` is node k drawn as one feature, an
+    ///   entry `~k` is the group leaf k drawn as its spread members.
+    /// - Complexity: O(maxClusters · depth).
+    func cut(meeting rects: [MercatorRect], zoom: Double, into buffer: UnsafeMutableBufferPointer<Int32>)
+        -> Range<Int>
+    {
+        let counted = cutByCount(meeting: rects, into: buffer)
+        // Nodes no wider than this, in Mercator units, stay closed.
+        let closedBelow =
+            zoom >= Double(options.maxZoom + 1) ? -1 : options.radius / (options.extent * pow(2, max(0, zoom)))
+        var written = counted.lowerBound
+        for p in counted {
+            var entry = buffer[p]
+            let node = Int(entry >= 0 ? entry : ~entry)
+            var top = node
+            while parents[top] >= 0 && width(of: Int(parents[top])) <= closedBelow { top = Int(parents[top]) }
+            if top != node { entry = Int32(top) }
+            // A closed node's descendants are next to each other in the cut, so it appears once.
+            if written > counted.lowerBound && buffer[written - 1] == entry { continue }
+            buffer[written] = entry
+            written += 1
+        }
+        return counted.lowerBound..<written
+    }
+
+    /// The larger side of a node's box, Mercator units.
+    @inline(__always) func width(of node: Int) -> Double {
+        max(boxes[4 * node + 2] - boxes[4 * node], boxes[4 * node + 3] - boxes[4 * node + 1])
+    }
+
+    /// The cut by count alone; see ``cut(meeting:zoom:into:)``.
+    private func cutByCount(meeting rects: [MercatorRect], into buffer: UnsafeMutableBufferPointer<Int32>)
+        -> Range<Int>
+    {
+        let limit = options.maxClusters
+        guard nodeCount > 0, meets(0, rects) else { return 0..<0 }
+        var current = 0
+        var next = limit + 1
+        let candidates = 2 * (limit + 1)
+        buffer[current] = 0
+        var count = 1
+        while true {
+            var nextCount = 0
+            var inner = 0
+            var overflow = false
+            scan: for p in 0..<count {
+                let node = Int(buffer[current + p])
+                let child = Int(firstChild[node])
+                if child < 0 {
+                    // Leaves stay; the cut only ever shrinks or grows through internal nodes.
+                    if nextCount == limit {
+                        overflow = true
+                        break scan
+                    }
+                    buffer[next + nextCount] = Int32(node)
+                    nextCount += 1
+                    continue
+                }
+                inner += 1
+                for c in child...child + 1 where meets(c, rects) {
+                    if nextCount == limit {
+                        overflow = true
+                        break scan
+                    }
+                    buffer[next + nextCount] = Int32(c)
+                    nextCount += 1
+                }
+            }
+            if inner == 0 {
+                mark(.groups, in: buffer, at: current, count: count, candidates: candidates, rects: rects)
+                return current..<current + count
+            }
+            if overflow {
+                let total = openPartially(
+                    in: buffer, at: current, count: count, into: next, candidates: candidates, rects: rects)
+                return next..<next + total
+            }
+            swap(&current, &next)
+            count = nextCount
+        }
+    }
+
+    /// Opens the internal nodes of the cut at `buffer[at..<at + count]` one by one, most points first,
+    /// while the cut stays within the limit, and writes the resulting cut at `into`.
+    /// - Returns: the size of the resulting cut.
+    private func openPartially(
+        in buffer: UnsafeMutableBufferPointer<Int32>, at current: Int, count: Int, into next: Int,
+        candidates: Int, rects: [MercatorRect]
+    ) -> Int {
+        mark(.internalNodes, in: buffer, at: current, count: count, candidates: candidates, rects: rects)
+        var written = 0
+        for p in current..<current + count {
+            let entry = buffer[p]
+            if entry >= 0 {
+                buffer[next + written] = entry
+                written += 1
+                continue
+            }
+            let child = Int(firstChild[Int(~entry)])
+            for c in child...child + 1 where meets(c, rects) {
+                buffer[next + written] = Int32(c)
+                written += 1
+            }
+        }
+        return written
+    }
+
+    /// What ``mark(_:in:at:count:candidates:rects:)`` opens.
+    private enum Opening {
+        /// Internal nodes, into their children that meet the viewport; most points first.
+        case internalNodes
+        /// Same-coordinate groups, into their spread members; smallest first.
+        case groups
+    }
+
+    /// Marks as `~k`, in a fixed order, the nodes of one kind in the cut at `buffer[at..<at + count]`
+    /// while the features drawn stay within the limit; stops at the first that does not fit, which is
+    /// what keeps the rule monotone as the viewport shrinks.
+    private func mark(
+        _ opening: Opening, in buffer: UnsafeMutableBufferPointer<Int32>, at current: Int, count: Int,
+        candidates: Int, rects: [MercatorRect]
+    ) {
+        var found = 0
+        for p in 0..<count {
+            let node = Int(buffer[current + p])
+            let eligible = opening == .internalNodes ? firstChild[node] >= 0 : size(of: node) > 1
+            if eligible {
+                buffer[candidates + found] = Int32(p)
+                found += 1
+            }
+        }
+        sortCandidates(buffer, at: candidates, count: found, current: current, largestFirst: opening == .internalNodes)
+        var total = count
+        for i in 0..<found {
+            let p = current + Int(buffer[candidates + i])
+            let node = Int(buffer[p])
+            let added: Int
+            if opening == .internalNodes {
+                let child = Int(firstChild[node])
+                added = (meets(child, rects) ? 1 : 0) + (meets(child + 1, rects) ? 1 : 0)
+            } else {
+                added = size(of: node)
+            }
+            if total - 1 + added > options.maxClusters { break }
+            total += added - 1
+            buffer[p] = ~Int32(node)
+        }
+    }
+
+    /// Insertion sort of candidate positions (at most `maxClusters`) by the size of their node, then
+    /// by smallest id, so the order depends on the nodes only.
+    private func sortCandidates(
+        _ buffer: UnsafeMutableBufferPointer<Int32>, at start: Int, count: Int, current: Int, largestFirst: Bool
+    ) {
+        guard count > 1 else { return }
+        for i in start + 1..<start + count {
+            let moving = buffer[i]
+            let node = Int(buffer[current + Int(moving)])
+            var j = i
+            while j > start {
+                let other = Int(buffer[current + Int(buffer[j - 1])])
+                let (a, b) = (size(of: node), size(of: other))
+                let before = a != b ? (largestFirst ? a > b : a < b) : minIds[node] < minIds[other]
+                if !before { break }
+                buffer[j] = buffer[j - 1]
+                j -= 1
+            }
+            buffer[j] = moving
+        }
+    }
+
+    /// Points under a node.
+    @inline(__always) func size(of node: Int) -> Int {
+        Int(ranges[2 * node + 1] - ranges[2 * node])
+    }
+
+    /// Whether a node's box meets any of the viewport rectangles (edges included).
+    @inline(__always) func meets(_ node: Int, _ rects: [MercatorRect]) -> Bool {
+        let minX = boxes[4 * node]
+        let minY = boxes[4 * node + 1]
+        let maxX = boxes[4 * node + 2]
+        let maxY = boxes[4 * node + 3]
+        for r in rects where minX <= r.maxX && r.minX <= maxX && minY <= r.maxY && r.minY <= maxY {
+            return true
+        }
+        return false
+    }
+
+    /// The wire id of a node: the point's own id for a one-point leaf.
+    func wireID(_ node: Int) -> FeatureID {
+        if size(of: node) == 1 { return FeatureID(dataset.ids[Int(order[Int(ranges[2 * node])])]) }
+        return PCATree.nodeID(depth: Int(depths[node]), minID: minIds[node])
+    }
+
+    /// The wire id of the node one level up, or the node's own at the root.
+    func parentID(_ node: Int) -> FeatureID {
+        let parent = Int(parents[node])
+        return parent < 0 ? wireID(node) : wireID(parent)
+    }
+
+    /// A node drawn as one feature: the point itself for a one-point leaf, otherwise a cluster at the
+    /// count-weighted centroid (a same-coordinate group exactly at its shared point).
+    func feature(node: Int) -> Feature {
+        let start = Int(ranges[2 * node])
+        let count = size(of: node)
+        if count == 1 { return pointFeature(row: Int(order[start]), parent: parentID(node)) }
+        let lat: Double
+        let lon: Double
+        let group = firstChild[node] < 0 ? Int(groupOfRow[Int(order[start])]) : -1
+        if group >= 0 {
+            lat = groups.centers[group].lat
+            lon = groups.centers[group].lon
+        } else {
+            lat = Mercator.lat(y: centroids[2 * node + 1])
+            lon = Mercator.lon(x: centroids[2 * node])
+        }
+        return Feature(
+            id: wireID(node), lat: lat, lon: lon, count: UInt32(count), parent: parentID(node), row: -1,
+            slot: Int32(node))
+    }
+
+    /// A single point at its true position.
+    func pointFeature(row: Int, parent: FeatureID) -> Feature {
+        Feature(
+            id: FeatureID(dataset.ids[row]), lat: dataset.lat(row), lon: dataset.lon(row), count: 1, parent: parent,
+            row: Int32(row))
+    }
+
+    /// The members of group leaf `node`, spread for `zoom`, each anchored at its true position and
+    /// parented to the group.
+    func spread(group node: Int, zoom: Double) -> [Feature] {
+        let start = Int(ranges[2 * node])
+        let count = size(of: node)
+        let group = Int(groupOfRow[Int(order[start])])
+        var positions: [Coordinate] = []
+        // Laid out for the floor of the zoom, as the hierarchical index does, so pins stay put while a
+        // map zooms between integers.
+        placement.place(
+            around: groups.centers[group], count: count, zoom: ClusterIndex.spreadZoom(zoom), into: &positions)
+        let parent = wireID(node)
+        var members: [Feature] = []
+        members.reserveCapacity(count)
+        for i in 0..<count {
+            let row = Int(order[start + i])
+            var member = pointFeature(row: row, parent: parent)
+            member.anchor = Coordinate(lat: member.lat, lon: member.lon)
+            member.lat = positions[i].lat
+            member.lon = positions[i].lon
+            members.append(member)
+        }
+        return members
+    }
+}

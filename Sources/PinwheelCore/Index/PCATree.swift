@@ -1,0 +1,147 @@
+/// A binary tree over the points whose every split follows the principal axis of the points beneath
+/// it, cut breadth-first to at most ``Options/maxClusters`` features per viewport.
+///
+/// Layout: every node covers a contiguous run `order[start..<end]` of rows, so a node's leaves are a
+/// slice and no node owns an allocation. Node data lives in flat arrays with fixed strides, indexed
+/// by node number; the root is node 0 and a node's two children are `firstChild` and `firstChild + 1`.
+/// A same-coordinate group (``SameCoordinateGroups``) enters the build as one weighted item, so it is
+/// never split and ends as a single leaf whose members are spread around the shared point
+/// (``SpreadPlacement``) exactly as the hierarchical index spreads them.
+///
+/// Node ids are `(depth + 32) << 32 | smallest point id under the node`: below 2^53, above every
+/// point id (< 2^32) and above the hierarchical index's cluster ids (`(zoom + 1) << 32 | id`, zoom ≤
+/// 24), and stable across rebuilds because they depend on content only.
+///
+/// See `docs/pca-tree.md` for the query semantics and how zoom enters them.
+public struct PCATree: Clusterer {
+    /// Most points a tree holds (node numbers and row positions stay within 32 bits).
+    public static let maxPoints = 1 << 30
+
+    public var algorithm: Algorithm { .pcaTree }
+    public let dataset: Dataset
+    public let sumColumns: [String]
+    /// The options it was built with. Used: `maxClusters` (features per viewport), `radius` and
+    /// `extent` (a node no wider and no taller than `radius` pixels of an `extent`-pixel tile at the
+    /// query's zoom stays one cluster), `maxZoom` (from `maxZoom + 1` no node is too small), `spread`,
+    /// `spreadSpacing` and `sameCoordinateToleranceMetres`. `minZoom`, `minPoints` and `nodeSize`
+    /// have no meaning for a tree cut by count.
+    public let options: ClusterOptions
+
+    /// Rows in tree order: node `k` covers `order[start(k)..<end(k)]`; a group's rows are in id order.
+    let order: [UInt32]
+    /// Where each row sits in ``order`` (inverse permutation), to find the node of a point id.
+    let position: [UInt32]
+    /// Per node, stride 4: minX, minY, maxX, maxY of its points in Mercator units.
+    let boxes: [Double]
+    /// Per node, stride 2: count-weighted centroid x, y in Mercator units.
+    let centroids: [Double]
+    /// Per node, stride 2: start and end of its run in ``order``.
+    let ranges: [UInt32]
+    /// Per node: index of its first child (the second is next to it), or -1 for a leaf.
+    let firstChild: [Int32]
+    /// Per node: index of its parent, or -1 for the root.
+    let parents: [Int32]
+    /// Per node: distance from the root.
+    let depths: [UInt16]
+    /// Per node: smallest dataset id under it.
+    let minIds: [UInt32]
+    /// Per node, stride `sumColumns.count`: sums of the numeric columns over its points.
+    let nodeSums: [Double]
+    /// Per row, stride `sumColumns.count`: the row's own values of the summed columns.
+    let pointSums: [Double]
+    /// Row lookup by dataset id; see ``IDLookup``.
+    let lookup: IDLookup
+    /// The dataset's same-coordinate groups; each is one leaf of the tree.
+    let groups: SameCoordinateGroups
+    /// Per row: its group, or -1.
+    let groupOfRow: [Int32]
+    /// Where spread members go.
+    let placement: SpreadPlacement
+
+    /// Builds the tree.
+    /// - Parameters:
+    ///   - dataset: the points; ids must be distinct.
+    ///   - options: clustering options, validated first (see ``options`` for those the tree uses).
+    ///   - sumColumns: numeric property columns to sum into every node (blank or unparsable cells
+    ///     count 0).
+    /// - Throws: ``IndexError`` for a bad option, an unknown column or too many points.
+    /// - Complexity: O(n · depth) time, O(n) memory; no allocation per node.
+    public init(dataset: Dataset, options: ClusterOptions = ClusterOptions(), sumColumns: [String] = [])
+        throws(IndexError)
+    {
+        try options.validate()
+        guard dataset.count <= PCATree.maxPoints else {
+            throw .tooManyPoints(count: dataset.count, limit: PCATree.maxPoints)
+        }
+        var columns: [[Double]] = []
+        for name in sumColumns {
+            guard let column = dataset.properties.numericColumn(named: name, rows: dataset.count) else {
+                throw .unknownSumColumn(name: name, available: dataset.properties.columns)
+            }
+            columns.append(column)
+        }
+        self.dataset = dataset
+        self.options = options
+        self.sumColumns = sumColumns
+        let groups = SameCoordinateGroups(dataset: dataset, toleranceMetres: options.sameCoordinateToleranceMetres)
+        self.groups = groups
+        groupOfRow = groups.groupIndexByRow(rowCount: dataset.count)
+        let largestGroup = (0..<groups.count).map { groups.size(of: $0) }.max() ?? 0
+        placement = SpreadPlacement(
+            mode: options.spread, spacing: options.spreadSpacing, preparedCount: max(largestGroup, 64))
+        var builder = PCATreeBuilder(dataset: dataset, groups: groups, groupOfRow: groupOfRow)
+        builder.build()
+        order = builder.order
+        boxes = builder.boxes
+        centroids = builder.centroids
+        ranges = builder.ranges
+        firstChild = builder.firstChild
+        parents = builder.parents
+        depths = builder.depths
+        minIds = builder.minIds
+        var position = [UInt32](repeating: 0, count: dataset.count)
+        for (i, row) in order.enumerated() { position[Int(row)] = UInt32(i) }
+        self.position = position
+        lookup = IDLookup(ids: dataset.ids)
+        (pointSums, nodeSums) = PCATree.sums(
+            columns: columns, order: builder.order, ranges: builder.ranges, firstChild: builder.firstChild)
+    }
+
+    /// Number of nodes, leaves included.
+    public var nodeCount: Int { firstChild.count }
+
+    /// The deepest node's depth (the root is 0); -1 for an empty tree.
+    public var depth: Int { depths.max().map(Int.init) ?? -1 }
+
+    /// The id a node is known by on the wire.
+    @inlinable static func nodeID(depth: Int, minID: UInt32) -> FeatureID {
+        FeatureID(depth + 32) << 32 | FeatureID(minID)
+    }
+
+    /// Per-row values and per-node totals of the summed columns; children are numbered after their
+    /// parent, so one backwards sweep adds each node into nothing but already finished totals.
+    private static func sums(
+        columns: [[Double]], order: [UInt32], ranges: [UInt32], firstChild: [Int32]
+    ) -> (points: [Double], nodes: [Double]) {
+        let k = columns.count
+        guard k > 0 else { return ([], []) }
+        let rows = columns[0].count
+        var points = [Double](repeating: 0, count: rows * k)
+        for (c, column) in columns.enumerated() {
+            for r in 0..<rows { points[r * k + c] = column[r] }
+        }
+        var nodes = [Double](repeating: 0, count: firstChild.count * k)
+        for node in stride(from: firstChild.count - 1, through: 0, by: -1) {
+            let child = Int(firstChild[node])
+            if child >= 0 {
+                for c in 0..<k { nodes[node * k + c] = nodes[child * k + c] + nodes[(child + 1) * k + c] }
+            } else {
+                for i in Int(ranges[2 * node])..<Int(ranges[2 * node + 1]) {
+                    let row = Int(order[i])
+                    for c in 0..<k { nodes[node * k + c] += points[row * k + c] }
+                }
+            }
+        }
+        return (points, nodes)
+    }
+}

@@ -1,0 +1,74 @@
+/// What one client has on screen: for each feature id, the version it drew, its parent (so a later
+/// merge can find the parent added in its place) and roughly where it is (so a later viewport can tell
+/// whether it left the view).
+public struct ClientFeatureSet: Sendable {
+    /// The version of a feature as drawn, its parent (``ClientFeatureSet/noParent`` for none) and its
+    /// position in single precision (a metre is plenty to order removals): 24 bytes.
+    public struct Entry: Hashable, Sendable {
+        public var version: FeatureVersion
+        public var parent: FeatureID
+        public var lat: Float
+        public var lon: Float
+    }
+
+    /// Stands for "no parent" in ``Entry/parent``, keeping an entry at 16 bytes.
+    public static let noParent = FeatureID.max
+
+    public private(set) var entries: [FeatureID: Entry] = [:]
+
+    public init() {}
+
+    /// Features the client has.
+    public var count: Int { entries.count }
+
+    public func contains(_ id: FeatureID) -> Bool { entries[id] != nil }
+
+    /// The version the client drew, nil if it does not have the feature.
+    public func version(of id: FeatureID) -> FeatureVersion? { entries[id]?.version }
+
+    /// The parent of a feature the client has, nil if none or unknown.
+    public func parent(of id: FeatureID) -> FeatureID? {
+        guard let p = entries[id]?.parent, p != ClientFeatureSet.noParent else { return nil }
+        return p
+    }
+
+    /// Where a feature the client has is drawn, to single precision; nil if it does not have it.
+    public func position(of id: FeatureID) -> Coordinate? {
+        entries[id].map { Coordinate(lat: Double($0.lat), lon: Double($0.lon)) }
+    }
+
+    /// Records that the client now draws this feature (added or updated).
+    public mutating func insert(_ f: Feature) {
+        entries[f.id] = Entry(version: f.version, parent: f.parent ?? ClientFeatureSet.noParent,
+                              lat: Float(f.lat), lon: Float(f.lon))
+    }
+
+    /// Records that the client removed a feature.
+    public mutating func remove(_ id: FeatureID) { entries.removeValue(forKey: id) }
+
+    /// Applies a batch as the client will: removes, then updates, then adds.
+    public mutating func apply(remove: some Sequence<FeatureID>, add: some Sequence<Feature>,
+                               update: some Sequence<Feature>) {
+        for id in remove { self.remove(id) }
+        for f in update { insert(f) }
+        for f in add { insert(f) }
+    }
+}
+
+/// A digest of what a client draws for a feature: its count and position. Two features with the
+/// same id and version look the same; a moved or recounted feature gets a new version.
+public typealias FeatureVersion = UInt64
+
+extension Feature {
+    /// This feature's ``FeatureVersion``: a 64-bit mix of count, latitude and longitude.
+    public var version: FeatureVersion {
+        // splitmix64's finaliser spreads every input bit over the result.
+        func mix(_ x: UInt64) -> UInt64 {
+            var z = x &+ 0x9E37_79B9_7F4A_7C15
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+        return mix(lat.bitPattern &+ mix(lon.bitPattern &+ mix(UInt64(count))))
+    }
+}

@@ -1,0 +1,222 @@
+/// Turns viewport targets into paced batches for one client, and owns what that client has.
+///
+/// A state machine over a ``PinwheelClock``: each mutating method returns one ``Action`` for the
+/// server to carry out. After `.send`, write the batch and call ``poll()`` again; after
+/// `.wait(until:)`, call ``poll()`` at that instant; after `.idle`, wait for the next ack or viewport.
+///
+/// Order of a viewport's changes: removes of features that left the view first; then adds and updates
+/// nearest the viewport centre first. A removed cluster that split travels with its nearest child's
+/// add, and the removed children of a merge travel with their parent's add, so the screen never shows
+/// a gap. A removed feature still in view with neither link (a zoom jump of several levels) goes with
+/// the first add at least as far from the centre as itself: it vanishes as the new features reach it. Batches hold about `pace × interval` markers (a split or merge group is never cut) and are
+/// spaced so the client gets `pace` markers per millisecond; acks adapt `pace` through a low-pass filter
+/// to the client's reported cost per marker. At most `window` batches are unacknowledged. A new target
+/// drops the unsent rest of the previous one and is diffed against what was sent. The last batch for a
+/// viewport has `done` set; it may be empty.
+public struct Pacer<Clock: PinwheelClock>: Sendable {
+    /// What the server should do next.
+    public enum Action: Equatable, Sendable {
+        /// Write this batch to the client, then call ``poll()``.
+        case send(PacedBatch)
+        /// Call ``poll()`` at this instant.
+        case wait(until: Clock.Instant)
+        /// Nothing to do until an ack or a new viewport.
+        case idle
+    }
+
+    /// A batch sent and not yet acknowledged.
+    public struct InFlight: Equatable, Sendable {
+        public var number: UInt64
+        public var markers: Int
+        public var sentAt: Clock.Instant
+    }
+
+    /// A step of the plan: removes that travel together and, except for removes of features that left
+    /// the view, the add or update they travel with.
+    struct Unit: Sendable {
+        var removes: Range<Int>
+        var feature: Feature?
+        var isUpdate: Bool
+        var size: Int { removes.count + (feature == nil ? 0 : 1) }
+    }
+
+    public let clock: Clock
+    public let options: PacerOptions
+    /// What the client has: everything sent, as the client will have applied it.
+    public private(set) var client = ClientFeatureSet()
+    /// Current rate, markers per millisecond.
+    public private(set) var pace: Double
+    /// The viewport being served; nil before the first.
+    public private(set) var seq: UInt64?
+    /// Batches sent and not yet acknowledged, oldest first.
+    public private(set) var inFlight: [InFlight] = []
+
+    private var nextNumber: UInt64 = 1
+    private var nextSendAt: Clock.Instant?
+    private var doneSent = true
+    private var diff = ViewportDiff()
+    private var units: [Unit] = []
+    private var unitRemoves: [FeatureID] = []
+    private var cursor = 0
+    // Scratch for planning, kept for capacity.
+    private var order: [(key: Double, id: FeatureID, index: Int)] = []
+    private var removed = Set<FeatureID>()
+    private var attachedTo: [FeatureID: Int] = [:]
+    private var positionOfAdd: [FeatureID: Int] = [:]
+    private var groupStarts: [Int] = []
+
+    public init(clock: Clock, options: PacerOptions = PacerOptions()) {
+        self.clock = clock
+        self.options = options
+        pace = options.pace
+    }
+
+    /// Markers per batch at the current pace.
+    public var batchSize: Int {
+        max(1, min(options.maxBatch, Int((pace * options.interval.milliseconds).rounded())))
+    }
+
+    /// Markers planned for the current viewport and not yet sent.
+    public var pendingMarkers: Int { units[cursor...].reduce(0) { $0 + $1.size } }
+
+    /// Serves a new viewport: what the client should have now.
+    /// - Parameters:
+    ///   - seq: the viewport's seq, echoed in its batches.
+    ///   - features: the features for the viewport.
+    ///   - viewport: the viewport's box; adds nearer its centre go first, removes outside it go first.
+    /// - Returns: the first action.
+    public mutating func show(seq: UInt64, features: some Collection<Feature>, viewport: BBox) -> Action {
+        self.seq = seq
+        diff.compute(from: client, to: features)
+        plan(viewport: viewport)
+        doneSent = false
+        // The first batch of a new viewport is not held back by the spacing of the previous one.
+        nextSendAt = nil
+        return poll()
+    }
+
+    /// Takes the client's ack: frees the window (an ack covers every earlier batch too) and adapts the pace.
+    /// - Returns: the next action.
+    public mutating func acknowledge(_ ack: AckMessage) -> Action {
+        if let k = inFlight.firstIndex(where: { $0.number == ack.batch }) {
+            inFlight.removeSubrange(...k)
+            if ack.applied > 0 {
+                let target = ack.ms > 0 ? options.clientShare * Double(ack.applied) / ack.ms : options.maxPace
+                pace += options.smoothing * (target - pace)
+                pace = min(max(pace, options.minPace), options.maxPace)
+            }
+        }
+        return poll()
+    }
+
+    /// What to do now.
+    public mutating func poll() -> Action {
+        guard let seq, !doneSent else { return .idle }
+        if inFlight.count >= options.window { return .idle }
+        let now = clock.now
+        if let nextSendAt, now < nextSendAt { return .wait(until: nextSendAt) }
+
+        let budget = batchSize
+        var batch = PacedBatch(seq: seq, number: nextNumber)
+        var markers = 0
+        while cursor < units.count {
+            let unit = units[cursor]
+            if markers > 0 && markers + unit.size > budget { break }
+            batch.remove.append(contentsOf: unitRemoves[unit.removes])
+            if let f = unit.feature {
+                if unit.isUpdate { batch.update.append(f) } else { batch.add.append(f) }
+            }
+            markers += unit.size
+            cursor += 1
+        }
+        batch.done = cursor == units.count
+        doneSent = batch.done
+        client.apply(remove: batch.remove, add: batch.add, update: batch.update)
+        inFlight.append(InFlight(number: nextNumber, markers: markers, sentAt: now))
+        nextNumber += 1
+        nextSendAt = now.advanced(by: .milliseconds(fractional: Double(markers) / pace))
+        return .send(batch)
+    }
+
+    /// Lays the diff out as units: leavers' removes, then adds and updates by distance from the centre,
+    /// each carrying the removes that must disappear with it.
+    private mutating func plan(viewport: BBox) {
+        units.removeAll(keepingCapacity: true)
+        unitRemoves.removeAll(keepingCapacity: true)
+        cursor = 0
+
+        let center = viewport.center
+        let cx = Mercator.x(lon: center.lon)
+        let cy = Mercator.y(lat: center.lat)
+        func distance(lat: Double, lon: Double) -> Double {
+            var dx = abs(Mercator.x(lon: lon) - cx)
+            if dx > 0.5 { dx = 1 - dx }  // the short way round the antimeridian
+            let dy = Mercator.y(lat: lat) - cy
+            return dx * dx + dy * dy
+        }
+        // Adds have indices 0..<add.count, updates follow.
+        order.removeAll(keepingCapacity: true)
+        for (k, f) in diff.add.enumerated() { order.append((distance(lat: f.lat, lon: f.lon), f.id, k)) }
+        for (k, f) in diff.update.enumerated() {
+            order.append((distance(lat: f.lat, lon: f.lon), f.id, diff.add.count + k))
+        }
+        order.sort { $0.key != $1.key ? $0.key < $1.key : $0.id < $1.id }
+
+        removed.removeAll(keepingCapacity: true)
+        removed.formUnion(diff.remove)
+        attachedTo.removeAll(keepingCapacity: true)
+        positionOfAdd.removeAll(keepingCapacity: true)
+        // Split: a removed cluster goes with its nearest added child.
+        for (position, entry) in order.enumerated() where entry.index < diff.add.count {
+            let f = diff.add[entry.index]
+            positionOfAdd[f.id] = position
+            if let parent = f.parent, parent != f.id, removed.contains(parent), attachedTo[parent] == nil {
+                attachedTo[parent] = position
+            }
+        }
+        // Merge: removed children go with their added parent.
+        for id in diff.remove where attachedTo[id] == nil {
+            if let parent = client.parent(of: id), parent != id, let position = positionOfAdd[parent] {
+                attachedTo[id] = position
+            }
+        }
+        // Still in view but unlinked: goes with the first add or update at least as far from the centre.
+        if !order.isEmpty {
+            for id in diff.remove where attachedTo[id] == nil {
+                guard let p = client.position(of: id), viewport.contains(lat: p.lat, lon: p.lon) else { continue }
+                let d = distance(lat: p.lat, lon: p.lon)
+                var lo = 0
+                var hi = order.count - 1
+                while lo < hi {
+                    let mid = (lo + hi) / 2
+                    if order[mid].key >= d { hi = mid } else { lo = mid + 1 }
+                }
+                attachedTo[id] = lo
+            }
+        }
+        // Leavers first, one unit each so batches can be cut anywhere among them.
+        for id in diff.remove where attachedTo[id] == nil {
+            unitRemoves.append(id)
+            units.append(Unit(removes: unitRemoves.count - 1..<unitRemoves.count, feature: nil, isUpdate: false))
+        }
+        // Group attached removes by position (counting sort), then one unit per add or update.
+        groupStarts.removeAll(keepingCapacity: true)
+        groupStarts.append(contentsOf: repeatElement(0, count: order.count + 1))
+        for id in diff.remove { if let p = attachedTo[id] { groupStarts[p + 1] += 1 } }
+        for p in 0..<order.count { groupStarts[p + 1] += groupStarts[p] }
+        let base = unitRemoves.count
+        unitRemoves.append(contentsOf: repeatElement(0, count: groupStarts[order.count]))
+        var fill = groupStarts
+        for id in diff.remove {
+            if let p = attachedTo[id] {
+                unitRemoves[base + fill[p]] = id
+                fill[p] += 1
+            }
+        }
+        for (p, entry) in order.enumerated() {
+            let isUpdate = entry.index >= diff.add.count
+            let f = isUpdate ? diff.update[entry.index - diff.add.count] : diff.add[entry.index]
+            units.append(Unit(removes: base + groupStarts[p]..<base + groupStarts[p + 1], feature: f, isUpdate: isUpdate))
+        }
+    }
+}

@@ -1,0 +1,164 @@
+/// The name of this protocol, used as the WebSocket subprotocol.
+public let pinwheelProtocol = "pinwheel.v1"
+
+/// What the page sees and at which zoom.
+public struct ViewportMessage: Equatable, Sendable {
+    /// Grows with every viewport the client sends; batches name the seq they serve.
+    public var seq: UInt64
+    /// West, south, east, north; normalised (longitudes wrapped, a box wider than the world becomes
+    /// the whole world).
+    public var bbox: BBox
+    /// Map zoom, 0...24, fractional allowed.
+    public var zoom: Double
+    /// Map size in pixels, 1...16384.
+    public var width: Int
+    public var height: Int
+
+    /// Largest zoom a client may ask for.
+    public static let maxZoom = 24.0
+    /// Largest width or height in pixels.
+    public static let maxPixels = 16_384
+
+    public init(seq: UInt64, bbox: BBox, zoom: Double, width: Int, height: Int) {
+        self.seq = seq
+        self.bbox = bbox
+        self.zoom = zoom
+        self.width = width
+        self.height = height
+    }
+}
+
+/// The client applied a batch.
+public struct AckMessage: Equatable, Sendable {
+    /// The batch number acknowledged.
+    public var batch: UInt64
+    /// Markers the client applied (removes, updates and adds).
+    public var applied: Int
+    /// How long applying them took on the client, in milliseconds.
+    public var ms: Double
+
+    public init(batch: UInt64, applied: Int, ms: Double) {
+        self.batch = batch
+        self.applied = applied
+        self.ms = ms
+    }
+}
+
+/// A session's choice of algorithm.
+public struct SettingsMessage: Equatable, Sendable {
+    public var algorithm: Algorithm
+
+    public init(algorithm: Algorithm) { self.algorithm = algorithm }
+}
+
+/// A message from the page to the server.
+public enum ClientMessage: Equatable, Sendable {
+    case viewport(ViewportMessage)
+    case ack(AckMessage)
+    /// Open a cluster: the answer is an `expansion`.
+    case expand(id: FeatureID)
+    case settings(SettingsMessage)
+
+    /// Decodes and validates one message.
+    /// - Parameter bytes: the UTF-8 text of one WebSocket frame.
+    /// - Returns: the message, every field checked and the bbox normalised.
+    /// - Throws: ``WireError`` naming the field at fault; send it back as an `error` message.
+    public static func decode(_ bytes: UnsafeBufferPointer<UInt8>) throws(WireError) -> ClientMessage {
+        let m = try MessageFields.root(bytes)
+        switch m.type {
+        case "viewport":
+            let seq = try m.whole("seq")
+            let box = try m.array("bbox")
+            guard box.count == 4 else {
+                throw MessageFields.invalid("bbox", "must be [west, south, east, north], got \(box.count) numbers")
+            }
+            let names = ["west", "south", "east", "north"]
+            var edges = [Double](repeating: 0, count: 4)
+            for k in 0..<4 {
+                let range: ClosedRange<Double>? = k % 2 == 1 ? -90...90 : nil
+                do {
+                    edges[k] = try MessageFields.number(box[k], name: "bbox", in: range)
+                } catch {
+                    let detail = error.message.dropFirst("bbox ".count)
+                    throw MessageFields.invalid("bbox", "\(names[k]) (bbox[\(k)]) \(detail)")
+                }
+            }
+            let zoom = try m.number("zoom", in: 0...ViewportMessage.maxZoom)
+            let pixels = 1...Double(ViewportMessage.maxPixels)
+            let width = try m.whole("width", in: pixels)
+            let height = try m.whole("height", in: pixels)
+            let bbox = BBox.normalized(west: edges[0], south: edges[1], east: edges[2], north: edges[3])
+            return .viewport(ViewportMessage(seq: seq, bbox: bbox, zoom: zoom, width: Int(width), height: Int(height)))
+        case "ack":
+            let batch = try m.whole("batch")
+            let applied = try m.whole("applied")
+            let ms = try m.number("ms", in: 0...Double.greatestFiniteMagnitude)
+            return .ack(AckMessage(batch: batch, applied: Int(applied), ms: ms))
+        case "expand":
+            return .expand(id: try m.whole("id"))
+        case "settings":
+            let name = try m.string("algorithm")
+            guard let algorithm = Algorithm(rawValue: name) else {
+                let known = Algorithm.allCases.map(\.rawValue).joined(separator: ", ")
+                throw MessageFields.invalid("algorithm", "must be one of \(known), got \"\(name)\"")
+            }
+            return .settings(SettingsMessage(algorithm: algorithm))
+        default:
+            throw WireError(.unknownType, field: "type",
+                            message: "unknown message type \"\(m.type)\"; expected viewport, ack, expand or settings")
+        }
+    }
+
+    /// Decodes one message held in an array.
+    public static func decode(_ bytes: [UInt8]) throws(WireError) -> ClientMessage {
+        let result: Result<ClientMessage, WireError> = bytes.withUnsafeBufferPointer { buffer in
+            Result { () throws(WireError) in try decode(buffer) }
+        }
+        return try result.get()
+    }
+
+    /// Decodes one message held in a string.
+    public static func decode(_ text: String) throws(WireError) -> ClientMessage {
+        try decode(Array(text.utf8))
+    }
+
+    /// Writes the message as JSON (what a client sends), replacing what `writer` held.
+    public func encode(into writer: inout JSONWriter) {
+        writer.reset()
+        writer.raw("{\"type\":")
+        switch self {
+        case .viewport(let v):
+            writer.raw("\"viewport\",\"seq\":")
+            writer.integer(v.seq)
+            writer.raw(",\"bbox\":")
+            writer.bbox(v.bbox)
+            writer.raw(",\"zoom\":")
+            writer.number(v.zoom)
+            writer.raw(",\"width\":")
+            writer.integer(v.width)
+            writer.raw(",\"height\":")
+            writer.integer(v.height)
+        case .ack(let a):
+            writer.raw("\"ack\",\"batch\":")
+            writer.integer(a.batch)
+            writer.raw(",\"applied\":")
+            writer.integer(a.applied)
+            writer.raw(",\"ms\":")
+            writer.number(a.ms)
+        case .expand(let id):
+            writer.raw("\"expand\",\"id\":")
+            writer.integer(id)
+        case .settings(let s):
+            writer.raw("\"settings\",\"algorithm\":")
+            writer.string(s.algorithm.rawValue)
+        }
+        writer.byte(UInt8(ascii: "}"))
+    }
+
+    /// The message as JSON text.
+    public var json: String {
+        var writer = JSONWriter(capacity: 128)
+        encode(into: &writer)
+        return writer.text
+    }
+}

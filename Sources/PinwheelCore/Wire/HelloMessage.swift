@@ -1,0 +1,87 @@
+/// The server's first message: who it is, what it serves and the limits it enforces.
+public struct HelloMessage: Equatable, Sendable {
+    /// The dataset being served.
+    public struct DatasetInfo: Equatable, Sendable {
+        public var name: String
+        public var points: Int
+        /// West, south, east, north of all points; nil for an empty dataset (sent as `null`).
+        public var bounds: BBox?
+        /// Numeric columns summed into clusters, the keys of a feature's `sums`.
+        public var sumColumns: [String]
+
+        public init(name: String, points: Int, bounds: BBox?, sumColumns: [String] = []) {
+            self.name = name
+            self.points = points
+            self.bounds = bounds
+            self.sumColumns = sumColumns
+        }
+    }
+
+    /// Clustering options, with supercluster's names.
+    public struct Options: Equatable, Sendable {
+        public var minZoom: Int
+        public var maxZoom: Int
+        public var minPoints: Int
+        /// Cluster radius, pixels.
+        public var radius: Double
+        /// Tile extent the radius is measured against.
+        public var extent: Int
+        public var nodeSize: Int
+        /// Same-coordinate spreading: `seed` or `adaptive`.
+        public var spread: String
+        /// Clusters in view for the `pca-tree` algorithm.
+        public var maxClusters: Int
+
+        public init(minZoom: Int = 0, maxZoom: Int = 16, minPoints: Int = 2, radius: Double = 40, extent: Int = 512,
+                    nodeSize: Int = 64, spread: String = "adaptive", maxClusters: Int = 32) {
+            self.minZoom = minZoom
+            self.maxZoom = maxZoom
+            self.minPoints = minPoints
+            self.radius = radius
+            self.extent = extent
+            self.nodeSize = nodeSize
+            self.spread = spread
+            self.maxClusters = maxClusters
+        }
+    }
+
+    /// What the server enforces.
+    public struct Limits: Equatable, Sendable {
+        /// Viewports served per second at most.
+        public var viewportHz: Double
+        /// Starting pace, markers per millisecond.
+        public var pace: Double
+        /// Batches in flight without an ack.
+        public var window: Int
+        public var maxMessageBytes: Int
+        public var maxZoom: Double
+        public var maxPixels: Int
+
+        public init(viewportHz: Double = 10, pace: Double = 0.5, window: Int = 4, maxMessageBytes: Int = 65_536,
+                    maxZoom: Double = ViewportMessage.maxZoom, maxPixels: Int = ViewportMessage.maxPixels) {
+            self.viewportHz = viewportHz
+            self.pace = pace
+            self.window = window
+            self.maxMessageBytes = maxMessageBytes
+            self.maxZoom = maxZoom
+            self.maxPixels = maxPixels
+        }
+    }
+
+    public var session: String
+    public var algorithm: Algorithm
+    public var algorithms: [Algorithm]
+    public var dataset: DatasetInfo
+    public var options: Options
+    public var limits: Limits
+
+    public init(session: String, algorithm: Algorithm, algorithms: [Algorithm] = Algorithm.allCases,
+                dataset: DatasetInfo, options: Options = Options(), limits: Limits = Limits()) {
+        self.session = session
+        self.algorithm = algorithm
+        self.algorithms = algorithms
+        self.dataset = dataset
+        self.options = options
+        self.limits = limits
+    }
+}

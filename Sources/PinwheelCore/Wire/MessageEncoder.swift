@@ -1,0 +1,215 @@
+/// Writes server messages into one reused buffer.
+///
+/// The buffer starts with `headroom` bytes the encoder never touches, so a transport that needs
+/// space before the payload (libwebsockets' `LWS_PRE`) can send in place:
+/// `encoder.writer.bytes[encoder.headroom...]` is the message.
+public struct MessageEncoder: Sendable {
+    /// The buffer; the message follows the headroom.
+    public var writer: JSONWriter
+    /// Bytes reserved before each message.
+    public let headroom: Int
+
+    public init(headroom: Int = 0, capacity: Int = 64 * 1024) {
+        self.headroom = headroom
+        writer = JSONWriter(capacity: capacity)
+        begin()
+    }
+
+    /// The last encoded message.
+    public var message: ArraySlice<UInt8> { writer.bytes[headroom...] }
+
+    /// The last encoded message as text (tests, logs).
+    public var text: String { String(decoding: message, as: UTF8.self) }
+
+    mutating func begin() {
+        writer.reset()
+        writer.bytes.append(contentsOf: repeatElement(0, count: headroom))
+    }
+
+    /// Encodes `hello`.
+    public mutating func hello(_ h: HelloMessage) {
+        begin()
+        writer.raw("{\"type\":\"hello\",\"protocol\":")
+        writer.string(pinwheelProtocol)
+        writer.raw(",\"session\":")
+        writer.string(h.session)
+        writer.raw(",\"algorithm\":")
+        writer.string(h.algorithm.rawValue)
+        writer.raw(",\"algorithms\":[")
+        for (k, a) in h.algorithms.enumerated() {
+            if k > 0 { writer.byte(UInt8(ascii: ",")) }
+            writer.string(a.rawValue)
+        }
+        writer.raw("],\"dataset\":{\"name\":")
+        writer.string(h.dataset.name)
+        writer.raw(",\"points\":")
+        writer.integer(h.dataset.points)
+        writer.raw(",\"bounds\":")
+        if let b = h.dataset.bounds {
+            writer.bbox(b)
+        } else {
+            writer.null()
+        }
+        writer.raw(",\"sumColumns\":[")
+        for (k, c) in h.dataset.sumColumns.enumerated() {
+            if k > 0 { writer.byte(UInt8(ascii: ",")) }
+            writer.string(c)
+        }
+        let o = h.options
+        writer.raw("]},\"options\":{\"minZoom\":")
+        writer.integer(o.minZoom)
+        writer.raw(",\"maxZoom\":")
+        writer.integer(o.maxZoom)
+        writer.raw(",\"minPoints\":")
+        writer.integer(o.minPoints)
+        writer.raw(",\"radius\":")
+        writer.number(o.radius)
+        writer.raw(",\"extent\":")
+        writer.integer(o.extent)
+        writer.raw(",\"nodeSize\":")
+        writer.integer(o.nodeSize)
+        writer.raw(",\"spread\":")
+        writer.string(o.spread)
+        writer.raw(",\"maxClusters\":")
+        writer.integer(o.maxClusters)
+        let l = h.limits
+        writer.raw("},\"limits\":{\"viewportHz\":")
+        writer.number(l.viewportHz)
+        writer.raw(",\"pace\":")
+        writer.number(l.pace)
+        writer.raw(",\"window\":")
+        writer.integer(l.window)
+        writer.raw(",\"maxMessageBytes\":")
+        writer.integer(l.maxMessageBytes)
+        writer.raw(",\"maxZoom\":")
+        writer.number(l.maxZoom)
+        writer.raw(",\"maxPixels\":")
+        writer.integer(l.maxPixels)
+        writer.raw("}}")
+    }
+
+    /// Encodes `batch`.
+    /// - Parameters:
+    ///   - seq: the viewport it serves.
+    ///   - number: the session-wide batch number an `ack` names.
+    ///   - remove: ids to remove; `add` and `update`: features to draw.
+    ///   - done: true on the last batch for this viewport.
+    ///   - context: where properties and sums come from.
+    public mutating func batch(seq: UInt64, number: UInt64, remove: some Collection<FeatureID>,
+                               add: some Collection<Feature>, update: some Collection<Feature>, done: Bool,
+                               context: FeatureContext) {
+        begin()
+        writer.raw("{\"type\":\"batch\",\"seq\":")
+        writer.integer(seq)
+        writer.raw(",\"batch\":")
+        writer.integer(number)
+        writer.raw(",\"remove\":[")
+        var first = true
+        for id in remove {
+            if !first { writer.byte(UInt8(ascii: ",")) }
+            first = false
+            writer.integer(id)
+        }
+        writer.raw("],\"add\":")
+        features(add, context)
+        writer.raw(",\"update\":")
+        features(update, context)
+        writer.raw(",\"done\":")
+        writer.bool(done)
+        writer.byte(UInt8(ascii: "}"))
+    }
+
+    /// Encodes a ``PacedBatch`` from the pacer.
+    public mutating func batch(_ b: PacedBatch, context: FeatureContext) {
+        batch(seq: b.seq, number: b.number, remove: b.remove, add: b.add, update: b.update, done: b.done,
+              context: context)
+    }
+
+    /// Encodes `expansion`: the zoom at which a cluster splits, or the spread of a same-coordinate group.
+    public mutating func expansion(id: FeatureID, _ expansion: Expansion, context: FeatureContext) {
+        begin()
+        writer.raw("{\"type\":\"expansion\",\"id\":")
+        writer.integer(id)
+        switch expansion {
+        case .zoom(let z):
+            writer.raw(",\"zoom\":")
+            writer.number(z)
+        case .spread(let members):
+            writer.raw(",\"spread\":")
+            features(members, context)
+        }
+        writer.byte(UInt8(ascii: "}"))
+    }
+
+    /// Encodes `error`.
+    public mutating func error(_ e: WireError) {
+        begin()
+        writer.raw("{\"type\":\"error\",\"code\":")
+        writer.string(e.code.rawValue)
+        if let field = e.field {
+            writer.raw(",\"field\":")
+            writer.string(field)
+        }
+        writer.raw(",\"message\":")
+        writer.string(e.message)
+        writer.byte(UInt8(ascii: "}"))
+    }
+
+    mutating func features(_ list: some Collection<Feature>, _ context: FeatureContext) {
+        writer.byte(UInt8(ascii: "["))
+        var first = true
+        for f in list {
+            if !first { writer.byte(UInt8(ascii: ",")) }
+            first = false
+            feature(f, context)
+        }
+        writer.byte(UInt8(ascii: "]"))
+    }
+
+    /// One feature: id, lat, lon, count, then parent, anchor, properties and sums when they apply.
+    mutating func feature(_ f: Feature, _ context: FeatureContext) {
+        writer.raw("{\"id\":")
+        writer.integer(f.id)
+        writer.raw(",\"lat\":")
+        writer.number(f.lat)
+        writer.raw(",\"lon\":")
+        writer.number(f.lon)
+        writer.raw(",\"count\":")
+        writer.integer(UInt64(f.count))
+        if let parent = f.parent {
+            writer.raw(",\"parent\":")
+            writer.integer(parent)
+        }
+        if let anchor = f.anchor {
+            writer.raw(",\"anchor\":{\"lat\":")
+            writer.number(anchor.lat)
+            writer.raw(",\"lon\":")
+            writer.number(anchor.lon)
+            writer.byte(UInt8(ascii: "}"))
+        }
+        let table = context.properties
+        if f.isPoint && !table.columns.isEmpty && Int(f.row) * table.columns.count < table.values.count {
+            writer.raw(",\"properties\":{")
+            for (c, name) in table.columns.enumerated() {
+                if c > 0 { writer.byte(UInt8(ascii: ",")) }
+                writer.string(name)
+                writer.byte(UInt8(ascii: ":"))
+                writer.string(table.value(row: Int(f.row), column: c))
+            }
+            writer.byte(UInt8(ascii: "}"))
+        }
+        if !f.isPoint && !context.sumColumns.isEmpty {
+            let sums = context.sums(f)
+            writer.raw(",\"sums\":{")
+            for (c, name) in context.sumColumns.enumerated() {
+                if c > 0 { writer.byte(UInt8(ascii: ",")) }
+                writer.string(name)
+                writer.byte(UInt8(ascii: ":"))
+                let i = sums.startIndex + c
+                writer.number(i < sums.endIndex ? sums[i] : 0)
+            }
+            writer.byte(UInt8(ascii: "}"))
+        }
+        writer.byte(UInt8(ascii: "}"))
+    }
+}

@@ -1,0 +1,180 @@
+/// A feature as a client reads it off the wire.
+public struct WireFeature: Equatable, Sendable {
+    public var id: FeatureID
+    public var lat: Double
+    public var lon: Double
+    public var count: UInt32
+    public var parent: FeatureID?
+    public var anchor: Coordinate?
+    /// A point's dataset columns.
+    public var properties: [String: String]
+    /// A cluster's summed columns.
+    public var sums: [String: Double]
+
+    public init(id: FeatureID, lat: Double, lon: Double, count: UInt32, parent: FeatureID? = nil,
+                anchor: Coordinate? = nil, properties: [String: String] = [:], sums: [String: Double] = [:]) {
+        self.id = id
+        self.lat = lat
+        self.lon = lon
+        self.count = count
+        self.parent = parent
+        self.anchor = anchor
+        self.properties = properties
+        self.sums = sums
+    }
+}
+
+/// A `batch` as a client reads it.
+public struct BatchMessage: Equatable, Sendable {
+    public var seq: UInt64
+    public var batch: UInt64
+    public var remove: [FeatureID]
+    public var add: [WireFeature]
+    public var update: [WireFeature]
+    public var done: Bool
+
+    public init(seq: UInt64, batch: UInt64, remove: [FeatureID], add: [WireFeature], update: [WireFeature], done: Bool) {
+        self.seq = seq
+        self.batch = batch
+        self.remove = remove
+        self.add = add
+        self.update = update
+        self.done = done
+    }
+}
+
+/// An `expansion` as a client reads it.
+public struct ExpansionMessage: Equatable, Sendable {
+    public enum Result: Equatable, Sendable {
+        /// Zoom here to see the cluster split.
+        case zoom(Double)
+        /// The members of a same-coordinate group, spread.
+        case spread([WireFeature])
+    }
+
+    public var id: FeatureID
+    public var result: Result
+
+    public init(id: FeatureID, result: Result) {
+        self.id = id
+        self.result = result
+    }
+}
+
+/// A message from the server, as a client (the load tool, tests) reads it.
+public enum ServerMessage: Equatable, Sendable {
+    case hello(HelloMessage)
+    case batch(BatchMessage)
+    case expansion(ExpansionMessage)
+    case error(WireError)
+
+    /// Decodes and checks one server message.
+    /// - Throws: ``WireError`` naming what does not match the protocol.
+    public static func decode(_ bytes: UnsafeBufferPointer<UInt8>) throws(WireError) -> ServerMessage {
+        let m = try MessageFields.root(bytes)
+        switch m.type {
+        case "hello":
+            let proto = try m.string("protocol")
+            guard proto == pinwheelProtocol else {
+                throw MessageFields.invalid("protocol", "must be \(pinwheelProtocol), got \"\(proto)\"")
+            }
+            let algorithms = try m.array("algorithms").map { (v) throws(WireError) in try algorithm(v, "algorithms") }
+            let d = try m.object("dataset")
+            var bounds: BBox?
+            if d.has("bounds") {
+                let b = try d.array("bounds").map { (v) throws(WireError) in try MessageFields.number(v, name: "bounds") }
+                guard b.count == 4 else { throw MessageFields.invalid("bounds", "must hold 4 numbers") }
+                bounds = BBox(west: b[0], south: b[1], east: b[2], north: b[3])
+            }
+            let sumColumns = try d.array("sumColumns").map { (v) throws(WireError) in try string(v, "sumColumns") }
+            let o = try m.object("options")
+            let l = try m.object("limits")
+            return .hello(HelloMessage(
+                session: try m.string("session"),
+                algorithm: try algorithm(m.value("algorithm"), "algorithm"),
+                algorithms: algorithms,
+                dataset: .init(name: try d.string("name"), points: Int(try d.whole("points")), bounds: bounds,
+                               sumColumns: sumColumns),
+                options: .init(minZoom: Int(try o.whole("minZoom")), maxZoom: Int(try o.whole("maxZoom")),
+                               minPoints: Int(try o.whole("minPoints")), radius: try o.number("radius"),
+                               extent: Int(try o.whole("extent")), nodeSize: Int(try o.whole("nodeSize")),
+                               spread: try o.string("spread"), maxClusters: Int(try o.whole("maxClusters"))),
+                limits: .init(viewportHz: try l.number("viewportHz"), pace: try l.number("pace"),
+                              window: Int(try l.whole("window")), maxMessageBytes: Int(try l.whole("maxMessageBytes")),
+                              maxZoom: try l.number("maxZoom"), maxPixels: Int(try l.whole("maxPixels")))))
+        case "batch":
+            let remove = try m.array("remove").map { (v) throws(WireError) in try MessageFields.whole(v, name: "remove") }
+            return .batch(BatchMessage(
+                seq: try m.whole("seq"), batch: try m.whole("batch"), remove: remove,
+                add: try features(m.array("add"), "add"), update: try features(m.array("update"), "update"),
+                done: try m.bool("done")))
+        case "expansion":
+            let id = try m.whole("id")
+            if m.has("zoom") { return .expansion(ExpansionMessage(id: id, result: .zoom(try m.number("zoom")))) }
+            return .expansion(ExpansionMessage(id: id, result: .spread(try features(m.array("spread"), "spread"))))
+        case "error":
+            let name = try m.string("code")
+            guard let code = WireError.Code(rawValue: name) else {
+                throw MessageFields.invalid("code", "is not a known error code: \"\(name)\"")
+            }
+            let field = m.has("field") ? try m.string("field") : nil
+            return .error(WireError(code, field: field, message: try m.string("message")))
+        default:
+            throw WireError(.unknownType, field: "type",
+                            message: "unknown message type \"\(m.type)\"; expected hello, batch, expansion or error")
+        }
+    }
+
+    /// Decodes one message held in an array.
+    public static func decode(_ bytes: [UInt8]) throws(WireError) -> ServerMessage {
+        let result: Swift.Result<ServerMessage, WireError> = bytes.withUnsafeBufferPointer { buffer in
+            Swift.Result { () throws(WireError) in try decode(buffer) }
+        }
+        return try result.get()
+    }
+
+    /// Decodes one message held in a string.
+    public static func decode(_ text: String) throws(WireError) -> ServerMessage {
+        try decode(Array(text.utf8))
+    }
+
+    static func algorithm(_ v: JSONValue, _ name: String) throws(WireError) -> Algorithm {
+        let s = try string(v, name)
+        guard let a = Algorithm(rawValue: s) else { throw MessageFields.invalid(name, "has an unknown algorithm \"\(s)\"") }
+        return a
+    }
+
+    static func string(_ v: JSONValue, _ name: String) throws(WireError) -> String {
+        guard case .string(let s) = v else { throw MessageFields.invalid(name, "must hold strings, got \(v.kindName)") }
+        return s
+    }
+
+    static func features(_ list: [JSONValue], _ name: String) throws(WireError) -> [WireFeature] {
+        var out: [WireFeature] = []
+        out.reserveCapacity(list.count)
+        for v in list {
+            guard case .object(let o) = v else { throw MessageFields.invalid(name, "must hold feature objects") }
+            let f = MessageFields(object: o, type: "a feature")
+            var feature = WireFeature(
+                id: try f.whole("id"), lat: try f.number("lat", in: -90...90), lon: try f.number("lon", in: -180...180),
+                count: UInt32(try f.whole("count", in: 0...Double(UInt32.max))))
+            if f.has("parent") { feature.parent = try f.whole("parent") }
+            if f.has("anchor") {
+                let a = try f.object("anchor")
+                feature.anchor = Coordinate(lat: try a.number("lat"), lon: try a.number("lon"))
+            }
+            if f.has("properties") {
+                for (key, value) in try f.object("properties").object.members {
+                    feature.properties[key] = try string(value, "properties")
+                }
+            }
+            if f.has("sums") {
+                for (key, value) in try f.object("sums").object.members {
+                    feature.sums[key] = try MessageFields.number(value, name: "sums")
+                }
+            }
+            out.append(feature)
+        }
+        return out
+    }
+}

@@ -1,0 +1,30 @@
+/// A problem with a message, sent back to the peer as an `error` message. The session stays open.
+public struct WireError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The protocol's error codes.
+    public enum Code: String, Sendable, CaseIterable {
+        /// Not JSON, or JSON that is not an object.
+        case badJSON = "bad-json"
+        /// A `type` this protocol does not have.
+        case unknownType = "unknown-type"
+        /// A required field is absent.
+        case missingField = "missing-field"
+        /// A field of the wrong JSON type or outside its range.
+        case invalidField = "invalid-field"
+        /// An id the server does not know (e.g. `expand` of a stale id).
+        case unknownFeature = "unknown-feature"
+    }
+
+    public var code: Code
+    /// The field at fault, when one is.
+    public var field: String?
+    /// A sentence for people, naming the field and the value.
+    public var message: String
+
+    public init(_ code: Code, field: String? = nil, message: String) {
+        self.code = code
+        self.field = field
+        self.message = message
+    }
+
+    public var description: String { "\(code.rawValue)\(field.map { " (\($0))" } ?? ""): \(message)" }
+}

@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""Smoothness benchmark of the page (not a test): a scripted 30-second pan and zoom tour in headless
+Chromium over `pinwheel serve --synthetic 1000000`, recording long tasks (PerformanceObserver
+'longtask', > 50 ms), frame intervals and the time to the first markers.
+
+    PINWHEEL_BIN=.build/release/pinwheel python3 Tests/browser/smoothness.py [--points N] [--seconds S] [--json FILE]
+
+Figures go to docs/performance.md, section "Page".
+"""
+
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from conftest import CHROMIUM, VIEWPORT_SIZE, PinwheelServer, pinwheel_binary, screenshot  # noqa: E402
+
+from playwright.sync_api import sync_playwright  # noqa: E402
+
+# Installed before any page script runs (CDP, so the page's CSP does not apply): long tasks and the
+# interval between animation frames from the very start.
+PROBE = """
+window.__bench = {longTasks: [], frames: []};
+new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) window.__bench.longTasks.push({start: e.startTime, ms: e.duration});
+}).observe({type: 'longtask', buffered: true});
+(function frame(t) { window.__bench.frames.push(t); requestAnimationFrame(frame); })(performance.now());
+"""
+
+# Places the tour visits: (lat, lon, zoom).
+CITIES = [(48.86, 2.35, 9), (40.71, -74.0, 8), (35.68, 139.7, 9), (-23.55, -46.63, 8), (28.61, 77.21, 7),
+          (51.5, -0.12, 10), (-33.87, 151.2, 8), (30.04, 31.24, 7), (55.75, 37.62, 8), (19.43, -99.13, 9)]
+
+
+def percentile(values, p):
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))] if values else 0
+
+
+def tour(page, seconds, rng):
+    """Drags, wheel zooms and jumps like a person, for `seconds`; returns the settle times seen."""
+    settled = []
+    deadline = time.monotonic() + seconds
+    step = 0
+    while time.monotonic() < deadline:
+        kind = step % 6
+        if kind in (0, 1, 3):
+            # A drag of 100–600 pixels in a random direction, at mouse-move speed.
+            x, y = VIEWPORT_SIZE["width"] / 2, VIEWPORT_SIZE["height"] / 2
+            dist = rng.uniform(100, 600)
+            dx, dy = rng.uniform(-1, 1), rng.uniform(-1, 1)
+            norm = max(1e-6, (dx * dx + dy * dy) ** 0.5)
+            page.mouse.move(x, y)
+            page.mouse.down()
+            page.mouse.move(x + dx / norm * dist, y + dy / norm * dist, steps=int(dist / 12))
+            page.mouse.up()
+        elif kind in (2, 4):
+            # Two wheel steps in or out around a random spot.
+            page.mouse.move(rng.uniform(300, 980), rng.uniform(200, 600))
+            direction = -1 if rng.random() < 0.55 else 1
+            for _ in range(2):
+                page.mouse.wheel(0, 120 * direction)
+                time.sleep(0.3)
+        else:
+            lat, lon, zoom = rng.choice(CITIES)
+            page.evaluate(f"() => {{ pinwheel.map.flyTo([{lat}, {lon}], {zoom}, {{duration: 1.2}}); }}")
+            time.sleep(1.3)
+        step += 1
+        time.sleep(0.4)
+        ms = page.evaluate("() => pinwheel.state.settledMs")
+        if ms is not None:
+            settled.append(ms)
+    return settled
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--points", type=int, default=1_000_000)
+    ap.add_argument("--seconds", type=float, default=30)
+    ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--json", help="also write the figures to this file")
+    args = ap.parse_args()
+
+    server = PinwheelServer(pinwheel_binary(), ["--synthetic", str(args.points)])
+    t0 = time.monotonic()
+    server.start()
+    print(f"server up with {args.points:,} synthetic points in {time.monotonic() - t0:.1f} s", file=sys.stderr)
+    try:
+        os.environ.setdefault("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            page = browser.new_page(viewport=VIEWPORT_SIZE)
+            errors = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.add_init_script(PROBE)
+            # A warm-up load so the first measured load does not pay for Chromium's cold caches.
+            page.goto(f"{server.url}/?lat=48.86&lon=2.35&zoom=5")
+            page.wait_for_function("() => window.pinwheel && pinwheel.state.firstMarkerMs !== null", timeout=30000)
+            page.goto(f"{server.url}/?lat=48.86&lon=2.35&zoom=5")
+            page.wait_for_function("() => window.pinwheel && pinwheel.state.firstMarkerMs !== null", timeout=30000)
+            first_marker = page.evaluate("() => pinwheel.state.firstMarkerMs")
+            page.wait_for_function("() => pinwheel.settled()", timeout=30000)
+            tour_start = page.evaluate("() => performance.now()")
+            settled = tour(page, args.seconds, random.Random(args.seed))
+            bench = page.evaluate("() => ({b: window.__bench, s: pinwheel.state})")
+            screenshot(page, "smoothness-end.png")
+            browser.close()
+    finally:
+        server.stop()
+
+    long_tasks = [t["ms"] for t in bench["b"]["longTasks"] if t["start"] >= tour_start]
+    load_long_tasks = [t["ms"] for t in bench["b"]["longTasks"] if t["start"] < tour_start]
+    frames = [t for t in bench["b"]["frames"] if t >= tour_start]
+    intervals = [b - a for a, b in zip(frames, frames[1:])]
+    s = bench["s"]
+    figures = {
+        "points": args.points,
+        "tourSeconds": args.seconds,
+        "firstMarkersMs": first_marker,
+        "longTasksDuringTour": len(long_tasks),
+        "longestTaskMsDuringTour": round(max(long_tasks, default=0), 1),
+        "longTasksDuringLoad": [round(x, 1) for x in load_long_tasks],
+        "frames": len(intervals),
+        "frameMsP50": round(percentile(intervals, 50), 1),
+        "frameMsP99": round(percentile(intervals, 99), 1),
+        "frameMsMax": round(max(intervals, default=0), 1),
+        "framesOver50ms": sum(1 for x in intervals if x > 50),
+        "settledMsMedian": statistics.median(settled) if settled else None,
+        "settledMsP90": percentile(settled, 90) if settled else None,
+        "viewportsSent": s["counters"]["viewports"],
+        "batches": s["counters"]["batches"],
+        "adds": s["counters"]["adds"],
+        "removes": s["counters"]["removes"],
+        "bytes": s["counters"]["bytes"],
+        "pageErrors": errors,
+    }
+    print(json.dumps(figures, indent=2))
+    if args.json:
+        Path(args.json).write_text(json.dumps(figures, indent=2) + "\n")
+    ok = figures["longTasksDuringTour"] == 0 and first_marker is not None and first_marker <= 300 and not errors
+    print("PASS" if ok else "FAIL: long tasks over 50 ms, first markers over 300 ms, or page errors", file=sys.stderr)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,219 @@
+"""The bundled page in headless Chromium against the real server: what it draws is what the server
+computed, diffs apply as diffs, clusters split and merge, spread groups get legs, the HUD moves."""
+
+import csv
+import re
+import time
+
+from conftest import (ROOT, markers, open_map, reference_client, screenshot, server_features, set_view,
+                      wait_settled)
+
+EUROPE = (48.0, 10.0, 5)
+
+
+def cluster_near_center(page, min_count=3):
+    """The cluster nearest the middle of the screen, as {id, count, lat, lon, x, y}."""
+    return page.evaluate(
+        """(minCount) => {
+            const m = pinwheel.map, c = m.getSize().divideBy(2);
+            let best = null, bestD = Infinity;
+            for (const [id, e] of pinwheel.state.markers) {
+                if (e.feature.count < minCount) continue;
+                const ll = e.layer.getLatLng(), p = m.latLngToContainerPoint(ll), d = p.distanceTo(c);
+                if (d < bestD) { bestD = d; best = {id: id, count: e.feature.count, lat: ll.lat, lon: ll.lng, x: p.x, y: p.y}; }
+            }
+            return best;
+        }""",
+        min_count,
+    )
+
+
+def test_markers_are_exactly_what_the_server_computed_for_the_viewport(page, server):
+    open_map(page, server, *EUROPE)
+    shown = markers(page)
+    viewport = page.evaluate("() => pinwheel.state.lastViewport")
+    assert len(shown) > 20
+    assert any(c > 1 for c in shown.values()) and any(c == 1 for c in shown.values())
+    assert shown == server_features(server, viewport)
+    counts = page.evaluate("() => [pinwheel.state.points, pinwheel.state.clusters]")
+    assert counts == [sum(1 for c in shown.values() if c == 1), sum(1 for c in shown.values() if c > 1)]
+    screenshot(page, "page-europe.png")
+    assert page.console_log.errors == []
+
+
+def test_a_pan_applies_a_diff_and_features_that_stay_keep_their_layer(page, server):
+    open_map(page, server, *EUROPE)
+    before = markers(page)
+    page.evaluate("() => { for (const [id, e] of pinwheel.state.markers) e.layer.pinwheelTag = id; }")
+    counters = page.evaluate("() => ({...pinwheel.state.counters})")
+    seq = page.evaluate("() => pinwheel.state.seq")
+    page.evaluate("() => { pinwheel.map.panBy([400, 0], {animate: false}); }")
+    page.wait_for_function(f"() => pinwheel.state.seq > {seq}")
+    wait_settled(page)
+    after = markers(page)
+    kept = before.keys() & after.keys()
+    added = after.keys() - before.keys()
+    removed = before.keys() - after.keys()
+    assert kept and added and removed, "a 400-pixel pan at zoom 5 keeps some features and changes others"
+    tags = page.evaluate("() => Array.from(pinwheel.state.markers, ([id, e]) => [id, e.layer.pinwheelTag ?? null])")
+    tags = {int(i): t for i, t in tags}
+    assert all(tags[i] == i for i in kept), "a feature that stayed was drawn again with a new layer"
+    assert all(tags[i] is None for i in added)
+    now = page.evaluate("() => pinwheel.state.counters")
+    assert now["adds"] - counters["adds"] == len(added)
+    assert now["removes"] - counters["removes"] == len(removed)
+    assert after == server_features(server, page.evaluate("() => pinwheel.state.lastViewport"))
+    assert page.console_log.errors == []
+
+
+def test_zooming_into_a_cluster_replaces_it_with_its_children_and_zooming_out_merges_them_back(page, server):
+    open_map(page, server, *EUROPE)
+    cluster = cluster_near_center(page, min_count=5)
+    assert cluster is not None
+    zoom = page.evaluate("() => pinwheel.map.getZoom()")
+    set_view(page, cluster["lat"], cluster["lon"], zoom + 1)
+    children = page.evaluate(
+        """(parent) => Array.from(pinwheel.state.markers.values())
+            .filter(e => e.feature.parent === parent)
+            .map(e => ({id: e.feature.id, count: e.feature.count, anchor: !!e.feature.anchor,
+                        origin: e.origin && [e.origin.lat, e.origin.lng]}))""",
+        cluster["id"],
+    )
+    shown = markers(page)
+    assert cluster["id"] not in shown
+    assert len(children) >= 2
+    assert sum(c["count"] for c in children) == cluster["count"]
+    for c in children:
+        if not c["anchor"]:
+            assert c["origin"] is not None, f"child {c['id']} did not start from its parent"
+            assert abs(c["origin"][0] - cluster["lat"]) < 1e-6 and abs(c["origin"][1] - cluster["lon"]) < 1e-6
+    assert shown == server_features(server, page.evaluate("() => pinwheel.state.lastViewport"))
+
+    set_view(page, cluster["lat"], cluster["lon"], zoom)
+    assert markers(page).get(cluster["id"]) == cluster["count"], "zooming back out brings back the same cluster"
+    assert page.console_log.errors == []
+
+
+def test_a_click_on_a_cluster_zooms_to_its_expansion_zoom(page, server):
+    open_map(page, server, *EUROPE)
+    cluster = cluster_near_center(page, min_count=2)
+    zoom = page.evaluate("() => pinwheel.map.getZoom()")
+    page.mouse.click(cluster["x"], cluster["y"])
+    page.wait_for_function(f"() => pinwheel.state.lastExpansion && pinwheel.state.lastExpansion.id === {cluster['id']}")
+    page.wait_for_function(f"() => pinwheel.map.getZoom() > {zoom}")
+    wait_settled(page)
+    expansion = page.evaluate("() => pinwheel.state.lastExpansion")
+    assert page.evaluate("() => pinwheel.map.getZoom()") == expansion["zoom"]
+    assert cluster["id"] not in markers(page)
+    assert page.console_log.errors == []
+
+
+def test_a_click_on_a_point_opens_a_popup_with_its_name(page, server):
+    open_map(page, server, 48.85, 2.35, 9)
+    point = page.evaluate(
+        """() => {
+            const m = pinwheel.map, c = m.getSize().divideBy(2);
+            let best = null, bestD = Infinity;
+            for (const e of pinwheel.state.markers.values()) {
+                if (e.feature.count !== 1 || e.feature.anchor) continue;
+                const p = m.latLngToContainerPoint(e.layer.getLatLng()), d = p.distanceTo(c);
+                if (d < bestD) { bestD = d; best = {x: p.x, y: p.y, name: e.feature.properties.name}; }
+            }
+            return best;
+        }"""
+    )
+    assert point is not None and point["name"]
+    page.mouse.click(point["x"], point["y"])
+    page.wait_for_selector(".pw-popup h3")
+    assert page.inner_text(".pw-popup h3") == point["name"]
+    assert page.console_log.errors == []
+
+
+def test_the_hud_figures_move_with_the_stream(page, server):
+    open_map(page, server, *EUROPE)
+
+    def hud():
+        return {k: page.inner_text(f"#hud-{k}") for k in ("conn", "points", "clusters", "adds", "bytes", "settled")}
+
+    first = hud()
+    assert first["conn"] == "live"
+    assert int(first["points"].replace(",", "")) + int(first["clusters"].replace(",", "")) == len(markers(page))
+    assert re.fullmatch(r"\d+ ms", first["settled"])
+    page.evaluate("() => { pinwheel.map.setView([40.4, -3.7], 7, {animate: false}); }")
+    page.wait_for_function("() => pinwheel.state.rates.adds > 0 && document.getElementById('hud-adds').textContent !== '0'")
+    wait_settled(page)
+    second = hud()
+    assert second["bytes"] != first["bytes"]
+    assert (second["points"], second["clusters"]) != (first["points"], first["clusters"])
+    assert page.console_log.errors == []
+
+
+def test_choosing_another_algorithm_redraws_what_the_server_computes_with_it(page, server):
+    open_map(page, server, *EUROPE)
+    hello = page.evaluate("() => pinwheel.state.hello")
+    options = page.eval_on_selector_all("#set-algorithm option", "els => els.map(e => e.value)")
+    assert options == hello["algorithms"] and len(options) >= 2
+    assert page.input_value("#set-algorithm") == hello["algorithm"]
+    other = next(a for a in options if a != hello["algorithm"])
+    viewport = page.evaluate("() => pinwheel.state.lastViewport")
+    with reference_client(server) as client:
+        client.send({"type": "settings", "algorithm": other})
+        assert client.receive("hello")["algorithm"] == other
+        expected = {i: f["count"] for i, f in client.viewport(viewport).items()}
+    assert expected != markers(page), "the two algorithms draw this view differently"
+
+    page.click(".settings summary")
+    page.select_option("#set-algorithm", other)
+    page.wait_for_function(f"() => pinwheel.state.hello.algorithm === {other!r}")
+    deadline = time.monotonic() + 15
+    while markers(page) != expected and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert markers(page) == expected
+    assert page.console_log.errors == []
+
+
+def test_a_tour_raises_no_javascript_errors(page, server):
+    open_map(page, server, 20.0, 0.0, 2)
+    for lat, lon, zoom in [(35.0, 139.0, 6), (35.68, 139.7, 11), (-33.9, 151.2, 4), (0.0, 179.5, 4), (51.5, -0.1, 13)]:
+        set_view(page, lat, lon, zoom)
+    page.mouse.move(640, 400)
+    page.mouse.down()
+    page.mouse.move(300, 300, steps=20)
+    page.mouse.up()
+    wait_settled(page)
+    assert page.console_log.errors == []
+
+
+def dubai_mall():
+    """The Dubai Mall from the embedded demo data: (lat, lon, shop count), all shops on one coordinate."""
+    rows = list(csv.DictReader(open(ROOT / "data" / "malls.csv", newline="")))
+    shops = [r for r in rows if r["name"].endswith("(The Dubai Mall)")]
+    assert len({(r["lat"], r["lon"]) for r in shops}) == 1
+    return float(shops[0]["lat"]), float(shops[0]["lon"]), len(shops)
+
+
+def test_a_mall_group_appears_spread_around_its_coordinate_with_legs(page, server):
+    lat, lon, shops = dubai_mall()
+    open_map(page, server, lat, lon, 17)
+    pins = page.evaluate(
+        """([lat, lon]) => Array.from(pinwheel.state.markers.values())
+            .filter(e => e.feature.anchor && Math.abs(e.feature.anchor.lat - lat) < 1e-6 && Math.abs(e.feature.anchor.lon - lon) < 1e-6)
+            .map(e => {
+                const legs = e.leg ? e.leg.getLatLngs().map(p => [p.lat, p.lng]) : null;
+                const pin = e.layer.getLatLng();
+                return {id: e.feature.id, pin: [pin.lat, pin.lng], at: [e.feature.lat, e.feature.lon],
+                        legs: legs, legShown: !!e.leg && pinwheel.map.hasLayer(e.leg),
+                        name: e.feature.properties && e.feature.properties.name};
+            })""",
+        [lat, lon],
+    )
+    assert len(pins) == shops
+    assert all(p["name"].endswith("(The Dubai Mall)") for p in pins)
+    assert len({(round(p["at"][0], 7), round(p["at"][1], 7)) for p in pins}) == shops, "every shop has its own spot"
+    for p in pins:
+        assert p["legShown"]
+        assert p["legs"][0] == [lat, lon], "the leg starts at the true coordinate"
+        assert p["legs"][1] == p["pin"] and abs(p["pin"][0] - p["at"][0]) < 1e-9 and abs(p["pin"][1] - p["at"][1]) < 1e-9
+        assert (p["at"][0], p["at"][1]) != (lat, lon)
+    screenshot(page, "page-mall.png")
+    assert page.console_log.errors == []
