@@ -61,9 +61,10 @@ public final class ServerMetrics: Sendable {
         messagesOut = outgoing
     }
 
-    /// The registry's current state in Prometheus text exposition format.
+    /// The registry's current state in Prometheus text exposition format, then the process's CPU,
+    /// memory and descriptors.
     public func render() -> String {
-        registry.emitToString()
+        registry.emitToString() + (ProcessMetrics.current()?.prometheusText ?? "")
     }
 
     func sessionOpened() { sessions.increment() }

@@ -37,11 +37,13 @@ struct LoadCommand: ParsableCommand {
     @Option(help: "Seed of the tours; equal seeds give equal tours.")
     var seed: UInt64 = 1
 
-    @Option(help: "Client service threads (lws contexts) sharing the connections; more than 1 needs --event-loop poll.")
-    var threads: Int = 1
+    @Option(help: "Client service threads (lws contexts) sharing the connections.")
+    var threads: Int = 2
 
-    @Option(name: .customLong("event-loop"), help: "lws event loop of the clients: libev or poll.")
-    var eventLoop: EventLoopBackend = .libev
+    @Option(
+        name: .customLong("event-loop"),
+        help: "lws event loop of the clients: poll, or libev (one thread only; stalls with lws 4.1.6 client contexts).")
+    var eventLoop: EventLoopBackend = .poll
 
     @Option(help: "Write the report as JSON to this file.")
     var json: String?

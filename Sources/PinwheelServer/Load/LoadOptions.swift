@@ -15,7 +15,7 @@ public struct LoadOptions: Sendable {
     /// Seed of every tour (client k uses a seed derived from it and k).
     public var seed: UInt64 = 1
     /// lws client contexts, each with its own service thread, sharing the connections.
-    public var threads: Int = 1
+    public var threads: Int = 2
     /// After the tour ends, how long to wait for the last viewports' `done`.
     public var drainTimeout: Duration = .seconds(5)
     /// Map size every client reports, pixels.
@@ -25,11 +25,11 @@ public struct LoadOptions: Sendable {
     public var deflate: Bool = true
     /// Ask the server for presence (other sessions' viewports), as the multi-client demo page does.
     public var presence: Bool = false
-    /// The event loop of the client contexts; libev for thousands of connections. A process holds at
-    /// most one libev context (lws starts a SIGINT watcher on each libev loop, and libev aborts when a
-    /// signal is attached to two loops), so libev takes one thread, and a load run inside a process
-    /// that already runs a libev server must use poll.
-    public var eventLoop: EventLoopBackend = .libev
+    /// The event loop of the client contexts. Poll by default: with libev, lws 4.1.6 client-only
+    /// contexts here were not woken by lws_cancel_service (sends waited for traffic and `stop` hung),
+    /// and a process holds at most one libev context (lws starts a SIGINT watcher on each libev loop,
+    /// and libev aborts when one signal is attached to two loops).
+    public var eventLoop: EventLoopBackend = .poll
     /// Read the server's /metrics before and after.
     public var scrapeMetrics: Bool = true
     /// Origin header sent with each handshake; nil derives `http://host:port` from `url`, as a page

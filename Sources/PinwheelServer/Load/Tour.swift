@@ -25,14 +25,14 @@ public struct Tour: Sendable {
     private enum Gesture: Sendable {
         /// Moves the centre by (dx, dy) pixels per tick.
         case drag(dx: Double, dy: Double, ticks: Int)
-        /// Changes the zoom by `step` per tick.
-        case zoom(step: Double, ticks: Int)
+        /// Changes the zoom by `step` per tick, landing exactly on `target`.
+        case zoom(step: Double, target: Double, ticks: Int)
         /// Sends nothing.
         case pause(ticks: Int)
 
         var isOver: Bool {
             switch self {
-            case .drag(_, _, let ticks), .zoom(_, let ticks), .pause(let ticks): ticks <= 0
+            case .drag(_, _, let ticks), .zoom(_, _, let ticks), .pause(let ticks): ticks <= 0
             }
         }
     }
@@ -66,9 +66,9 @@ public struct Tour: Sendable {
             x = wrapUnit(x + dx / worldPixels)
             y = clampY(y + dy / worldPixels)
             gesture = .drag(dx: dx, dy: dy, ticks: ticks - 1)
-        case .zoom(let step, let ticks):
-            zoom = min(max(zoom + step, Self.zoomRange.lowerBound), Self.zoomRange.upperBound)
-            gesture = .zoom(step: step, ticks: ticks - 1)
+        case .zoom(let step, let target, let ticks):
+            zoom = ticks == 1 ? target : zoom + step
+            gesture = .zoom(step: step, target: target, ticks: ticks - 1)
         case .pause(let ticks):
             gesture = .pause(ticks: ticks - 1)
             return nil
@@ -116,7 +116,8 @@ public struct Tour: Sendable {
         if zoom >= Self.zoomRange.upperBound - 1 { direction = -1 }
         if zoom <= Self.zoomRange.lowerBound + 1 { direction = 1 }
         let ticks = 2 + Int(random.next() % 3)
-        gesture = .zoom(step: direction / Double(ticks), ticks: ticks)
+        let target = min(max(zoom + direction, Self.zoomRange.lowerBound), Self.zoomRange.upperBound)
+        gesture = .zoom(step: (target - zoom) / Double(ticks), target: target, ticks: ticks)
     }
 
     private mutating func startJump() {
