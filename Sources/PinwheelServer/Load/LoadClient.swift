@@ -45,7 +45,10 @@ struct LoadClient {
 
     /// Applies a scanned batch: latency of its viewport, what the client now holds, the counts.
     /// - Returns: the number of markers to acknowledge.
-    mutating func apply(_ scanned: MessageScanner, bytes: Int, at now: ContinuousClock.Instant) -> Int {
+    /// - Parameter keepsSamples: false for long-running bots, whose latency samples would only pile up.
+    mutating func apply(
+        _ scanned: MessageScanner, bytes: Int, at now: ContinuousClock.Instant, keepsSamples: Bool = true
+    ) -> Int {
         figures.batches += 1
         figures.bytes += bytes
         let markers = scanned.removed.count + scanned.features.count
@@ -64,10 +67,10 @@ struct LoadClient {
         if let first = inFlight.first, first.seq == scanned.seq {
             if !first.sawBatch {
                 inFlight[0].sawBatch = true
-                figures.firstBatchMicros.append(Self.micros(now - first.sentAt))
+                if keepsSamples { figures.firstBatchMicros.append(Self.micros(now - first.sentAt)) }
             }
             if scanned.done {
-                figures.doneMicros.append(Self.micros(now - first.sentAt))
+                if keepsSamples { figures.doneMicros.append(Self.micros(now - first.sentAt)) }
                 figures.answered += 1
                 inFlight.removeFirst()
                 // A naive server would send every held feature again for this view.

@@ -19,7 +19,9 @@ final class LoadGroup: WebSocketClientDelegate, @unchecked Sendable {
     private let options: LoadOptions
     private let origin: String?
     private let period: Duration?
+    private let keepsSamples: Bool
     private let stopTicker = Atomic<Bool>(false)
+    private let stopped = Atomic<Bool>(false)
     private let tickerDone = DispatchSemaphore(value: 0)
     // Lws service thread only.
     private var scanner = MessageScanner()
@@ -28,8 +30,13 @@ final class LoadGroup: WebSocketClientDelegate, @unchecked Sendable {
     /// - Parameters:
     ///   - indices: the global indices of this group's clients.
     ///   - start: when the ramp starts.
-    init(indices: [Int], options: LoadOptions, origin: String?, start: ContinuousClock.Instant) {
+    ///   - keepsSamples: keep every latency sample for the report (false for bots that run for hours).
+    init(
+        indices: [Int], options: LoadOptions, origin: String?, start: ContinuousClock.Instant,
+        keepsSamples: Bool = true
+    ) {
         self.options = options
+        self.keepsSamples = keepsSamples
         self.origin = origin
         period = options.viewportHz > 0 ? .nanoseconds(Int64(1e9 / options.viewportHz)) : nil
         let step = options.clients > 1 ? options.ramp / Double(options.clients - 1) : .zero
@@ -63,8 +70,10 @@ final class LoadGroup: WebSocketClientDelegate, @unchecked Sendable {
         state.withLock { s in s.clients.reduce(0) { $0 + ($1.phase == .touring ? $1.inFlight.count : 0) } }
     }
 
-    /// Closes every connection with 1000 and joins the threads. The runner's thread.
+    /// Closes every connection with 1000 and joins the threads. Any thread but the group's own; once
+    /// (later calls return at once).
     func stop() {
+        guard !stopped.exchange(true, ordering: .sequentiallyConsistent) else { return }
         stopTicker.store(true, ordering: .relaxed)
         tickerDone.wait()
         state.withLock { $0.closing = true }
@@ -172,7 +181,7 @@ final class LoadGroup: WebSocketClientDelegate, @unchecked Sendable {
             }
             switch scanner.kind {
             case .batch:
-                ack = s.clients[k].apply(scanner, bytes: text.count, at: now)
+                ack = s.clients[k].apply(scanner, bytes: text.count, at: now, keepsSamples: keepsSamples)
                 if s.clients[k].tour == nil { s.clients[k].figures.count(error: "batch before hello") }
             case .hello:
                 guard let hello else {
