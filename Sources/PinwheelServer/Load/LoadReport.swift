@@ -84,6 +84,14 @@ public struct LoadReport: Codable, Sendable {
         public var bytes: Summary
     }
 
+    /// How the clients compare: one sample per client.
+    public struct Fairness: Codable, Sendable {
+        /// Each client's own p99 of viewport → done, ms.
+        public var doneP99: Summary
+        /// Each client's batch bytes per second over the run.
+        public var bytesPerSecond: Summary
+    }
+
     /// The server's own figures from /metrics, before and after (nil when not readable).
     public struct ServerSide: Codable, Sendable {
         public var metricsURL: String
@@ -122,6 +130,7 @@ public struct LoadReport: Codable, Sendable {
     public var totals: Totals
     public var latency: Latency
     public var rates: Rates
+    public var perClient: Fairness
     /// Close codes of every connection, including the run's own 1000 at the end.
     public var closes: [String: Int]
     /// Close codes the server sent while the run was still going.

@@ -19,6 +19,10 @@ struct LoadReportBuilder {
         var closes: [String: Int] = [:]
         var closesDuringRun: [String: Int] = [:]
         var errors: [String: Int] = [:]
+        var clientP99 = Self.latencyHistogram()
+        var clientBytes = Histogram<UInt64>(numberOfSignificantValueDigits: .three)
+        clientBytes.autoResize = true
+        let seconds = max(0.001, LoadRunner.seconds(elapsed))
         var perClient: [LoadReport.Client] = []
         perClient.reserveCapacity(clients.count)
 
@@ -40,6 +44,8 @@ struct LoadReportBuilder {
                 _ = done.record(UInt64(v))
                 _ = clientDone.record(UInt64(v))
             }
+            if clientDone.totalCount > 0 { _ = clientP99.record(clientDone.valueAtPercentile(99)) }
+            _ = clientBytes.record(UInt64((Double(f.bytes) / seconds).rounded()))
             totals.viewportsSent += f.viewportsSent
             totals.viewportsAnswered += f.answered
             totals.viewportsSuperseded += f.superseded
@@ -81,6 +87,7 @@ struct LoadReportBuilder {
             rates: .init(
                 viewports: .init(rates.viewports, divisor: 1), batches: .init(rates.batches, divisor: 1),
                 markers: .init(rates.markers, divisor: 1), bytes: .init(rates.bytes, divisor: 1)),
+            perClient: .init(doneP99: .init(clientP99, divisor: 1000), bytesPerSecond: .init(clientBytes, divisor: 1)),
             closes: closes, closesDuringRun: closesDuringRun, errors: errors, server: server, clients: perClient)
     }
 

@@ -17,6 +17,9 @@ public enum LoadTable {
         out += row("batches/s", report.rates.batches, digits: nil)
         out += row("markers/s", report.rates.markers, digits: nil)
         out += row("bytes/s", report.rates.bytes, digits: nil)
+        out += "per client\n"
+        out += row("  done p99 (ms)", report.perClient.doneP99, digits: 2)
+        out += row("  bytes/s", report.perClient.bytesPerSecond, digits: nil)
 
         let t = report.totals
         out += "\nviewports   sent \(t.viewportsSent), answered \(t.viewportsAnswered), "
