@@ -3,6 +3,7 @@
 #define PINWHEEL_LWS_SHIM_H
 
 #include <libwebsockets.h>
+#include <ev.h>
 
 /// LWS_PRE is a function-like macro: the headroom every lws_write buffer needs before its payload.
 static const size_t SHIM_LWS_PRE = LWS_PRE;
@@ -26,6 +27,22 @@ static inline const struct lws_extension *shim_deflate_extensions(void) {
         { NULL, NULL, NULL }
     };
     return extensions;
+}
+
+/// A libev loop of our own, handed to lws as a foreign loop. lws attaches a SIGINT watcher to every
+/// loop it creates itself, and libev aborts when a second loop in the process does the same (a
+/// server and a client in one process); foreign loops get no signal watcher and leave SIGINT to the app.
+static inline void *shim_ev_loop_new(void) {
+    return ev_loop_new(EVFLAG_AUTO);
+}
+
+/// Makes ev_run (inside lws_service) return once the current callback is done.
+static inline void shim_ev_break(void *loop) {
+    ev_break((struct ev_loop *)loop, EVBREAK_ALL);
+}
+
+static inline void shim_ev_loop_destroy(void *loop) {
+    ev_loop_destroy((struct ev_loop *)loop);
 }
 
 #endif

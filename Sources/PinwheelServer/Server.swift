@@ -1,1 +1,171 @@
+import Foundation
+import Logging
 import PinwheelCore
+import Synchronization
+
+/// The Pinwheel server: the lws transport, one ``Session`` per WebSocket, the worker threads that
+/// cluster and diff, the shared clusterers, and the HTTP routes (`/`, `/vendor/leaflet/`,
+/// `/healthz`, `/metrics`).
+///
+/// The transport's delegate methods run on the lws service thread and only hand events to sessions;
+/// everything slow runs on ``Workers``.
+public final class PinwheelServer: WebSocketServerDelegate, @unchecked Sendable {
+    public let configuration: ServerConfiguration
+    public let dataset: LoadedDataset
+    public let metrics = ServerMetrics()
+    /// Sessions' viewports for the sessions that opted in to presence.
+    public let presence = PresenceBoard()
+    let logger: Logger
+    let clusterers: Clusterers
+    let workers: Workers
+    private var transport: WebSocketServer!
+    private let sessions = Mutex<[ConnectionID: Session]>([:])
+    private let stopped = DispatchSemaphore(value: 0)
+    private let stopping = Atomic<Bool>(false)
+
+    /// Builds every algorithm's clusterer and binds nothing yet.
+    /// - Parameters:
+    ///   - configuration: options of `pinwheel serve`.
+    ///   - dataset: the points to serve.
+    ///   - logger: where the server logs.
+    public convenience init(configuration: ServerConfiguration, dataset: LoadedDataset, logger: Logger) throws {
+        try self.init(
+            configuration: configuration, dataset: dataset, clusterers: Clusterers(dataset: dataset.dataset),
+            logger: logger)
+    }
+
+    /// A server over clusterers already built for `dataset` (tests share one set between servers).
+    init(configuration: ServerConfiguration, dataset: LoadedDataset, clusterers: Clusterers, logger: Logger) {
+        self.configuration = configuration
+        self.dataset = dataset
+        self.logger = logger
+        self.clusterers = clusterers
+        workers = Workers(count: configuration.workers, metrics: metrics)
+        transport = WebSocketServer(configuration: transportConfiguration())
+    }
+
+    /// Binds the port and starts the lws service thread.
+    public func start() throws {
+        try transport.start(delegate: self)
+        presence.start { [weak self] connection, message in
+            _ = self?.send(message, type: "presence", to: connection)
+        }
+        logger.info("listening on \(configuration.host):\(port), web root \(configuration.webRoot)")
+    }
+
+    /// The bound port (the kernel's choice when configured with 0).
+    public var port: Int { transport.port }
+
+    /// Closes every session with 1001, stops the transport and the workers; any thread, idempotent.
+    public func stop() {
+        guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        presence.stop()
+        transport.stop()
+        workers.stop()
+        stopped.signal()
+    }
+
+    /// Blocks until ``stop()`` has finished.
+    public func wait() {
+        stopped.wait()
+        stopped.signal()
+    }
+
+    /// The transport's counters (connections, messages, queued bytes).
+    public var transportStats: TransportStats { transport.stats }
+
+    /// Sessions open now.
+    public var sessionCount: Int { sessions.withLock { $0.count } }
+
+    private func transportConfiguration() -> WebSocketServerConfiguration {
+        var c = WebSocketServerConfiguration()
+        c.host = configuration.host
+        c.port = configuration.port
+        c.subprotocol = "pinwheel.v1"
+        c.staticMounts = [
+            StaticMount(urlPath: "/", directory: configuration.webRoot),
+            StaticMount(urlPath: "/vendor/leaflet", directory: configuration.leafletRoot, defaultFile: "leaflet.js"),
+        ]
+        c.routes = [
+            "/healthz": { _ in HTTPResponse(text: "ok\n") },
+            "/metrics": { [weak self] _ in
+                guard let self else { return HTTPResponse(status: 503, text: "stopping\n") }
+                let text = metrics.render(queuedBytes: transport.stats.queuedBytes)
+                return HTTPResponse(contentType: "text/plain; version=0.0.4; charset=utf-8", text: text)
+            },
+        ]
+        if configuration.allowedOrigins.contains("*") {
+            c.allowedOrigins = .any
+        } else if !configuration.allowedOrigins.isEmpty {
+            c.allowedOrigins = .allowList(configuration.allowedOrigins)
+        }
+        c.maxMessageBytes = configuration.maxMessageBytes
+        c.maxQueuedBytesPerConnection = configuration.maxQueuedBytes
+        if let cert = configuration.tlsCertificate, let key = configuration.tlsKey {
+            c.tls = TLSFiles(certificatePath: cert, privateKeyPath: key)
+        }
+        c.eventLoop = .poll
+        return c
+    }
+
+    // MARK: Transport delegate (lws service thread only)
+
+    public func webSocketServer(_ server: WebSocketServer, didOpen connection: ConnectionInfo) {
+        let session = Session(connection: connection.id, server: self)
+        let admitted = sessions.withLock { table -> Bool in
+            guard table.count < configuration.maxSessions else { return false }
+            table[connection.id] = session
+            return true
+        }
+        guard admitted else {
+            server.close(connection.id, code: .tryAgainLater, reason: "too many sessions")
+            return
+        }
+        metrics.sessionOpened()
+        session.post(.opened)
+    }
+
+    public func webSocketServer(_ server: WebSocketServer, didReceive text: [UInt8], from connection: ConnectionID) {
+        guard let session = sessions.withLock({ $0[connection] }) else { return }
+        if case .close(let code, let reason) = session.recordMessage() {
+            server.close(connection, code: CloseCode(rawValue: code), reason: reason)
+            return
+        }
+        session.post(.message(text, receivedAt: .now))
+    }
+
+    public func webSocketServer(
+        _ server: WebSocketServer, didClose connection: ConnectionID, code: CloseCode, reason: String
+    ) {
+        guard let session = sessions.withLock({ $0.removeValue(forKey: connection) }) else {
+            metrics.closed(code: Int(code.rawValue))
+            return
+        }
+        metrics.sessionClosed(code: Int(code.rawValue))
+        session.post(.closed)
+    }
+
+    // MARK: For sessions (any thread)
+
+    /// Hands a message to the transport; false when the connection is gone or was closed for
+    /// not reading (the transport closes it with 1008 then).
+    func send(_ text: [UInt8], type: String, to connection: ConnectionID) -> Bool {
+        switch transport.send(text, to: connection) {
+        case .queued:
+            metrics.sent(type: type, bytes: text.count)
+            return true
+        case .overCapacity, .notConnected:
+            return false
+        }
+    }
+
+    /// Closes one connection with a code and a reason.
+    func close(_ connection: ConnectionID, code: CloseCode, reason: String) {
+        transport.close(connection, code: code, reason: reason)
+    }
+
+    /// Queues a session for the workers.
+    func schedule(_ session: Session) {
+        workers.submit(session)
+    }
+}

@@ -35,9 +35,4 @@ public struct ServerConfiguration: Sendable {
     public init(webRoot: String) {
         self.webRoot = webRoot
     }
-
-    /// The largest zoom a client may ask for.
-    public static let maxZoom = 24.0
-    /// The largest viewport edge a client may report, pixels.
-    public static let maxPixels = 16_384
 }

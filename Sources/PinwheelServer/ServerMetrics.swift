@@ -2,6 +2,7 @@ import CoreMetrics
 import struct Histogram.Histogram
 import class Prometheus.PrometheusCollectorRegistry
 import struct Prometheus.PrometheusMetricsFactory
+import class Prometheus.Gauge
 import Synchronization
 
 /// The server's counters, exported at `/metrics` in Prometheus text format.
@@ -19,6 +20,10 @@ public final class ServerMetrics: Sendable {
     private let workerQueue: CoreMetrics.Meter
     private let outboundBytes: CoreMetrics.Meter
     private let firstBatch: CoreMetrics.Timer
+    /// Exact percentiles of ``firstBatchMicros``, refreshed at each scrape.
+    private let firstBatchP50: Prometheus.Gauge
+    private let firstBatchP99: Prometheus.Gauge
+    private let firstBatchMax: Prometheus.Gauge
     private let messagesIn: [String: CoreMetrics.Counter]
     private let messagesOut: [String: CoreMetrics.Counter]
     private let closes: Mutex<[Int: CoreMetrics.Counter]> = Mutex([:])
@@ -28,7 +33,7 @@ public final class ServerMetrics: Sendable {
 
     /// Message types counted separately; anything else counts as "invalid".
     static let clientTypes = ["viewport", "ack", "expand", "settings", "invalid"]
-    static let serverTypes = ["hello", "batch", "expansion", "error"]
+    static let serverTypes = ["hello", "batch", "expansion", "error", "presence"]
 
     public init() {
         var factory = PrometheusMetricsFactory(registry: registry)
@@ -47,6 +52,12 @@ public final class ServerMetrics: Sendable {
         outboundBytes = Meter(
             label: "pinwheel_queue_depth", dimensions: [("queue", "outbound_bytes")], factory: factory)
         firstBatch = CoreMetrics.Timer(label: "pinwheel_viewport_first_batch_seconds", factory: factory)
+        firstBatchP50 = registry.makeGauge(
+            name: "pinwheel_viewport_first_batch_p50_seconds", help: "Median viewport to first batch, exact")
+        firstBatchP99 = registry.makeGauge(
+            name: "pinwheel_viewport_first_batch_p99_seconds", help: "99th percentile viewport to first batch, exact")
+        firstBatchMax = registry.makeGauge(
+            name: "pinwheel_viewport_first_batch_max_seconds", help: "Slowest viewport to first batch")
         var incoming: [String: CoreMetrics.Counter] = [:]
         for type in Self.clientTypes {
             incoming[type] = Counter(
@@ -62,9 +73,15 @@ public final class ServerMetrics: Sendable {
     }
 
     /// The registry's current state in Prometheus text exposition format, then the process's CPU,
-    /// memory and descriptors.
-    public func render() -> String {
-        registry.emitToString() + (ProcessMetrics.current()?.prometheusText ?? "")
+    /// memory and descriptors (`ProcessMetrics`).
+    /// - Parameter queuedBytes: bytes waiting in every outbound queue now (the transport's count).
+    public func render(queuedBytes: Int) -> String {
+        outboundBytes.set(queuedBytes)
+        let (_, p50, p99, max) = firstBatchPercentiles()
+        firstBatchP50.set(Double(p50) / 1e6)
+        firstBatchP99.set(Double(p99) / 1e6)
+        firstBatchMax.set(Double(max) / 1e6)
+        return registry.emitToString() + (ProcessMetrics.current()?.prometheusText ?? "")
     }
 
     func sessionOpened() { sessions.increment() }
@@ -96,9 +113,6 @@ public final class ServerMetrics: Sendable {
     }
 
     func workerQueueDepth(_ depth: Int) { workerQueue.set(depth) }
-    func outboundQueuedBytes(delta: Int) {
-        if delta >= 0 { outboundBytes.increment(by: Double(delta)) } else { outboundBytes.decrement(by: Double(-delta)) }
-    }
 
     /// Records the time from a viewport's arrival to its first batch being handed to the transport.
     func firstBatch(after latency: Duration) {

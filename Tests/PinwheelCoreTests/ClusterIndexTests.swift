@@ -182,7 +182,7 @@ struct ClusterIndexTests {
         #expect(Self.world(index, 3).isEmpty)
         #expect(index.children(of: 1) == nil && index.leaves(of: 1, limit: 10, offset: 0) == nil)
         #expect(index.children(of: 1 << 32 | 1) == nil && index.expansion(of: 1, zoom: 3) == nil)
-        #expect(index.itemsPerZoom.allSatisfy { $0 == 0 })
+        #expect(index.itemsPerZoom.values.allSatisfy { $0 == 0 } && index.itemsPerZoom.count == 18)
     }
 
     @Test("one point is that point at every zoom, its own parent below the coarsest")

@@ -385,6 +385,30 @@ struct PCATreeTests {
         #expect(tree.expansion(of: members[0].id, zoom: 15) == .spread(members))
     }
 
+    @Test("with a tolerance, a group's box holds all its members, so a viewport holding one meets it")
+    func toleranceGroups() throws {
+        // A cluster of points a few metres apart, grouped within 50 m, plus scattered points.
+        var coordinates: [Double] = []
+        for i in 0..<12 { coordinates += [2.35 + Double(i) * 0.00005, 48.85 + Double(i % 3) * 0.00004] }
+        for i in 0..<50 { coordinates += [-60 + Double(i) * 2.5, -30 + Double(i % 9) * 6] }
+        let data = Dataset(ids: (0..<62).map { UInt32($0) }, coordinates: coordinates)
+        let tree = try PCATree(dataset: data, options: .init(sameCoordinateToleranceMetres: 50))
+        let leaf = try #require((0..<tree.nodeCount).first { tree.firstChild[$0] < 0 && tree.size(of: $0) > 1 })
+        #expect(tree.size(of: leaf) == 12)
+        for node in 0..<tree.nodeCount {
+            for position in Int(tree.ranges[2 * node])..<Int(tree.ranges[2 * node + 1]) {
+                let row = Int(tree.order[position])
+                let (x, y) = (Mercator.x(lon: data.lon(row)), Mercator.y(lat: data.lat(row)))
+                #expect(x >= tree.boxes[4 * node] && x <= tree.boxes[4 * node + 2])
+                #expect(y >= tree.boxes[4 * node + 1] && y <= tree.boxes[4 * node + 3])
+            }
+        }
+        // A small viewport around the last member only, away from the seed.
+        var out: [Feature] = []
+        tree.features(in: BBox(west: 2.35054, south: 48.8500, east: 2.35056, north: 48.8501), zoom: 20, into: &out)
+        #expect(out.reduce(0) { $0 + Int($1.count) } == 12)
+    }
+
     // MARK: - Navigation
 
     @Test("a cluster's expansion zoom is the first zoom at which the typical viewport opens it")
@@ -446,6 +470,18 @@ struct PCATreeTests {
         #expect(throws: IndexError.unknownSumColumn(name: "nope", available: ["pop"])) {
             try PCATree(dataset: data, sumColumns: ["nope"])
         }
+    }
+
+    @Test("the clusterer factory builds a pca-tree with the options' maxClusters")
+    func factory() throws {
+        let data = PCATreeTests.blobs(seed: 12, count: 2_000)
+        let clusterer = try ClustererFactory.make(.pcaTree, dataset: data, options: .init(maxClusters: 7))
+        #expect(clusterer.algorithm == .pcaTree)
+        var fromFactory: [Feature] = []
+        var direct: [Feature] = []
+        clusterer.features(in: .world, zoom: 1, into: &fromFactory)
+        try PCATree(dataset: data, options: .init(maxClusters: 7)).features(in: .world, zoom: 1, into: &direct)
+        #expect(fromFactory == direct && direct.count <= 7 && !direct.isEmpty)
     }
 
     @Test("bad options are refused with the offending value")

@@ -27,41 +27,45 @@ struct LoadPresenceBoardTests {
         return result
     }
 
-    @Test("a watcher sees the other sessions but not itself, and only sessions that watch get messages")
+    static let a = ConnectionID(rawValue: 0xa)
+    static let b = ConnectionID(rawValue: 0xb)
+    static let c = ConnectionID(rawValue: 0xc)
+
+    @Test("a watcher sees the other sessions (named as hello names them) but not itself; others get nothing")
     func othersOnly() throws {
         let board = PresenceBoard()
-        board.update(session: "a", bbox: Self.box, zoom: 5)
-        board.update(session: "b", bbox: Self.box, zoom: 6)
-        board.update(session: "c", bbox: Self.box, zoom: 7)
-        board.watch(session: "a", connection: ConnectionID(rawValue: 1), enabled: true)
-        let shown = try Self.shown(board.round())
-        #expect(shown == [ConnectionID(rawValue: 1): ["c", "b"]])
+        board.update(connection: Self.a, bbox: Self.box, zoom: 5)
+        board.update(connection: Self.b, bbox: Self.box, zoom: 6)
+        board.update(connection: Self.c, bbox: Self.box, zoom: 7)
+        board.watch(connection: Self.a, enabled: true)
+        #expect(try Self.shown(board.round()) == [Self.a: ["c", "b"]])
     }
 
     @Test("nothing is sent again until something changes; a closed session vanishes from the next message")
     func changesOnly() throws {
         let board = PresenceBoard()
-        board.update(session: "a", bbox: Self.box, zoom: 5)
-        board.update(session: "b", bbox: Self.box, zoom: 6)
-        board.watch(session: "b", connection: ConnectionID(rawValue: 2), enabled: true)
-        #expect(try Self.shown(board.round()) == [ConnectionID(rawValue: 2): ["a"]])
+        board.update(connection: Self.a, bbox: Self.box, zoom: 5)
+        board.update(connection: Self.b, bbox: Self.box, zoom: 6)
+        board.watch(connection: Self.b, enabled: true)
+        #expect(try Self.shown(board.round()) == [Self.b: ["a"]])
         #expect(board.round().isEmpty)
-        board.remove(session: "a")
-        #expect(try Self.shown(board.round()) == [ConnectionID(rawValue: 2): []])
-        board.watch(session: "b", connection: ConnectionID(rawValue: 2), enabled: false)
-        board.update(session: "c", bbox: Self.box, zoom: 1)
+        board.remove(connection: Self.a)
+        #expect(try Self.shown(board.round()) == [Self.b: []])
+        board.watch(connection: Self.b, enabled: false)
+        board.update(connection: Self.c, bbox: Self.box, zoom: 1)
         #expect(board.round().isEmpty)
     }
 
     @Test("at most maxShown sessions are shown, the most recently moved first")
     func capped() throws {
         let board = PresenceBoard(maxShown: 100)
-        for k in 0..<250 { board.update(session: "s\(k)", bbox: Self.box, zoom: 3) }
-        board.watch(session: "s249", connection: ConnectionID(rawValue: 9), enabled: true)
-        board.watch(session: "s0", connection: ConnectionID(rawValue: 10), enabled: true)
+        for k in 1...250 { board.update(connection: ConnectionID(rawValue: UInt64(k)), bbox: Self.box, zoom: 3) }
+        board.watch(connection: ConnectionID(rawValue: 250), enabled: true)
+        board.watch(connection: ConnectionID(rawValue: 1), enabled: true)
         let shown = try Self.shown(board.round())
-        #expect(shown[ConnectionID(rawValue: 9)] == (149..<249).reversed().map { "s\($0)" })
-        #expect(shown[ConnectionID(rawValue: 10)] == (150..<250).reversed().map { "s\($0)" })
+        let hex = { (k: Int) in String(k, radix: 16) }
+        #expect(shown[ConnectionID(rawValue: 250)] == (150..<250).reversed().map(hex))
+        #expect(shown[ConnectionID(rawValue: 1)] == (151...250).reversed().map(hex))
         #expect(board.sessionCount == 250)
     }
 
@@ -70,9 +74,9 @@ struct LoadPresenceBoardTests {
         let board = PresenceBoard(interval: .milliseconds(10))
         let sent = Mutex<[ConnectionID]>([])
         board.start { connection, _ in sent.withLock { $0.append(connection) } }
-        board.update(session: "a", bbox: Self.box, zoom: 5)
-        board.watch(session: "b", connection: ConnectionID(rawValue: 3), enabled: true)
-        #expect(eventually { sent.withLock { $0 } == [ConnectionID(rawValue: 3)] })
+        board.update(connection: Self.a, bbox: Self.box, zoom: 5)
+        board.watch(connection: Self.b, enabled: true)
+        #expect(eventually { sent.withLock { $0 } == [Self.b] })
         board.stop()
     }
 

@@ -12,7 +12,7 @@ struct ServerMetricsTests {
         metrics.sent(type: "batch", bytes: 900)
         metrics.firstBatch(after: .microseconds(700))
         metrics.sessionClosed(code: 1001)
-        let text = metrics.render()
+        let text = metrics.render(queuedBytes: 4096)
         #expect(text.contains("pinwheel_sessions 0"))
         #expect(text.contains(#"pinwheel_messages_in_total{type="viewport"} 1"#))
         #expect(text.contains(#"pinwheel_messages_out_total{type="batch"} 1"#))
@@ -21,6 +21,8 @@ struct ServerMetricsTests {
         #expect(text.contains(#"pinwheel_closes_total{code="1001"} 1"#))
         #expect(text.contains(#"pinwheel_viewport_first_batch_seconds_bucket{le="0.001"} 1"#))
         #expect(text.contains(#"pinwheel_viewport_first_batch_seconds_bucket{le="0.0005"} 0"#))
+        #expect(text.contains(#"pinwheel_queue_depth{queue="outbound_bytes"} 4096"#))
+        #expect(text.contains("pinwheel_viewport_first_batch_p99_seconds 0.0007"))
         #expect(metrics.firstBatchPercentiles().count == 1)
     }
 }

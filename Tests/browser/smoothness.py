@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from conftest import CHROMIUM, VIEWPORT_SIZE, PinwheelServer, pinwheel_binary, screenshot  # noqa: E402
+from browser_support import CHROMIUM, VIEWPORT_SIZE, PinwheelServer, pinwheel_binary, screenshot  # noqa: E402
 
 from playwright.sync_api import sync_playwright  # noqa: E402
 

@@ -9,7 +9,8 @@ Commands (`id` names a connection):
       -> {"event":"open","id":"a","subprotocol":"pinwheel.v1"} or {"event":"refused","id":"a","error":…}
   {"op":"send","id":"a","text":"…"}               a text frame
   {"op":"send","id":"a","hex":"…","binary":true}  raw bytes as a binary frame (false: as a text frame)
-  {"op":"read","id":"a","read":false}             stop (or resume) reading: a stalled reader
+  {"op":"connect",…,"read":false}                 a stalled reader (raw socket, tiny receive buffer)
+  {"op":"read","id":"a","read":true}              resume reading (a stalled reader: until its close)
   {"op":"close","id":"a"}
   {"op":"swarm","url":…,"n":200,"viewport":{…},"origin":…}  n sessions at once, each: hello, one
       viewport, batches acked until done -> {"event":"swarm","ok":…,"failed":…,"features":[…],"errors":[…]}
@@ -17,8 +18,13 @@ Events: {"event":"message","id":"a","data":<the JSON message>}, {"event":"close"
 """
 
 import asyncio
+import base64
 import json
+import os
+import socket
+import struct
 import sys
+import urllib.parse
 
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
@@ -37,6 +43,7 @@ class Connection:
         self.reading.set()
 
     async def pump(self):
+        rcvd = None
         try:
             while True:
                 await self.reading.wait()
@@ -45,11 +52,91 @@ class Connection:
                     emit({"event": "binary", "id": self.cid, "length": len(message)})
                 else:
                     emit({"event": "message", "id": self.cid, "data": json.loads(message)})
-        except ConnectionClosed:
-            pass
-        rcvd = self.ws.close_rcvd
+        except ConnectionClosed as closed:
+            rcvd = closed.rcvd
         emit({"event": "close", "id": self.cid,
               "code": rcvd.code if rcvd else 1006, "reason": rcvd.reason if rcvd else ""})
+
+
+class StalledConnection:
+    """A hand-made WebSocket client over a raw socket with a tiny receive buffer that reads nothing
+    until told to: the stalled reader the server must close. Frames it receives are only parsed for
+    the close frame."""
+
+    def __init__(self, cid, sock):
+        self.cid = cid
+        self.sock = sock
+        self.reading = asyncio.Event()
+
+    @staticmethod
+    async def open(cid, command):
+        loop = asyncio.get_running_loop()
+        parts = urllib.parse.urlsplit(command["url"])
+        host, port = parts.hostname, parts.port
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.setblocking(False)
+        await loop.sock_connect(sock, (host, port))
+        key = base64.b64encode(os.urandom(16)).decode()
+        request = (f"GET {parts.path or '/'} HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\n"
+                   f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
+                   f"Sec-WebSocket-Protocol: pinwheel.v1\r\n")
+        if "origin" in command:
+            request += f"Origin: {command['origin']}\r\n"
+        await loop.sock_sendall(sock, (request + "\r\n").encode())
+        response = b""
+        while b"\r\n\r\n" not in response:
+            chunk = await loop.sock_recv(sock, 1)
+            if not chunk:
+                raise ConnectionError("closed during the handshake")
+            response += chunk
+        if b" 101 " not in response.split(b"\r\n")[0]:
+            raise ConnectionError(response.split(b"\r\n")[0].decode())
+        return StalledConnection(cid, sock)
+
+    async def send(self, payload, opcode=1):
+        mask = os.urandom(4)
+        header = bytes([0x80 | opcode])
+        n = len(payload)
+        if n < 126:
+            header += bytes([0x80 | n])
+        elif n < 65536:
+            header += bytes([0x80 | 126]) + struct.pack("!H", n)
+        else:
+            header += bytes([0x80 | 127]) + struct.pack("!Q", n)
+        masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+        await asyncio.get_running_loop().sock_sendall(self.sock, header + mask + masked)
+
+    async def pump(self):
+        loop = asyncio.get_running_loop()
+        await self.reading.wait()
+        buffer = b""
+        code, reason = 1006, ""
+        while True:
+            try:
+                chunk = await loop.sock_recv(self.sock, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            buffer += chunk
+            # Drop whole frames from the front, stopping at a close frame.
+            while len(buffer) >= 2:
+                opcode, n, at = buffer[0] & 0x0F, buffer[1] & 0x7F, 2
+                if n == 126:
+                    n, at = struct.unpack("!H", buffer[2:4])[0], 4
+                elif n == 127:
+                    n, at = struct.unpack("!Q", buffer[2:10])[0], 10
+                if len(buffer) < at + n:
+                    break
+                payload, buffer = buffer[at:at + n], buffer[at + n:]
+                if opcode == 8:
+                    code = struct.unpack("!H", payload[:2])[0] if len(payload) >= 2 else 1005
+                    reason = payload[2:].decode(errors="replace")
+                    emit({"event": "close", "id": self.cid, "code": code, "reason": reason})
+                    self.sock.close()
+                    return
+        emit({"event": "close", "id": self.cid, "code": code, "reason": reason})
 
 
 async def open_connection(command):
@@ -63,9 +150,6 @@ async def open_connection(command):
     }
     if "origin" in command:
         kwargs["origin"] = command["origin"]
-    if not command.get("read", True):
-        # A stalled reader: no client-side buffering beyond the kernel's, so the server sees it.
-        kwargs["max_queue"] = 1
     return await connect(command["url"], **kwargs)
 
 
@@ -116,21 +200,36 @@ async def main():
         command = json.loads(line)
         op = command["op"]
         cid = command.get("id")
-        if op == "connect":
+        if op == "connect" and not command.get("read", True):
+            try:
+                conn = await StalledConnection.open(cid, command)
+            except Exception as error:
+                emit({"event": "refused", "id": cid, "error": repr(error)})
+                continue
+            connections[cid] = conn
+            emit({"event": "open", "id": cid, "subprotocol": "pinwheel.v1"})
+            tasks.add(asyncio.create_task(conn.pump()))
+        elif op == "connect":
             try:
                 ws = await open_connection(command)
             except Exception as error:
                 emit({"event": "refused", "id": cid, "error": repr(error)})
                 continue
             conn = Connection(cid, ws)
-            if not command.get("read", True):
-                conn.reading.clear()
             connections[cid] = conn
             emit({"event": "open", "id": cid, "subprotocol": ws.subprotocol})
             task = asyncio.create_task(conn.pump())
             tasks.add(task)
         elif op == "send":
             conn = connections[cid]
+            if isinstance(conn, StalledConnection):
+                data = command["text"].encode() if "text" in command else bytes.fromhex(command["hex"])
+                try:
+                    await conn.send(data, opcode=1 if "text" in command or not command.get("binary", True) else 2)
+                except OSError:
+                    pass
+                emit({"event": "done", "op": op, "id": cid})
+                continue
             try:
                 if "text" in command:
                     await conn.ws.send(command["text"])
@@ -148,7 +247,8 @@ async def main():
             tasks.add(task)
         emit({"event": "done", "op": op, "id": cid})
     for conn in connections.values():
-        await conn.ws.close()
+        if isinstance(conn, Connection):
+            await conn.ws.close()
 
 
 asyncio.run(main())

@@ -3,13 +3,13 @@ extension ClusterIndex {
     public func children(of id: FeatureID) -> [Feature]? {
         if id >> 32 == 0 { return row(ofID: id) == nil ? nil : [] }
         guard let (li, item) = clusterItem(id) else { return nil }
-        let child = levels[li + 1]
         let level = levels[li]
         var out: [Feature] = []
         var scratch = SpreadScratch()
-        let zoom = Double(child.zoom)
-        for c in level.childOrder[Int(level.firstChild[item])..<Int(level.firstChild[item + 1])] {
-            emit(level: li + 1, item: Int(c), spreadZoom: zoom, scratch: &scratch, into: &out)
+        withContext(level: li + 1, spreadZoom: Double(levels[li + 1].zoom)) { context in
+            for c in level.childOrder[Int(level.firstChild[item])..<Int(level.firstChild[item + 1])] {
+                emit(context, item: Int(c), scratch: &scratch, into: &out)
+            }
         }
         return out
     }
@@ -62,7 +62,7 @@ extension ClusterIndex {
         let spreadZoom = ClusterIndex.spreadZoom(zoom)
         let (holderID, holderIsGroup) = identity(level: li, item: holder)
         if holderIsGroup {
-            emit(level: li, item: holder, spreadZoom: spreadZoom, scratch: &scratch, into: &out)
+            withContext(level: li, spreadZoom: spreadZoom) { emit($0, item: holder, scratch: &scratch, into: &out) }
         } else {
             appendSpread(
                 group: Int(-rawRefs[raw] - 1), zoom: spreadZoom, parent: holderID, membersAreOwnParents: false,

@@ -25,6 +25,9 @@ struct IDLookup: Sendable {
         }
     }
 
+    /// Bytes of its own (the ids it searches are the dataset's, shared).
+    var storedBytes: Int { packed.count * 8 }
+
     /// The row holding `id`, or nil.
     /// - Complexity: O(log n).
     func row(of id: UInt32) -> Int? {

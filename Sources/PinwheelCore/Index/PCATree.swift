@@ -110,6 +110,14 @@ public struct PCATree: Clusterer {
     /// Number of nodes, leaves included.
     public var nodeCount: Int { firstChild.count }
 
+    /// Bytes held by the tree's own arrays (not the dataset's).
+    public var storedBytes: Int {
+        order.count * 4 + position.count * 4 + boxes.count * 8 + centroids.count * 8 + ranges.count * 4
+            + firstChild.count * 4 + parents.count * 4 + depths.count * 2 + minIds.count * 4 + nodeSums.count * 8
+            + pointSums.count * 8 + groupOfRow.count * 4 + lookup.storedBytes + groups.rows.count * 4
+            + groups.starts.count * 4 + groups.centers.count * 16
+    }
+
     /// The deepest node's depth (the root is 0); -1 for an empty tree.
     public var depth: Int { depths.max().map(Int.init) ?? -1 }
 
@@ -144,4 +152,9 @@ public struct PCATree: Clusterer {
         }
         return (points, nodes)
     }
+}
+
+extension PCATree: ClusterStatistics {
+    /// The tree serves every zoom from the same nodes, so it reports them all under zoom 0.
+    public var itemsPerZoom: [Int: Int] { [0: nodeCount] }
 }

@@ -30,9 +30,11 @@ struct PCATreeBuilder {
     /// Item reference: a row (≥ 0) or `~g` for same-coordinate group g.
     private var itemRefs: [Int32] = []
     private let groups: SameCoordinateGroups
+    private let dataset: Dataset
 
     init(dataset: Dataset, groups: SameCoordinateGroups, groupOfRow: [Int32]) {
         self.groups = groups
+        self.dataset = dataset
         let n = dataset.count
         rowCount = n
         // Items in row order; a group stands where its lowest-id member's row is.
@@ -119,6 +121,31 @@ struct PCATreeBuilder {
         depths.removeLast(unused)
         minIds.removeLast(unused)
         expandItems()
+        if groups.toleranceMetres > 0 { widenGroupBoxes() }
+    }
+
+    /// A group within a tolerance sits at its seed's coordinate in the tree, but its members lie up
+    /// to the tolerance away; widens each group leaf's box, and its ancestors', to hold them, so a
+    /// viewport that holds a member meets the group.
+    private mutating func widenGroupBoxes() {
+        for node in 0..<nodeCount where firstChild[node] < 0 && ranges[2 * node + 1] - ranges[2 * node] > 1 {
+            var (minX, minY) = (Double.infinity, Double.infinity)
+            var (maxX, maxY) = (-Double.infinity, -Double.infinity)
+            for position in Int(ranges[2 * node])..<Int(ranges[2 * node + 1]) {
+                let row = Int(order[position])
+                let x = Mercator.x(lon: dataset.lon(row))
+                let y = Mercator.y(lat: dataset.lat(row))
+                (minX, minY, maxX, maxY) = (min(minX, x), min(minY, y), max(maxX, x), max(maxY, y))
+            }
+            var k = node
+            while k >= 0 {
+                boxes[4 * k] = min(boxes[4 * k], minX)
+                boxes[4 * k + 1] = min(boxes[4 * k + 1], minY)
+                boxes[4 * k + 2] = max(boxes[4 * k + 2], maxX)
+                boxes[4 * k + 3] = max(boxes[4 * k + 3], maxY)
+                k = Int(parents[k])
+            }
+        }
     }
 
     /// Replaces item positions by row positions: lays every item's rows out in tree order and maps
@@ -197,51 +224,62 @@ struct PCATreeBuilder {
     private mutating func partition(
         _ range: Range<Int>, mean: (x: Double, y: Double), axis: (x: Double, y: Double)
     ) -> (mid: Int, left: Moments, right: Moments) {
-        var left = Moments()
-        var right = Moments()
-        var i = range.lowerBound
-        var j = range.upperBound - 1
         itemXY.withUnsafeMutableBufferPointer { xy in
             itemIDs.withUnsafeMutableBufferPointer { ids in
                 itemWeights.withUnsafeMutableBufferPointer { weights in
                     itemRefs.withUnsafeMutableBufferPointer { refs in
-                        var dx = 0.0
-                        var dy = 0.0
-                        while true {
-                            while i <= j {
-                                dx = xy[2 * i] - mean.x
-                                dy = xy[2 * i + 1] - mean.y
-                                if dx * axis.x + dy * axis.y > 0 { break }
-                                left.add(x: xy[2 * i], y: xy[2 * i + 1], dx: dx, dy: dy, id: ids[i], weight: weights[i])
-                                i += 1
-                            }
-                            if i > j { break }
-                            // Item i belongs to the second side; find a first-side item to swap it with.
-                            let (ix, iy) = (dx, dy)
-                            while j > i {
-                                dx = xy[2 * j] - mean.x
-                                dy = xy[2 * j + 1] - mean.y
-                                if dx * axis.x + dy * axis.y <= 0 { break }
-                                right.add(x: xy[2 * j], y: xy[2 * j + 1], dx: dx, dy: dy, id: ids[j], weight: weights[j])
-                                j -= 1
-                            }
-                            if j == i {
-                                right.add(x: xy[2 * i], y: xy[2 * i + 1], dx: ix, dy: iy, id: ids[i], weight: weights[i])
-                                break
-                            }
-                            xy.swapAt(2 * i, 2 * j)
-                            xy.swapAt(2 * i + 1, 2 * j + 1)
-                            ids.swapAt(i, j)
-                            weights.swapAt(i, j)
-                            refs.swapAt(i, j)
-                            left.add(x: xy[2 * i], y: xy[2 * i + 1], dx: dx, dy: dy, id: ids[i], weight: weights[i])
-                            right.add(x: xy[2 * j], y: xy[2 * j + 1], dx: ix, dy: iy, id: ids[j], weight: weights[j])
-                            i += 1
-                            j -= 1
-                        }
+                        PCATreeBuilder.partition(
+                            range, mean: mean, axis: axis, xy: xy, ids: ids, weights: weights, refs: refs)
                     }
                 }
             }
+        }
+    }
+
+    /// The partition loop proper, in a function of its own so its counters and moments are plain
+    /// locals (kept in registers) rather than variables captured by the closures above.
+    private static func partition(
+        _ range: Range<Int>, mean: (x: Double, y: Double), axis: (x: Double, y: Double),
+        xy: UnsafeMutableBufferPointer<Double>, ids: UnsafeMutableBufferPointer<UInt32>,
+        weights: UnsafeMutableBufferPointer<UInt32>, refs: UnsafeMutableBufferPointer<Int32>
+    ) -> (mid: Int, left: Moments, right: Moments) {
+        var left = Moments()
+        var right = Moments()
+        var i = range.lowerBound
+        var j = range.upperBound - 1
+        var dx = 0.0
+        var dy = 0.0
+        while true {
+            while i <= j {
+                dx = xy[2 * i] - mean.x
+                dy = xy[2 * i + 1] - mean.y
+                if dx * axis.x + dy * axis.y > 0 { break }
+                left.add(x: xy[2 * i], y: xy[2 * i + 1], dx: dx, dy: dy, id: ids[i], weight: weights[i])
+                i += 1
+            }
+            if i > j { break }
+            // Item i belongs to the second side; find a first-side item to swap it with.
+            let (ix, iy) = (dx, dy)
+            while j > i {
+                dx = xy[2 * j] - mean.x
+                dy = xy[2 * j + 1] - mean.y
+                if dx * axis.x + dy * axis.y <= 0 { break }
+                right.add(x: xy[2 * j], y: xy[2 * j + 1], dx: dx, dy: dy, id: ids[j], weight: weights[j])
+                j -= 1
+            }
+            if j == i {
+                right.add(x: xy[2 * i], y: xy[2 * i + 1], dx: ix, dy: iy, id: ids[i], weight: weights[i])
+                break
+            }
+            let (xi, yi, xj, yj) = (xy[2 * i], xy[2 * i + 1], xy[2 * j], xy[2 * j + 1])
+            let (idI, idJ, wI, wJ) = (ids[i], ids[j], weights[i], weights[j])
+            (xy[2 * i], xy[2 * i + 1], xy[2 * j], xy[2 * j + 1]) = (xj, yj, xi, yi)
+            (ids[i], ids[j], weights[i], weights[j]) = (idJ, idI, wJ, wI)
+            (refs[i], refs[j]) = (refs[j], refs[i])
+            left.add(x: xj, y: yj, dx: dx, dy: dy, id: idJ, weight: wJ)
+            right.add(x: xi, y: yi, dx: ix, dy: iy, id: idI, weight: wI)
+            i += 1
+            j -= 1
         }
         return (i, left, right)
     }

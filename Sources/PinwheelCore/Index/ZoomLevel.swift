@@ -44,7 +44,7 @@ struct ZoomLevel: Sendable {
     }
 }
 
-/// Orders items on a grid: row-major by cell, stable within a cell.
+/// The grid items are ordered on: row-major by cell.
 enum GridOrder {
     /// The grid cell key of a point: row in the high bits, column in the low `bits` bits.
     @inline(__always) static func key(x: Double, y: Double, bits: Int) -> UInt64 {
@@ -53,43 +53,5 @@ enum GridOrder {
         let cx = UInt64(min(Int(x * scale), side - 1))
         let cy = UInt64(min(Int(y * scale), side - 1))
         return cy << UInt64(bits) | cx
-    }
-
-    /// The permutation (new position → old index) that orders `xy` by grid cell key, stable within a cell.
-    /// - Complexity: O(n), a radix sort of 2·bits-bit cell keys.
-    static func order(xy: [Double], bits: Int) -> [UInt32] {
-        let n = xy.count / 2
-        var keys = [UInt64](repeating: 0, count: n)
-        var permutation = [UInt32](repeating: 0, count: n)
-        xy.withUnsafeBufferPointer { p in
-            keys.withUnsafeMutableBufferPointer { k in
-                permutation.withUnsafeMutableBufferPointer { perm in
-                    for i in 0..<n {
-                        k[i] = key(x: p[2 * i], y: p[2 * i + 1], bits: bits)
-                        perm[i] = UInt32(i)
-                    }
-                }
-            }
-        }
-        RadixSort.sort(keys: &keys, values: &permutation, bits: 2 * bits)
-        return permutation
-    }
-
-    /// `values` reordered by `permutation`, `stride` values per item.
-    static func gather<T>(_ values: [T], _ permutation: [UInt32], stride: Int) -> [T] {
-        guard stride > 0, !values.isEmpty else { return [] }
-        return [T](unsafeUninitializedCapacity: permutation.count * stride) { out, initialized in
-            values.withUnsafeBufferPointer { v in
-                permutation.withUnsafeBufferPointer { perm in
-                    var at = 0
-                    for old in perm {
-                        let from = Int(old) * stride
-                        for s in 0..<stride { (out.baseAddress! + at + s).initialize(to: v[from + s]) }
-                        at += stride
-                    }
-                }
-            }
-            initialized = permutation.count * stride
-        }
     }
 }

@@ -218,5 +218,16 @@ public struct Pacer<Clock: PinwheelClock>: Sendable {
             let f = isUpdate ? diff.update[entry.index - diff.add.count] : diff.add[entry.index]
             units.append(Unit(removes: base + groupStarts[p]..<base + groupStarts[p + 1], feature: f, isUpdate: isUpdate))
         }
+        // Scratch sized for an unusually large viewport is not kept: sessions are many and mostly idle.
+        if order.capacity > Pacer.keptScratch || removed.capacity > Pacer.keptScratch {
+            order = []
+            removed = []
+            attachedTo = [:]
+            positionOfAdd = [:]
+            groupStarts = []
+        }
     }
+
+    /// Planning scratch up to this many entries is kept from one viewport to the next.
+    static var keptScratch: Int { 4096 }
 }

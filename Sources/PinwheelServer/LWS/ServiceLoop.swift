@@ -6,7 +6,15 @@ import Synchronization
 ///
 /// Other threads may only `wake` it (lws_cancel_service) or ask it to stop. The wake path takes no
 /// lock, so it may run on a signal-handling path; it never touches a context that is being destroyed.
+///
+/// With libev the loop is ours (an lws "foreign loop"): lws_service then runs ev_run until
+/// `breakIfExiting` breaks it, and lws installs no SIGINT watcher of its own.
 final class ServiceLoop: Sendable {
+    private let backend: EventLoopBackend
+    // The libev loop's address (0 for poll) and the one-entry array lws reads it from; set by
+    // `prepareForeignLoops` before the service thread starts, freed by it after the context.
+    private let evLoopBits = Atomic<UInt>(0)
+    private let foreignLoopsBits = Atomic<UInt>(0)
     // The context's address while it may be woken; 0 before start and from the moment it is retired.
     private let contextBits = Atomic<UInt>(0)
     // Threads inside `wake` right now; the retiring service thread waits for them to leave.
@@ -17,6 +25,43 @@ final class ServiceLoop: Sendable {
     let forceExit = Atomic<Bool>(false)
     private let exited = Atomic<Bool>(false)
     private let exitSignal = DispatchSemaphore(value: 0)
+
+    init(backend: EventLoopBackend) {
+        self.backend = backend
+    }
+
+    /// Creates our libev loop for `.libev`. The thread creating the context, before `start`.
+    /// - Returns: the value for `lws_context_creation_info.foreign_loops` (nil for poll).
+    /// - Throws: `TransportError.lwsCallFailed` naming `ev_loop_new` if libev cannot make a loop.
+    func prepareForeignLoops() throws -> UnsafeMutablePointer<UnsafeMutableRawPointer?>? {
+        guard backend == .libev else { return nil }
+        guard let evLoop = shim_ev_loop_new() else {
+            throw TransportError.lwsCallFailed(function: "ev_loop_new", detail: "libev could not create a loop")
+        }
+        let foreignLoops = UnsafeMutablePointer<UnsafeMutableRawPointer?>.allocate(capacity: 1)
+        foreignLoops.initialize(to: evLoop)
+        evLoopBits.store(UInt(bitPattern: evLoop), ordering: .sequentiallyConsistent)
+        foreignLoopsBits.store(UInt(bitPattern: foreignLoops), ordering: .sequentiallyConsistent)
+        return foreignLoops
+    }
+
+    /// Lets `lws_service` return when the owner may exit (libev's ev_run would otherwise keep
+    /// running; poll returns after every event anyway). Lws service thread only, inside a callback.
+    func breakIfExiting(_ exiting: Bool) {
+        if exiting, let evLoop = UnsafeMutableRawPointer(bitPattern: evLoopBits.load(ordering: .relaxed)) {
+            shim_ev_break(evLoop)
+        }
+    }
+
+    /// Frees the libev loop, after the context is destroyed or when it could not be created.
+    /// The service thread at its end, or the thread calling `start` on failure.
+    func freeEventLoop() {
+        if let evLoop = UnsafeMutableRawPointer(bitPattern: evLoopBits.exchange(0, ordering: .sequentiallyConsistent)) {
+            shim_ev_loop_destroy(evLoop)
+        }
+        let foreignLoops = foreignLoopsBits.exchange(0, ordering: .sequentiallyConsistent)
+        UnsafeMutablePointer<UnsafeMutableRawPointer?>(bitPattern: foreignLoops)?.deallocate()
+    }
 
     /// Runs the loop on a new thread. The thread keeps `owner` alive, because lws callbacks find it
     /// through an unretained context user pointer. Any thread, once.
@@ -35,6 +80,7 @@ final class ServiceLoop: Sendable {
                 while lws_service(context, 0) >= 0 && !shouldExit() {}
                 retire()
                 lws_context_destroy(context)
+                freeEventLoop()
                 didDestroy()
             }
             exited.store(true, ordering: .sequentiallyConsistent)

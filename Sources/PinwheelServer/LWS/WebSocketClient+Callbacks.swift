@@ -47,6 +47,7 @@ extension WebSocketClient {
             UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT) | UInt64(LWS_SERVER_OPTION_JUST_USE_RAW_ORIGIN)
             | LWSContextParts.eventLoopOptions(configuration.eventLoop)
         info.user = Unmanaged.passUnretained(self).toOpaque()
+        info.foreign_loops = try loop.prepareForeignLoops()
         shim_lws_set_log_level(configuration.lwsLogLevels)
         guard let context = lws_create_context(&info) else {
             throw TransportError.lwsCallFailed(
@@ -88,15 +89,18 @@ extension WebSocketClient {
             if let connection = connection(of: wsi) {
                 finished(connection, failure: nil)
             }
+            loop.breakIfExiting(serviceShouldExit())
             return 0
         case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
             if let connection = connection(of: wsi) {
                 let text = input.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) }
                 finished(connection, failure: text ?? "connection failed")
             }
+            loop.breakIfExiting(serviceShouldExit())
             return 0
         case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
             drainInbox()
+            loop.breakIfExiting(serviceShouldExit())
             return 0
         default:
             return 0

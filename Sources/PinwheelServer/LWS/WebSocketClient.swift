@@ -20,7 +20,7 @@ public final class WebSocketClient: @unchecked Sendable {
     // Shared with other threads, each safe on its own.
     let outboxes: Outboxes
     let counters = TransportCounters()
-    let loop = ServiceLoop()
+    let loop: ServiceLoop
     private let lifecycle = Mutex(Lifecycle.idle)
     private let lastID = Atomic<UInt64>(0)
     let pendingConnects = Mutex<[PendingConnect]>([])
@@ -49,6 +49,7 @@ public final class WebSocketClient: @unchecked Sendable {
     public init(configuration: WebSocketClientConfiguration = WebSocketClientConfiguration()) {
         self.configuration = configuration
         self.outboxes = Outboxes(capacity: configuration.maxQueuedBytesPerConnection)
+        self.loop = ServiceLoop(backend: configuration.eventLoop)
     }
 
     /// Creates the lws context and starts the service thread. Any thread, once.
@@ -62,7 +63,13 @@ public final class WebSocketClient: @unchecked Sendable {
                 throw TransportError.invalidConfiguration(field: "WebSocketClientConfiguration", value: "sizes must be > 0")
             }
             self.delegate = delegate
-            let context = try makeContext()
+            let context: OpaquePointer
+            do {
+                context = try makeContext()
+            } catch {
+                loop.freeEventLoop()
+                throw error
+            }
             loop.start(
                 context: context, name: "lws-client", owner: self,
                 shouldExit: { [unowned self] in serviceShouldExit() },

@@ -43,9 +43,11 @@ extension WebSocketServer {
             return 0
         case LWS_CALLBACK_CLOSED:
             closed(wsi)
+            loop.breakIfExiting(serviceShouldExit())
             return 0
         case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
             drainInbox()
+            loop.breakIfExiting(serviceShouldExit())
             return 0
         default:
             return 0

@@ -79,6 +79,7 @@ extension WebSocketServer {
             contextInfo.options |= UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT)
         }
         contextInfo.user = Unmanaged.passUnretained(self).toOpaque()
+        contextInfo.foreign_loops = try loop.prepareForeignLoops()
         shim_lws_set_log_level(configuration.lwsLogLevels)
         guard let context = lws_create_context(&contextInfo) else {
             throw TransportError.lwsCallFailed(

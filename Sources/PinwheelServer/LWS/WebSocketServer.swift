@@ -24,7 +24,7 @@ public final class WebSocketServer: @unchecked Sendable {
     // Shared with other threads, each safe on its own.
     let outboxes: Outboxes
     let counters = TransportCounters()
-    let loop = ServiceLoop()
+    let loop: ServiceLoop
     private let lifecycle = Mutex(Lifecycle.idle)
     private let boundPort = Atomic<Int>(0)
     let stopClose = Mutex((code: CloseCode.goingAway, reason: "server shutting down"))
@@ -47,6 +47,7 @@ public final class WebSocketServer: @unchecked Sendable {
         self.configuration = configuration
         self.outboxes = Outboxes(capacity: configuration.maxQueuedBytesPerConnection)
         self.routes = configuration.routes
+        self.loop = ServiceLoop(backend: configuration.eventLoop)
     }
 
     /// Binds the port, starts the service thread and begins calling `delegate`, which the server
@@ -58,7 +59,13 @@ public final class WebSocketServer: @unchecked Sendable {
             guard case .idle = state else { throw TransportError.alreadyStarted }
             try configuration.validate()
             self.delegate = delegate
-            let (context, port) = try makeContext()
+            let (context, port): (OpaquePointer, Int)
+            do {
+                (context, port) = try makeContext()
+            } catch {
+                loop.freeEventLoop()
+                throw error
+            }
             boundPort.store(port, ordering: .sequentiallyConsistent)
             loop.start(
                 context: context, name: "lws-server", owner: self,

@@ -8,7 +8,8 @@ import Synchronization
 /// Sessions report each viewport they are served with `update`; a thread of the board sends each
 /// watcher a `presence` message at most once per `interval`, and only when something changed, with
 /// the `maxShown` most recently moved other sessions. A session that closes is `remove`d and
-/// vanishes from the next message. Every method is safe from any thread.
+/// vanishes from the next message. Sessions are named as `hello` names them: the connection id in
+/// hexadecimal. Every method is safe from any thread.
 public final class PresenceBoard: Sendable {
     /// One session's last viewport.
     struct Entry {
@@ -18,15 +19,10 @@ public final class PresenceBoard: Sendable {
         var stamp: UInt64
     }
 
-    struct Watcher {
-        var connection: ConnectionID
-        /// The board's version this watcher last got a message for.
-        var sentVersion: UInt64
-    }
-
     struct State {
-        var entries: [String: Entry] = [:]
-        var watchers: [String: Watcher] = [:]
+        var entries: [ConnectionID: Entry] = [:]
+        /// Opted-in sessions and the board's version each last got a message for.
+        var watchers: [ConnectionID: UInt64] = [:]
         /// Bumped by every change to `entries`.
         var version: UInt64 = 1
         var stopping = false
@@ -66,26 +62,26 @@ public final class PresenceBoard: Sendable {
         if started.load(ordering: .sequentiallyConsistent) { finished.wait() }
     }
 
-    /// Records the viewport `session` is being served.
-    public func update(session: String, bbox: BBox, zoom: Double) {
+    /// Records the viewport the session on `connection` is being served.
+    public func update(connection: ConnectionID, bbox: BBox, zoom: Double) {
         state.withLock { s in
             s.version += 1
-            s.entries[session] = Entry(bbox: bbox, zoom: zoom, stamp: s.version)
+            s.entries[connection] = Entry(bbox: bbox, zoom: zoom, stamp: s.version)
         }
     }
 
     /// Forgets a session that closed: out of every later message, and no longer a watcher.
-    public func remove(session: String) {
+    public func remove(connection: ConnectionID) {
         state.withLock { s in
-            if s.entries.removeValue(forKey: session) != nil { s.version += 1 }
-            s.watchers[session] = nil
+            if s.entries.removeValue(forKey: connection) != nil { s.version += 1 }
+            s.watchers[connection] = nil
         }
     }
 
-    /// Opts `session` (reachable at `connection`) in to presence messages, or out.
-    public func watch(session: String, connection: ConnectionID, enabled: Bool) {
+    /// Opts the session on `connection` in to presence messages, or out.
+    public func watch(connection: ConnectionID, enabled: Bool) {
         state.withLock { s in
-            s.watchers[session] = enabled ? Watcher(connection: connection, sentVersion: 0) : nil
+            s.watchers[connection] = enabled ? 0 : nil
         }
     }
 
@@ -95,30 +91,30 @@ public final class PresenceBoard: Sendable {
     /// One round: a message for every watcher that has not seen the latest version.
     func round() -> [(ConnectionID, [UInt8])] {
         state.withLock { s in
-            let due = s.watchers.filter { $0.value.sentVersion < s.version }
+            let due = s.watchers.filter { $0.value < s.version }
             guard !due.isEmpty else { return [] }
             // The most recent maxShown + 1 entries, so each watcher still gets maxShown after leaving
             // itself out; each entry is encoded once for every watcher.
             let recent = s.entries.sorted { $0.value.stamp > $1.value.stamp }.prefix(maxShown + 1)
-            var fragments: [(session: String, json: [UInt8])] = []
+            var fragments: [(connection: ConnectionID, json: [UInt8])] = []
             var writer = JSONWriter(capacity: 128)
-            for (session, entry) in recent {
+            for (connection, entry) in recent {
                 writer.reset()
-                Self.write(session: session, entry: entry, into: &writer)
-                fragments.append((session, writer.bytes))
+                Self.write(session: String(connection.rawValue, radix: 16), entry: entry, into: &writer)
+                fragments.append((connection, writer.bytes))
             }
             var messages: [(ConnectionID, [UInt8])] = []
-            for (session, watcher) in due {
+            for connection in due.keys {
                 var message = Array(#"{"type":"presence","viewports":["#.utf8)
                 var shown = 0
-                for fragment in fragments where fragment.session != session && shown < maxShown {
+                for fragment in fragments where fragment.connection != connection && shown < maxShown {
                     if shown > 0 { message.append(UInt8(ascii: ",")) }
                     message.append(contentsOf: fragment.json)
                     shown += 1
                 }
                 message.append(contentsOf: "]}".utf8)
-                messages.append((watcher.connection, message))
-                s.watchers[session]?.sentVersion = s.version
+                messages.append((connection, message))
+                s.watchers[connection] = s.version
             }
             return messages
         }

@@ -3,7 +3,7 @@ Its own module, so the restart does not disturb the other browser tests' server.
 
 import re
 
-from conftest import markers, open_map, server_features, wait_settled
+from browser_support import markers, open_map, server_features, wait_settled
 
 # Chromium itself logs each refused WebSocket connection while the server is down; that is the
 # network, not a JavaScript error.

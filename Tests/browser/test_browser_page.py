@@ -5,7 +5,7 @@ import csv
 import re
 import time
 
-from conftest import (ROOT, markers, open_map, reference_client, screenshot, server_features, set_view,
+from browser_support import (ROOT, markers, open_map, reference_client, screenshot, server_features, set_view,
                       wait_settled)
 
 EUROPE = (48.0, 10.0, 5)
@@ -217,3 +217,28 @@ def test_a_mall_group_appears_spread_around_its_coordinate_with_legs(page, serve
         assert (p["at"][0], p["at"][1]) != (lat, lon)
     screenshot(page, "page-mall.png")
     assert page.console_log.errors == []
+
+
+def test_a_tiles_parameter_replaces_the_offline_basemap_with_a_raster_tile_server(page, server):
+    # Our own server stands in for a tile server: every tile is Leaflet's layers.png.
+    requested = []
+    page.on("request", lambda r: requested.append(r.url))
+    page.goto(f"{server.url}/?lat=48&lon=10&zoom=5&tiles=/vendor/leaflet/images/layers.png%3Fz%3D{{z}}%26x%3D{{x}}%26y%3D{{y}}"
+              "&attribution=Tiles%20%3Cb%3Etest%3C%2Fb%3E")
+    wait_settled(page)
+    assert page.locator("img.leaflet-tile").count() > 0
+    assert any(re.search(r"/vendor/leaflet/images/layers\.png\?z=5&x=\d+&y=\d+$", u) for u in requested)
+    assert not any(u.endswith("world-110m.geojson") for u in requested)
+    assert "Tiles <b>test</b>" in page.inner_text(".leaflet-control-attribution"), "attribution is shown as text"
+    assert page.console_log.errors == []
+
+
+def test_by_default_the_offline_natural_earth_basemap_is_drawn(page, server):
+    requested = []
+    page.on("response", lambda r: requested.append((r.url, r.status)))
+    open_map(page, server, *EUROPE)
+    assert (f"{server.url}/world-110m.geojson", 200) in requested
+    assert "Natural Earth" in page.inner_text(".leaflet-control-attribution")
+    assert page.locator("img.leaflet-tile").count() == 0
+    page.wait_for_function("() => Object.values(pinwheel.map._layers).some(l => l.feature && l.feature.properties && l.feature.properties.iso_a3 === 'FRA')")
+    assert page.locator(".leaflet-basemap-pane canvas").count() == 1

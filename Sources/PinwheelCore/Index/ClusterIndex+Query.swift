@@ -1,0 +1,202 @@
+/// Viewport queries: a scan of one zoom's cell-key order, emitting clusters, points and spread groups.
+extension ClusterIndex {
+    public func features(in bbox: BBox, zoom: Double, into out: inout [Feature]) {
+        out.removeAll(keepingCapacity: true)
+        guard dataset.count > 0 else { return }
+        let li = levelIndex(zoom: zoom)
+        let minY = Mercator.y(lat: bbox.north)
+        let maxY = Mercator.y(lat: bbox.south)
+        withContext(level: li, spreadZoom: ClusterIndex.spreadZoom(zoom)) { context in
+            if bbox.crossesAntimeridian {
+                let west = MercatorRect(minX: Mercator.x(lon: bbox.west), minY: minY, maxX: 1, maxY: maxY)
+                let east = MercatorRect(minX: 0, minY: minY, maxX: Mercator.x(lon: bbox.east), maxY: maxY)
+                scan(context, rect: west, into: &out)
+                scan(context, rect: east, into: &out)
+            } else {
+                let rect = MercatorRect(
+                    minX: Mercator.x(lon: bbox.west), minY: minY, maxX: Mercator.x(lon: bbox.east), maxY: maxY)
+                scan(context, rect: rect, into: &out)
+            }
+        }
+    }
+
+    /// Appends the features of every item of the context's level inside a rectangle.
+    ///
+    /// Items are in cell-key order, so the rectangle's cells form one run per grid row: the scan jumps
+    /// (galloping search) to the rectangle's first cell in a row, reads until it leaves the rectangle's
+    /// columns, and jumps to the next row.
+    /// - Complexity: O(r · log n + k) for r grid rows and k items in the rectangle's cells.
+    func scan(_ context: QueryContext, rect: MercatorRect, into out: inout [Feature]) {
+        let xy = context.level.xy
+        let n = context.level.counts.count
+        guard n > 0, rect.minX <= rect.maxX, rect.minY <= rect.maxY else { return }
+        let bits = context.level.gridBits
+        let side = 1 << bits
+        let scale = Double(side)
+        func cell(_ v: Double) -> Int { max(0, min(Int(v * scale), side - 1)) }
+        let (columnLo, columnHi) = (cell(rect.minX), cell(rect.maxX))
+        let (rowLo, rowHi) = (cell(rect.minY), cell(rect.maxY))
+        @inline(__always) func key(_ i: Int) -> UInt64 { GridOrder.key(x: xy[2 * i], y: xy[2 * i + 1], bits: bits) }
+        /// First index at or after `from` whose key is at least `target`.
+        func lowerBound(from: Int, _ target: UInt64) -> Int {
+            var lo = from
+            var step = 1
+            var hi = from
+            while hi < n && key(hi) < target {
+                lo = hi + 1
+                hi += step
+                step <<= 1
+            }
+            hi = min(hi, n)
+            while lo < hi {
+                let mid = (lo + hi) >> 1
+                if key(mid) < target { lo = mid + 1 } else { hi = mid }
+            }
+            return lo
+        }
+        let shift = UInt64(bits)
+        let columnMask = UInt64(side - 1)
+        var scratch = SpreadScratch()
+        var i = lowerBound(from: 0, UInt64(rowLo) << shift | UInt64(columnLo))
+        while i < n {
+            let k = key(i)
+            let row = Int(k >> shift)
+            let column = Int(k & columnMask)
+            if row > rowHi { break }
+            if column < columnLo {
+                i = lowerBound(from: i, UInt64(row) << shift | UInt64(columnLo))
+                continue
+            }
+            if column > columnHi {
+                // Past this row's part of the rectangle; rows without items there are skipped too.
+                if row + 1 > rowHi { break }
+                i = lowerBound(from: i, UInt64(row + 1) << shift | UInt64(columnLo))
+                continue
+            }
+            if rect.contains(x: xy[2 * i], y: xy[2 * i + 1]) {
+                emit(context, item: i, scratch: &scratch, into: &out)
+            }
+            i += 1
+        }
+    }
+
+    /// One zoom's arrays as buffer pointers, so the per-item work of a query copies no arrays.
+    struct LevelView {
+        let gridBits: Int
+        let isRaw: Bool
+        let xy: UnsafeBufferPointer<Double>
+        let counts: UnsafeBufferPointer<UInt32>
+        let refs: UnsafeBufferPointer<UInt32>
+        let parents: UnsafeBufferPointer<Int32>
+
+        @inline(__always) func ref(_ i: Int) -> UInt32 { isRaw ? UInt32(i) : refs[i] }
+    }
+
+    /// Everything a query reads, as buffer pointers: its level, the level above (for parents), the raw
+    /// items and the dataset.
+    struct QueryContext {
+        let levelIndex: Int
+        let level: LevelView
+        let above: LevelView?
+        let rawIDs: UnsafeBufferPointer<UInt32>
+        let rawRefs: UnsafeBufferPointer<Int32>
+        let ids: UnsafeBufferPointer<UInt32>
+        let coordinates: UnsafeBufferPointer<Double>
+        /// The zoom spread pins are laid out for.
+        let spreadZoom: Double
+    }
+
+    /// Runs `body` with a ``QueryContext`` for level `li`.
+    func withContext<R>(level li: Int, spreadZoom: Double, _ body: (QueryContext) -> R) -> R {
+        ClusterIndex.withView(levels[li]) { level in
+            ClusterIndex.withView(levels[max(li - 1, 0)]) { above in
+                rawIDs.withUnsafeBufferPointer { rawIDs in
+                    rawRefs.withUnsafeBufferPointer { rawRefs in
+                        dataset.ids.withUnsafeBufferPointer { ids in
+                            dataset.coordinates.withUnsafeBufferPointer { coordinates in
+                                body(
+                                    QueryContext(
+                                        levelIndex: li, level: level, above: li > 0 ? above : nil, rawIDs: rawIDs,
+                                        rawRefs: rawRefs, ids: ids, coordinates: coordinates, spreadZoom: spreadZoom))
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    private static func withView<R>(_ level: ZoomLevel, _ body: (LevelView) -> R) -> R {
+        level.xy.withUnsafeBufferPointer { xy in
+            level.counts.withUnsafeBufferPointer { counts in
+                level.refs.withUnsafeBufferPointer { refs in
+                    level.parents.withUnsafeBufferPointer { parents in
+                        body(
+                            LevelView(
+                                gridBits: level.gridBits, isRaw: level.isRaw, xy: xy, counts: counts, refs: refs,
+                                parents: parents))
+                    }
+                }
+            }
+        }
+    }
+
+    /// Per-query room for spread positions, allocated only when a group is in view.
+    struct SpreadScratch {
+        var positions: [Coordinate] = []
+    }
+
+    /// Appends the feature(s) item i of the context's level stands for: a cluster, a point, or a
+    /// same-coordinate group's spread members.
+    func emit(_ context: QueryContext, item i: Int, scratch: inout SpreadScratch, into out: inout [Feature]) {
+        let level = context.level
+        let ref = level.ref(i)
+        let (id, isGroup) = ClusterIndex.identity(ref: ref, rawIDs: context.rawIDs, rawRefs: context.rawRefs)
+        var parent: FeatureID?
+        var membersAreOwnParents = false
+        if let above = context.above {
+            let p = Int(level.parents[i])
+            let (aboveID, aboveIsGroup) = ClusterIndex.identity(
+                ref: above.ref(p), rawIDs: context.rawIDs, rawRefs: context.rawRefs)
+            parent = aboveID
+            // A group whose parent is a group is the same group passed through: there its members are
+            // shown spread too, each its own parent.
+            membersAreOwnParents = aboveIsGroup
+        }
+        let origin = Int(ref & ZoomLevel.originMask)
+        if ref >> ZoomLevel.originBits > 0 {
+            out.append(
+                Feature(
+                    id: id, lat: Mercator.lat(y: level.xy[2 * i + 1]), lon: Mercator.lon(x: level.xy[2 * i]),
+                    count: level.counts[i], parent: parent, row: -1, slot: Int32(context.levelIndex << 26 | i)))
+        } else if !isGroup {
+            let row = Int(context.rawRefs[origin])
+            out.append(
+                Feature(
+                    id: id, lat: context.coordinates[2 * row + 1], lon: context.coordinates[2 * row], count: 1,
+                    parent: parent, row: Int32(row)))
+        } else {
+            appendSpread(
+                group: Int(-context.rawRefs[origin] - 1), zoom: context.spreadZoom, parent: parent,
+                membersAreOwnParents: membersAreOwnParents, scratch: &scratch, into: &out)
+        }
+    }
+
+    /// Appends group g's members spread for a zoom, each with `parent`, or its own id as parent.
+    func appendSpread(
+        group g: Int, zoom: Double, parent: FeatureID?, membersAreOwnParents: Bool, scratch: inout SpreadScratch,
+        into out: inout [Feature]
+    ) {
+        let members = groups.rows(of: g)
+        placement.place(around: groups.centers[g], count: members.count, zoom: zoom, into: &scratch.positions)
+        for (k, row32) in members.enumerated() {
+            let row = Int(row32)
+            let id = FeatureID(dataset.ids[row])
+            let at = scratch.positions[k]
+            out.append(
+                Feature(
+                    id: id, lat: at.lat, lon: at.lon, count: 1, parent: membersAreOwnParents ? id : parent,
+                    anchor: Coordinate(lat: dataset.lat(row), lon: dataset.lon(row)), row: Int32(row)))
+        }
+    }
+}

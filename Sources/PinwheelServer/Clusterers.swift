@@ -1,0 +1,29 @@
+import PinwheelCore
+
+/// One clusterer per algorithm for the whole server, built once at start-up and shared by every
+/// session (clusterers are immutable and safe to query from many threads), so a session's
+/// `settings` switch costs nothing.
+struct Clusterers: Sendable {
+    private let byAlgorithm: [Algorithm: any Clusterer]
+    /// The options `hello` announces.
+    let options: HelloMessage.Options
+
+    /// Builds every algorithm's clusterer with default options.
+    /// - Throws: the core's build error (e.g. too many points), naming what was wrong.
+    init(dataset: Dataset) throws {
+        let clusterOptions = ClusterOptions()
+        byAlgorithm = [
+            .hierarchical: try ClusterIndex(dataset: dataset, options: clusterOptions),
+            .pcaTree: try PCATree(dataset: dataset, options: clusterOptions),
+        ]
+        options = HelloMessage.Options(
+            minZoom: clusterOptions.minZoom, maxZoom: clusterOptions.maxZoom, minPoints: clusterOptions.minPoints,
+            radius: clusterOptions.radius, extent: Int(clusterOptions.extent), nodeSize: clusterOptions.nodeSize,
+            spread: clusterOptions.spread.rawValue, maxClusters: clusterOptions.maxClusters)
+    }
+
+    /// The shared clusterer of an algorithm.
+    func clusterer(for algorithm: Algorithm) -> any Clusterer {
+        byAlgorithm[algorithm]!
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+import PinwheelCore
+
+/// A dataset ready to serve, with the name `hello` announces.
+public struct LoadedDataset: Sendable {
+    /// Short name, e.g. "geonames-cities+malls" or the file's name.
+    public var name: String
+    public var dataset: Dataset
+    /// The smallest box holding every point, computed once; nil when empty.
+    public var bounds: BBox?
+
+    public init(name: String, dataset: Dataset) {
+        self.name = name
+        self.dataset = dataset
+        bounds = dataset.bounds
+    }
+}
+
+/// Where `pinwheel serve` takes its points from.
+public enum DatasetSource: Sendable {
+    /// The embedded demo: the GeoNames cities of data/ plus the shops of four malls.
+    case demo
+    /// A CSV, GeoJSON or NDJSON file, its format told by its extension.
+    case file(String)
+    /// N generated points (deterministic).
+    case synthetic(Int)
+
+    /// Reads the points.
+    /// - Throws: ``DatasetLoadError`` naming the file, and for a bad row its line and column.
+    public func load() throws -> LoadedDataset {
+        switch self {
+        case .demo:
+            return try DemoDataset.load()
+        case .file(let path):
+            let name = URL(fileURLWithPath: path).lastPathComponent
+            return LoadedDataset(name: name, dataset: try DemoDataset.read(path))
+        case .synthetic(let count):
+            return LoadedDataset(name: "synthetic-\(count)", dataset: SyntheticGenerator().dataset(count: count))
+        }
+    }
+}
+
+/// Why a dataset could not be loaded.
+public enum DatasetLoadError: Error, CustomStringConvertible {
+    /// The file could not be read at all.
+    case unreadable(file: String, reason: String)
+    /// The file's name does not say CSV, GeoJSON or NDJSON.
+    case unknownFormat(file: String)
+    /// A row or the structure of the file is bad; `error` names the line and column.
+    case badData(file: String, error: DataError)
+    /// The embedded demo files are not next to the executable nor under the working directory.
+    case demoNotFound
+
+    public var description: String {
+        switch self {
+        case let .unreadable(file, reason): "\(file): cannot read: \(reason)"
+        case let .unknownFormat(file): "\(file): unknown format (expected .csv, .geojson, .json, .ndjson or .jsonl)"
+        case let .badData(file, error): "\(file): \(error)"
+        case .demoNotFound: "the demo dataset (data/geonames_rg_cities1000_145k.csv) was not found; pass --data FILE"
+        }
+    }
+}
+
+/// The embedded demo dataset: GeoNames cities (CC BY 4.0, see data/README.md) and mall shops that
+/// share one coordinate per mall, so the demo shows same-coordinate spreading.
+enum DemoDataset {
+    static let citiesFile = "geonames_rg_cities1000_145k.csv"
+    static let mallsFile = "malls.csv"
+
+    static func load() throws -> LoadedDataset {
+        guard let folder = ResourceLocator.folder(named: "data", containing: citiesFile) else {
+            throw DatasetLoadError.demoNotFound
+        }
+        var cities = try read(folder + "/" + citiesFile)
+        let malls = try read(folder + "/" + mallsFile)
+        // Mall rows are numbered after the cities, so both files keep distinct ids.
+        let base = (cities.ids.max() ?? 0) + 1
+        cities.ids.append(contentsOf: malls.ids.map { base + $0 })
+        cities.coordinates.append(contentsOf: malls.coordinates)
+        precondition(cities.properties.columns == malls.properties.columns, "demo files share their columns")
+        cities.properties.values.append(contentsOf: malls.properties.values)
+        return LoadedDataset(name: "geonames-cities+malls", dataset: cities)
+    }
+
+    /// Reads one data file, its format told by its extension.
+    static func read(_ path: String) throws -> Dataset {
+        guard let format = DataFormat(fileName: path) else { throw DatasetLoadError.unknownFormat(file: path) }
+        let bytes: [UInt8]
+        do {
+            bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+        } catch {
+            throw DatasetLoadError.unreadable(file: path, reason: error.localizedDescription)
+        }
+        do {
+            return try DatasetParser.parse(bytes, format: format).dataset
+        } catch {
+            throw DatasetLoadError.badData(file: path, error: error)
+        }
+    }
+}

@@ -1,0 +1,206 @@
+import ArgumentParser
+import Foundation
+import PinwheelCore
+
+extension Algorithm: ExpressibleByArgument {}
+
+/// `pinwheel bench`: build time, memory and viewport query latency of a clusterer, from a command
+/// anyone can run.
+struct BenchCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "Measures index build time, memory and viewport query latency.",
+        discussion: """
+            Viewports are 1280×800 pixels on 512-pixel tiles, centred on random data points, at zooms \
+            2, 5, 8, 11, 14 and 17. Each round queries every viewport once; median and p99 are over \
+            all rounds.
+            """)
+
+    @Option(help: "Dataset file (.csv, .geojson or .ndjson).")
+    var data: String?
+
+    @Option(help: "Generate this many synthetic points instead of reading a file.")
+    var synthetic: Int?
+
+    @Option(help: "Seed of the synthetic data and of the viewport centres.")
+    var seed: UInt64 = 1
+
+    @Option(help: "Clustering algorithm: \(Algorithm.allCases.map(\.rawValue).joined(separator: ", ")).")
+    var algorithm: Algorithm = .hierarchical
+
+    @Option(help: "Most features per viewport for pca-tree (1...\(ClusterOptions.maxClustersLimit)).")
+    var maxClusters = 32
+
+    @Option(help: "Viewports per zoom.")
+    var queries: Int = 200
+
+    @Option(help: "Rounds over the viewports.")
+    var rounds: Int = 5
+
+    @Flag(help: "Print one JSON object instead of text.")
+    var json = false
+
+    static let zooms = [2, 5, 8, 11, 14, 17]
+
+    func validate() throws {
+        guard (data == nil) != (synthetic == nil) else {
+            throw ValidationError("give exactly one of --data FILE or --synthetic N")
+        }
+        if let synthetic, synthetic < 0 || synthetic > ClusterIndex.maxPoints {
+            throw ValidationError("--synthetic must be within 0...\(ClusterIndex.maxPoints), got \(synthetic)")
+        }
+        guard queries > 0 && rounds > 0 else { throw ValidationError("--queries and --rounds must be positive") }
+    }
+
+    func run() throws {
+        let (dataset, source) = try loadDataset()
+        let loadBefore = BenchCommand.loadAverage()
+        let clock = ContinuousClock()
+        let started = clock.now
+        let cpuStarted = BenchCommand.processCPUSeconds()
+        let clusterer = try ClustererFactory.make(
+            algorithm, dataset: dataset, options: ClusterOptions(maxClusters: maxClusters))
+        let buildTime = clock.now - started
+        // On a shared machine wall time includes waiting for a core; CPU time shows the work itself.
+        let buildCPUMs = (BenchCommand.processCPUSeconds() - cpuStarted) * 1000
+        let peakMB = BenchCommand.peakResidentMB()
+        let statistics = clusterer as? any ClusterStatistics
+        let items = statistics?.itemsPerZoom ?? [:]
+        let totalItems = items.values.reduce(0, +)
+        let bytesPerItem = totalItems > 0 ? Double(statistics?.storedBytes ?? 0) / Double(totalItems) : 0
+        let results = measureQueries(clusterer, dataset)
+
+        if json {
+            let zoomItems = items.keys.sorted().map { "\"\($0)\":\(items[$0]!)" }.joined(separator: ",")
+            let queryFields = results.map {
+                "\"\($0.zoom)\":{\"medianUs\":\(fixed($0.medianUs, 2)),\"p99Us\":\(fixed($0.p99Us, 2)),"
+                    + "\"featuresMedian\":\($0.featuresMedian)}"
+            }.joined(separator: ",")
+            print(
+                "{\"points\":\(dataset.count),\"algorithm\":\"\(algorithm.rawValue)\",\"buildMs\":\(fixed(buildTime.ms, 1)),"
+                    + "\"buildCPUMs\":\(fixed(buildCPUMs, 1)),\"loadAverage\":\(fixed(loadBefore, 2)),\"peakRSSMB\":\(fixed(peakMB, 1)),\"bytesPerItem\":\(fixed(bytesPerItem, 2)),"
+                    + "\"itemsPerZoom\":{\(zoomItems)},\"queries\":{\(queryFields)}}")
+            return
+        }
+        print("dataset: \(source), \(dataset.count) points")
+        print(
+            "index \(dataset.count) points (\(algorithm.rawValue)): \(fixed(buildTime.ms, 1)) ms "
+                + "(CPU \(fixed(buildCPUMs, 1)) ms; load average \(fixed(loadBefore, 2)) before)")
+        print("peak RSS: \(fixed(peakMB, 1)) MB")
+        print(
+            "stored: \(fixed(Double(statistics?.storedBytes ?? 0) / 1_048_576, 1)) MB in \(totalItems) items, "
+                + "\(fixed(bytesPerItem, 2)) bytes per item")
+        print("items per zoom: " + items.keys.sorted().map { "\($0):\(items[$0]!)" }.joined(separator: " "))
+        print("viewport 1280x800 px, 512-px tiles, \(queries) centres x \(rounds) rounds:")
+        print("zoom  median µs     p99 µs  features (median)")
+        for r in results {
+            print(
+                pad(String(r.zoom), 4) + pad(fixed(r.medianUs, 2), 11) + pad(fixed(r.p99Us, 2), 11)
+                    + pad(String(r.featuresMedian), 19))
+        }
+    }
+
+    private func loadDataset() throws -> (Dataset, String) {
+        if let synthetic {
+            return (SyntheticGenerator(seed: seed).dataset(count: synthetic), "synthetic (seed \(seed))")
+        }
+        let path = data!
+        guard let format = DataFormat(fileName: path) else {
+            throw ValidationError("cannot tell the format of \(path): use .csv, .geojson or .ndjson")
+        }
+        guard let contents = FileManager.default.contents(atPath: path) else {
+            throw ValidationError("cannot read \(path)")
+        }
+        let parsed = try DatasetParser.parse([UInt8](contents), format: format, badRows: .skip)
+        let skipped = parsed.skipped > 0 ? " (\(parsed.skipped) bad rows skipped)" : ""
+        return (parsed.dataset, (path as NSString).lastPathComponent + skipped)
+    }
+
+    private struct ZoomResult {
+        var zoom: Int
+        var medianUs: Double
+        var p99Us: Double
+        var featuresMedian: Int
+    }
+
+    private func measureQueries(_ clusterer: any Clusterer, _ dataset: Dataset) -> [ZoomResult] {
+        guard dataset.count > 0 else { return [] }
+        var rng = SplitMix64(seed: seed ^ 0x5EED)
+        let centres = (0..<queries).map { _ in Int(rng.next() % UInt64(dataset.count)) }
+        let clock = ContinuousClock()
+        var out: [Feature] = []
+        out.reserveCapacity(4096)
+        return BenchCommand.zooms.map { zoom in
+            let boxes = centres.map {
+                BenchCommand.viewport(
+                    center: Coordinate(lat: dataset.lat($0), lon: dataset.lon($0)), zoom: zoom, width: 1280,
+                    height: 800)
+            }
+            var micros: [Double] = []
+            var featureCounts: [Int] = []
+            micros.reserveCapacity(boxes.count * rounds)
+            for _ in 0..<rounds {
+                for box in boxes {
+                    let start = clock.now
+                    clusterer.features(in: box, zoom: Double(zoom), into: &out)
+                    micros.append((clock.now - start).us)
+                    featureCounts.append(out.count)
+                }
+            }
+            micros.sort()
+            featureCounts.sort()
+            return ZoomResult(
+                zoom: zoom, medianUs: micros[micros.count / 2],
+                p99Us: micros[min(micros.count - 1, Int((Double(micros.count) * 0.99).rounded(.up)) - 1)],
+                featuresMedian: featureCounts[featureCounts.count / 2])
+        }
+    }
+
+    /// The box a `width`×`height`-pixel map on 512-pixel tiles shows around a centre at a zoom.
+    static func viewport(center: Coordinate, zoom: Int, width: Double, height: Double) -> BBox {
+        let world = 512 * pow(2, Double(zoom))
+        let cx = Mercator.x(lon: center.lon) * world
+        let cy = Mercator.y(lat: center.lat) * world
+        let north = Mercator.lat(y: max(0, cy - height / 2) / world)
+        let south = Mercator.lat(y: min(world, cy + height / 2) / world)
+        return BBox.normalized(
+            west: Mercator.lon(x: (cx - width / 2) / world), south: south,
+            east: Mercator.lon(x: (cx + width / 2) / world), north: north)
+    }
+
+    /// CPU time used by this process so far, all threads, in seconds.
+    static func processCPUSeconds() -> Double {
+        var now = timespec()
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now)
+        return Double(now.tv_sec) + Double(now.tv_nsec) * 1e-9
+    }
+
+    /// The one-minute load average, so a reader can tell a busy machine's figures; 0 where unknown.
+    static func loadAverage() -> Double {
+        guard let text = try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8) else { return 0 }
+        return Double(text.split(separator: " ").first.map(String.init) ?? "") ?? 0
+    }
+
+    /// Peak resident set size of this process (VmHWM), in MB; 0 where /proc is unavailable.
+    static func peakResidentMB() -> Double {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
+        for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
+            let kb = line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first
+            return Double(kb.map(String.init) ?? "0").map { $0 / 1024 } ?? 0
+        }
+        return 0
+    }
+}
+
+private func fixed(_ value: Double, _ decimals: Int) -> String {
+    String(format: "%.\(decimals)f", value)
+}
+
+private func pad(_ text: String, _ width: Int) -> String {
+    String(repeating: " ", count: max(0, width - text.count)) + text
+}
+
+extension Duration {
+    fileprivate var ms: Double { Double(components.seconds) * 1e3 + Double(components.attoseconds) * 1e-15 }
+    fileprivate var us: Double { Double(components.seconds) * 1e6 + Double(components.attoseconds) * 1e-12 }
+}

@@ -1,0 +1,101 @@
+import Foundation
+import Testing
+
+@testable import PinwheelCore
+
+/// Figures for docs/performance.md: `swift test -c release --filter Benchmarks` prints them. Each test
+/// checks its result; none asserts a time, so a loaded machine slows them without failing them.
+@Suite("Benchmarks", .serialized)
+struct StreamingBenchmarks {
+    /// Median of `runs` timings of `body`, in microseconds.
+    func median(runs: Int, _ body: () -> Void) -> Double {
+        var times: [Double] = []
+        for _ in 0..<runs {
+            let start = ContinuousClock.now
+            body()
+            times.append((ContinuousClock.now - start).milliseconds * 1000)
+        }
+        return times.sorted()[runs / 2]
+    }
+
+    func geonames() throws -> Dataset {
+        let url = URL(fileURLWithPath: "/work/shared/data/geonames_rg_cities1000_145k.csv")
+        return try CSVParser.parse([UInt8](Data(contentsOf: url))).dataset
+    }
+
+    @Test("encode a 1000-feature batch of real points with properties, and clusters with sums")
+    func encodeBatch() throws {
+        let data = try geonames()
+        var rng = SeededRandom(seed: 11)
+        let features = (0..<1000).map { k -> Feature in
+            let row = Int(rng.next() % UInt64(data.count))
+            return k % 10 == 0
+                ? Feature(id: (UInt64(k) << 32) | 7, lat: data.lat(row) + 1e-7 * Double(k), lon: data.lon(row) / 3,
+                          count: UInt32(k), parent: UInt64(k) << 33, row: -1)
+                : Feature(id: FeatureID(data.ids[row]), lat: data.lat(row), lon: data.lon(row), count: 1,
+                          parent: FeatureID(data.ids[row]), row: Int32(row))
+        }
+        let context = FeatureContext(properties: data.properties, sumColumns: ["population"],
+                                     sums: { f in [Double(f.count) * 1234.5] })
+        var encoder = MessageEncoder(headroom: 16)
+        let us = median(runs: 41) {
+            encoder.batch(seq: 1, number: 1, remove: [], add: features, update: [], done: true, context: context)
+        }
+        let bytes = encoder.message.count
+        print(String(format: "encode batch 1000 features (%d bytes): %.0f µs, %.0f MB/s", bytes, us,
+                     Double(bytes) / us))
+        guard case .batch(let decoded) = try ServerMessage.decode(Array(encoder.message)) else {
+            Issue.record("not a batch")
+            return
+        }
+        #expect(decoded.add.count == 1000)
+        #expect(decoded.add[1].properties["name"] == data.properties.value(row: Int(features[1].row), column: 0))
+    }
+
+    @Test("decode and validate a viewport message")
+    func decodeViewport() throws {
+        let text = Array(#"{"type":"viewport","seq":7,"bbox":[-0.5,51.3,0.3,51.7],"zoom":11.4,"width":1280,"height":800}"#.utf8)
+        var last: ClientMessage?
+        let us = median(runs: 11) {
+            for _ in 0..<1000 { last = try? ClientMessage.decode(text) }
+        }
+        print(String(format: "decode viewport message: %.2f µs", us / 1000))
+        guard case .viewport(let v) = last else {
+            Issue.record("not a viewport")
+            return
+        }
+        #expect(v.seq == 7)
+    }
+
+    @Test("diff and plan a pan: 1000 and 10000 features in view, a third of them new")
+    func diffAndPlan() {
+        for n in [1000, 10_000] {
+            let clock = ManualClock()
+            var pacer = Pacer(clock: clock, options: PacerOptions(window: 1))
+            let old = (0..<n).map { pin(FeatureID($0), lat: Double($0 % 100) / 10, lon: Double($0 / 100) / 10) }
+            let new = (n / 3..<n + n / 3).map { pin(FeatureID($0), lat: Double($0 % 100) / 10, lon: Double($0 / 100) / 10) }
+            // Send and acknowledge everything so the client has `old`.
+            var action = pacer.show(seq: 1, features: old, viewport: box(5, 5))
+            while action != .idle {
+                switch action {
+                case .send(let b): action = pacer.acknowledge(AckMessage(batch: b.number, applied: 0, ms: 0))
+                case .wait(let t):
+                    clock.advance(to: t)
+                    action = pacer.poll()
+                case .idle: break
+                }
+            }
+            // One unacknowledged (empty) batch fills the window, so the timed calls plan without sending.
+            #expect(pacer.show(seq: 2, features: old, viewport: box(5, 5)) == .send(PacedBatch(seq: 2, number: pacer.inFlight[0].number, done: true)))
+            var seq: UInt64 = 3
+            var actions: [Pacer<ManualClock>.Action] = []
+            let us = median(runs: 11) {
+                actions.append(pacer.show(seq: seq, features: new, viewport: box(5, 5)))
+                seq += 1
+            }
+            print(String(format: "diff+plan %d features, %d changed: %.0f µs", n, 2 * (n / 3), us))
+            #expect(actions.allSatisfy { $0 == .idle })
+            #expect(pacer.client.count == n && pacer.pendingMarkers == 2 * (n / 3))
+        }
+    }
+}

@@ -1,0 +1,196 @@
+import Foundation
+import PinwheelCore
+import Testing
+
+@testable import PinwheelServer
+
+/// A box over western Europe and one shifted east by a third of its width.
+let europe: [Double] = [-5, 42, 15, 52]
+let europeEast: [Double] = [1.7, 42, 21.7, 52]
+
+@Suite("Streaming over a real WebSocket")
+struct StreamingTests {
+    @Test("the handshake picks pinwheel.v1 and the first message is hello")
+    func handshakeAndHello() async throws {
+        let server = try TestServer()
+        let driver = try WSDriver()
+        let opened = try await driver.connect("a", url: server.wsURL, origin: server.origin)
+        #expect(opened["event"].string == "open")
+        #expect(opened["subprotocol"].string == "pinwheel.v1")
+        let hello = try await driver.message("a")
+        #expect(hello["type"].string == "hello")
+        #expect(hello["protocol"].string == "pinwheel.v1")
+        #expect(hello["dataset"]["points"].int == TestServer.dataset.dataset.count)
+        #expect(hello["algorithm"].string == server.server.configuration.algorithm.rawValue)
+        #expect(hello["algorithms"].array.compactMap(\.string) == Algorithm.allCases.map(\.rawValue))
+        #expect(hello["limits"]["window"].int == server.server.configuration.window)
+        #expect(hello["limits"]["maxMessageBytes"].int == 65_536)
+        #expect(hello["dataset"]["bounds"].array.count == 4)
+    }
+
+    @Test("a viewport's batches add up to exactly the core's features for it")
+    func viewportUnionEqualsCore() async throws {
+        let server = try TestServer()
+        let driver = try WSDriver()
+        try await driver.open("a", server)
+        driver.send("a", viewport(1, europe, zoom: 5))
+        var view = ClientView()
+        try await driver.drain("a", seq: 1, into: &view)
+        let expected = server.coreFeatures(bbox: europe, zoom: 5)
+        #expect(!expected.isEmpty)
+        #expect(Set(view.features.keys) == Set(expected.keys))
+        for (id, f) in view.features {
+            let core = try #require(expected[id])
+            #expect(f["count"].int == Int(core.count))
+            #expect(abs(f["lat"].double! - core.lat) < 1e-6 && abs(f["lon"].double! - core.lon) < 1e-6)
+        }
+        #expect(view.batches.allSatisfy { $0["seq"].int == 1 })
+        let numbers = view.batches.compactMap { $0["batch"].int }
+        #expect(numbers == Array(numbers.sorted()) && Set(numbers).count == numbers.count)
+    }
+
+    @Test("a second viewport sends only the difference")
+    func secondViewportSendsDifference() async throws {
+        let server = try TestServer()
+        let driver = try WSDriver()
+        try await driver.open("a", server)
+        driver.send("a", viewport(1, europe, zoom: 5))
+        var view = ClientView()
+        try await driver.drain("a", seq: 1, into: &view)
+        let before = view.features
+        view.addedIDs = []
+        view.removedIDs = []
+        driver.send("a", viewport(2, europeEast, zoom: 5))
+        try await driver.drain("a", seq: 2, into: &view)
+        let expected = server.coreFeatures(bbox: europeEast, zoom: 5)
+        #expect(Set(view.features.keys) == Set(expected.keys))
+        // Nothing the client kept was sent again, and only what it had was removed.
+        let kept = Set(before.keys).intersection(expected.keys)
+        #expect(!kept.isEmpty)
+        #expect(Set(view.addedIDs).isDisjoint(with: kept))
+        #expect(Set(view.removedIDs).isSubset(of: Set(before.keys)))
+        #expect(view.addedIDs.count == Set(expected.keys).subtracting(before.keys).count)
+    }
+
+    @Test("a pan mid-flush cancels the unsent rest and re-diffs against what was sent")
+    func panMidFlushCancels() async throws {
+        // One small batch in flight at a time, so the first viewport needs many round trips.
+        let server = try TestServer {
+            $0.window = 1
+            $0.pace = 0.01
+        }
+        let driver = try WSDriver()
+        try await driver.open("a", server)
+        driver.send("a", viewport(1, europe, zoom: 6))
+        var view = ClientView()
+        let first = try await driver.message("a", type: "batch")
+        view.apply(first)
+        #expect(first["done"].bool == false)
+        let total1 = server.coreFeatures(bbox: europe, zoom: 6).count
+        #expect(first["add"].array.count < total1)
+        // Pan before acknowledging: the rest of viewport 1 must never be sent.
+        driver.send("a", viewport(2, [100, 20, 120, 40], zoom: 6))
+        try await Task.sleep(for: .milliseconds(150))
+        driver.send("a", ["type": "ack", "batch": first["batch"].int!, "applied": 1, "ms": 1.0])
+        try await driver.drain("a", seq: 2, into: &view)
+        let seqs = view.batches.dropFirst().compactMap { $0["seq"].int }
+        #expect(seqs.allSatisfy { $0 == 2 })
+        let expected = server.coreFeatures(bbox: [100, 20, 120, 40], zoom: 6)
+        #expect(Set(view.features.keys) == Set(expected.keys))
+        // What viewport 1 sent was removed again, nothing more.
+        let firstIDs = Set(first["add"].array.compactMap { $0["id"].uint64 })
+        #expect(!firstIDs.isEmpty)
+        #expect(Set(view.removedIDs) == firstIDs.subtracting(expected.keys))
+    }
+
+    @Test("acks drive the pace: no more than the window is in flight")
+    func acksDrivePace() async throws {
+        let server = try TestServer {
+            $0.window = 2
+            $0.pace = 0.01
+        }
+        let driver = try WSDriver()
+        try await driver.open("a", server)
+        driver.send("a", viewport(1, europe, zoom: 6))
+        let b1 = try await driver.message("a", type: "batch")
+        let b2 = try await driver.message("a", type: "batch")
+        try await Task.sleep(for: .milliseconds(400))
+        #expect(driver.pending("a").isEmpty, "a third batch came without an ack")
+        driver.send("a", ["type": "ack", "batch": b1["batch"].int!, "applied": b1["add"].array.count, "ms": 1.0])
+        let b3 = try await driver.message("a", type: "batch")
+        #expect(b3["batch"].int! == b2["batch"].int! + 1)
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(driver.pending("a").isEmpty, "more than one batch per ack")
+    }
+
+    @Test("a client reporting a slow page gets smaller batches")
+    func slowAcksShrinkBatches() async throws {
+        let server = try TestServer {
+            $0.window = 1
+            $0.algorithm = .hierarchical
+        }
+        let driver = try WSDriver()
+        try await driver.open("a", server)
+        driver.send("a", viewport(1, europe, zoom: 8))
+        let first = try await driver.message("a", type: "batch")
+        var sizes = [first["add"].array.count + first["remove"].array.count]
+        var last = first
+        for _ in 0..<4 where last["done"].bool == false {
+            // 50 ms per applied marker: far slower than the default pace.
+            driver.send("a", ["type": "ack", "batch": last["batch"].int!, "applied": sizes.last!, "ms": 50.0 * Double(sizes.last!)])
+            last = try await driver.message("a", type: "batch")
+            sizes.append(last["add"].array.count + last["remove"].array.count)
+        }
+        #expect(sizes.count >= 3)
+        #expect(sizes.last! < sizes.first!)
+    }
+
+    @Test("expand answers a cluster with its zoom and a same-coordinate group with its spread")
+    func expand() async throws {
+        let server = try TestServer()
+        let driver = try WSDriver()
+        try await driver.open("a", server)
+        driver.send("a", viewport(1, [-180, -85, 180, 85], zoom: 1))
+        var view = ClientView()
+        try await driver.drain("a", seq: 1, into: &view)
+        let cluster = try #require(view.features.values.first { ($0["count"].int ?? 0) > 1 })
+        driver.send("a", ["type": "expand", "id": cluster["id"].uint64!])
+        let answer = try await driver.message("a", type: "expansion")
+        #expect(answer["id"].uint64 == cluster["id"].uint64)
+        #expect((answer["zoom"].double ?? 0) > 1 || !answer["spread"].array.isEmpty)
+
+        driver.send("a", ["type": "expand", "id": 123_456_789_012])
+        let error = try await driver.message("a", type: "error")
+        #expect(error["code"].string == "unknown-feature")
+    }
+
+    @Test("settings switches the algorithm: a new hello, then the view re-served as a diff")
+    func settingsSwitchesAlgorithm() async throws {
+        let server = try TestServer { $0.algorithm = .hierarchical }
+        let driver = try WSDriver()
+        try await driver.open("a", server)
+        driver.send("a", viewport(1, europe, zoom: 5))
+        var view = ClientView()
+        try await driver.drain("a", seq: 1, into: &view)
+        driver.send("a", ["type": "settings", "algorithm": "pca-tree"])
+        let hello = try await driver.message("a", type: "hello")
+        #expect(hello["algorithm"].string == "pca-tree")
+        try await driver.drain("a", seq: 1, into: &view)
+        let expected = server.coreFeatures(bbox: europe, zoom: 5, algorithm: .pcaTree)
+        #expect(Set(view.features.keys) == Set(expected.keys))
+    }
+
+    @Test("200 sessions at once are all served in full")
+    func twoHundredSessions() async throws {
+        let server = try TestServer()
+        let driver = try WSDriver()
+        driver.command([
+            "op": "swarm", "url": server.wsURL, "n": 200, "origin": server.origin,
+            "viewport": ["bbox": europe, "zoom": 5, "width": 1280, "height": 800],
+        ])
+        let result = try await driver.next(timeout: .seconds(120)) { $0["event"].string == "swarm" }
+        #expect(result["ok"].int == 200, "\(result["errors"])")
+        let expected = server.coreFeatures(bbox: europe, zoom: 5).count
+        #expect(result["features"].array.allSatisfy { $0.int == expected })
+    }
+}

@@ -1,0 +1,220 @@
+"""Fixtures and helpers for the browser tests: the real `pinwheel serve` binary on a free port, headless Chromium
+(Debian's, driven by Playwright, never downloaded), and a reference WebSocket client.
+
+PINWHEEL_BIN names a built `pinwheel` binary (scripts/test sets it to the release build).
+"""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import sync_playwright
+from websockets.sync.client import connect
+
+ROOT = Path(__file__).resolve().parents[2]
+WEB = ROOT / "web"
+ARTIFACTS = ROOT / "artifacts"
+CHROMIUM = "/usr/bin/chromium"
+PROTOCOL = "pinwheel.v1"
+LISTENING = re.compile(r"pinwheel listening on (http://[\d.]+:(\d+))")
+START_TIMEOUT_S = 60
+VIEWPORT_SIZE = {"width": 1280, "height": 800}
+
+
+class PinwheelServer:
+    """One `pinwheel serve` process; `restart()` stops it and starts a new one on the same port."""
+
+    def __init__(self, binary, extra_args=()):
+        self.binary = binary
+        self.extra_args = list(extra_args)
+        self.port = 0
+        self.url = None
+        self.process = None
+        ARTIFACTS.mkdir(exist_ok=True)
+        self.log = open(ARTIFACTS / "pinwheel-serve.log", "a")
+
+    def start(self):
+        args = [self.binary, "serve", "--port", str(self.port), "--web", str(WEB), *self.extra_args]
+        self.process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.log, text=True, bufsize=1)
+        found = threading.Event()
+
+        def drain(process):
+            # Reads stdout to the end so the server never blocks on a full pipe.
+            for line in process.stdout:
+                self.log.write(line)
+                self.log.flush()
+                m = LISTENING.search(line)
+                if m and not found.is_set():
+                    self.url, self.port = m.group(1), int(m.group(2))
+                    found.set()
+
+        threading.Thread(target=drain, args=(self.process,), daemon=True).start()
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not found.wait(0.1):
+            if self.process.poll() is not None:
+                raise RuntimeError(f"{' '.join(args)} exited with {self.process.returncode}; see artifacts/pinwheel-serve.log")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{' '.join(args)} printed no 'pinwheel listening on' line in {START_TIMEOUT_S} s")
+        return self
+
+    def stop(self):
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def restart(self):
+        self.stop()
+        # The port was just released; a few quick retries cover a slow socket teardown.
+        for attempt in range(20):
+            try:
+                return self.start()
+            except RuntimeError:
+                if attempt == 19:
+                    raise
+                time.sleep(0.25)
+
+    @property
+    def ws_url(self):
+        return self.url.replace("http://", "ws://") + "/"
+
+
+def pinwheel_binary():
+    binary = os.environ.get("PINWHEEL_BIN")
+    if not binary:
+        raise RuntimeError("PINWHEEL_BIN is not set: point it at a built `pinwheel` binary (scripts/test does)")
+    if not os.access(binary, os.X_OK):
+        raise RuntimeError(f"PINWHEEL_BIN={binary} is not an executable file")
+    return binary
+
+
+@pytest.fixture(scope="module")
+def server():
+    """The real server on the embedded demo dataset, one per test module."""
+    s = PinwheelServer(pinwheel_binary()).start()
+    yield s
+    s.stop()
+    s.log.close()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    os.environ.setdefault("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield b
+        b.close()
+
+
+class ConsoleLog:
+    """Console errors and uncaught exceptions seen by one page."""
+
+    def __init__(self, page):
+        self.errors = []
+        page.on("console", lambda m: self.errors.append(f"console.{m.type}: {m.text}") if m.type == "error" else None)
+        page.on("pageerror", lambda e: self.errors.append(f"uncaught: {e}"))
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport=VIEWPORT_SIZE)
+    p = context.new_page()
+    p.console_log = ConsoleLog(p)
+    yield p
+    context.close()
+
+
+# ---- page helpers --------------------------------------------------------------------------------
+
+
+def open_map(page, server, lat, lon, zoom):
+    page.goto(f"{server.url}/?lat={lat}&lon={lon}&zoom={zoom}")
+    wait_settled(page)
+
+
+def wait_settled(page, timeout_ms=20000):
+    """Waits until the last viewport the page sent has been served and applied, and animations ended."""
+    # Function strings, not expressions: the server's CSP (script-src 'self') forbids eval.
+    page.wait_for_function("() => window.pinwheel && window.pinwheel.settled() && !window.pinwheel.animating()",
+                           timeout=timeout_ms)
+
+
+def markers(page):
+    """The page's markers as {id: count} (ids as Python ints)."""
+    pairs = page.evaluate("() => Array.from(pinwheel.state.markers.values(), e => [e.feature.id, e.feature.count])")
+    return {int(i): c for i, c in pairs}
+
+
+def set_view(page, lat, lon, zoom):
+    """Moves the map without animation and waits until the stream has settled on the new view."""
+    seq = page.evaluate("() => pinwheel.state.seq")
+    page.evaluate(f"() => {{ pinwheel.map.setView([{lat}, {lon}], {zoom}, {{animate: false}}); }}")
+    page.wait_for_function(f"() => pinwheel.state.seq > {seq}")
+    wait_settled(page)
+
+
+def screenshot(page, name):
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / name
+    page.screenshot(path=str(path))
+    return path
+
+
+# ---- reference client ----------------------------------------------------------------------------
+
+
+class ReferenceClient:
+    """A plain WebSocket client that speaks pinwheel.v1 as the page does, to learn what the server
+    computes for a viewport independently of the page."""
+
+    def __init__(self, ws, timeout_s):
+        self.ws = ws
+        self.timeout_s = timeout_s
+        self.hello = self.receive("hello")
+        self.features = {}
+
+    def receive(self, wanted=None):
+        while True:
+            msg = json.loads(self.ws.recv(timeout=self.timeout_s))
+            if wanted is None or msg["type"] == wanted:
+                return msg
+            if msg["type"] == "error":
+                raise AssertionError(f"server error: {msg}")
+
+    def send(self, msg):
+        self.ws.send(json.dumps(msg))
+
+    def viewport(self, viewport):
+        """Sends a viewport and applies batches until its `done`; returns {id: feature}."""
+        self.send({"type": "viewport", **viewport})
+        while True:
+            b = self.receive("batch")
+            for i in b.get("remove", []):
+                self.features.pop(i, None)
+            for f in b.get("update", []) + b.get("add", []):
+                self.features[f["id"]] = f
+            self.send({"type": "ack", "batch": b["batch"], "applied": 0, "ms": 0.1})
+            if b["done"] and b["seq"] == viewport["seq"]:
+                return dict(self.features)
+
+
+@contextmanager
+def reference_client(server, timeout_s=20):
+    with connect(server.ws_url, subprotocols=[PROTOCOL], max_size=None, open_timeout=timeout_s) as ws:
+        yield ReferenceClient(ws, timeout_s)
+
+
+def server_features(server, viewport):
+    """What the server computes for exactly this viewport, from a fresh session: {id: count}."""
+    with reference_client(server) as client:
+        return {i: f["count"] for i, f in client.viewport(viewport).items()}
