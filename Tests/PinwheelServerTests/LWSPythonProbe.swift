@@ -9,6 +9,8 @@ struct ProbeResult: Decodable {
     var closeCode: Int?
     var closeReason: String?
     var error: String?
+    /// How the connection ended, as websockets describes it (for diagnosis).
+    var closedBy: String?
 }
 
 /// One thing the probe sends, in order.
@@ -57,7 +59,7 @@ func probe(
 }
 
 private let probeScript = #"""
-import json, sys
+import json, ssl, sys
 from websockets.sync.client import connect
 from websockets.exceptions import ConnectionClosed
 
@@ -79,15 +81,21 @@ def exchange(ws):
         if args["wait_for_close"]:
             while True:
                 out["received"].append(ws.recv(timeout=args["timeout"]))
-    except ConnectionClosed:
-        pass
+    except ConnectionClosed as e:
+        out["closed_by"] = repr(e)
     received = ws.protocol.close_rcvd
     if received is not None:
         out["close_code"] = received.code
         out["close_reason"] = received.reason
 
+tls = None
+if args["url"].startswith("wss://"):
+    # Tests use a throwaway self-signed certificate.
+    tls = ssl.create_default_context()
+    tls.check_hostname = False
+    tls.verify_mode = ssl.CERT_NONE
 try:
-    with connect(args["url"], subprotocols=args["subprotocols"], origin=args["origin"],
+    with connect(args["url"], ssl=tls, subprotocols=args["subprotocols"], origin=args["origin"],
                  compression=args["compression"], proxy=None, max_size=None,
                  open_timeout=args["timeout"], close_timeout=args["timeout"], ping_interval=None) as ws:
         exchange(ws)

@@ -51,6 +51,30 @@ struct LWSWebSocketServerTests {
         }
     }
 
+    @Test("large deflated messages of up to 3 MiB reach Python intact and separate, small ones between them")
+    func largeMessagesToPython() throws {
+        let (server, serverEvents) = try makeServer(echoPrefix: nil) { $0.maxQueuedBytesPerConnection = 64 << 20 }
+        defer { server.stop() }
+        var generator = SplitMix64(seed: 3)
+        // Random letters: deflate shrinks them only to about 60 %, so lws must send many packets.
+        let messages = [3 << 20, 2 << 20, 5, 70_000, 1 << 20, 3].map { count in
+            String((0..<count).map { _ in Character(UnicodeScalar(UInt8(97 + generator.next() % 26))) })
+        }
+        let port = server.port
+        DispatchQueue.global().async {
+            _ = eventually { serverEvents.openCount == 1 }
+            let id = serverEvents.events.withLock { $0.opened[0].id }
+            for message in messages {
+                server.send(message, to: id)
+            }
+        }
+        let result = try probe(url: "ws://127.0.0.1:\(port)/", receive: messages.count)
+        #expect(result.error == nil)
+        #expect(result.received.map(\.count) == messages.map(\.count))
+        // Compared element by element so a failure does not print megabytes.
+        #expect(zip(result.received, messages).allSatisfy { $0 == $1 })
+    }
+
     @Test("a message over maxMessageBytes closes with 1009: plain, deflated, and fragmented")
     func oversizeCloses1009() throws {
         let (server, serverEvents) = try makeServer { $0.maxMessageBytes = 1000 }

@@ -5,20 +5,31 @@ final class LWSConnection {
     let id: ConnectionID
     var wsi: OpaquePointer?
     var assembler: MessageAssembler
-    /// Set when RECEIVE decided to close: lws 4.1.6 ignores -1 from RECEIVE while permessage-deflate
-    /// drains, so WRITEABLE returns -1 as well (the workaround in LWS-NOTES.md).
+    /// Set when RECEIVE decided to close; the close itself happens in the next WRITEABLE.
     var closingFromReceive = false
+    // Set once WRITEABLE returned -1. lws may call WRITEABLE again while it sends the close frame;
+    // a second -1 makes it shut the socket at once and the peer can lose the frame.
+    private var closeIssued = false
     /// The close we started, reported to the delegate when the connection is gone.
     var localClose: (code: CloseCode, reason: String)?
     /// True once a deadline for a requested close is set.
     var closeDeadlineArmed = false
+    // The last message handed to lws_write, kept until the next WRITEABLE: with permessage-deflate,
+    // zlib keeps reading the caller's buffer while lws drains a large message over several
+    // POLLOUTs (the lws client does so before calling WRITEABLE again). Freeing it at once
+    // corrupted the tail of a 1 MiB message.
+    private var inFlight: [UInt8] = []
     /// The close frame the peer sent first, if it did.
     var peerClose: (code: CloseCode, reason: String)?
 
-    init(id: ConnectionID, wsi: OpaquePointer?, maxMessageBytes: Int) {
+    /// How long a close we start may take before lws drops the connection.
+    let closeGrace: Duration
+
+    init(id: ConnectionID, wsi: OpaquePointer?, maxMessageBytes: Int, closeGrace: Duration) {
         self.id = id
         self.wsi = wsi
         self.assembler = MessageAssembler(limit: maxMessageBytes)
+        self.closeGrace = closeGrace
     }
 
     /// How the connection ended, for the delegate: our close, the peer's, or 1006 for a drop.
@@ -33,9 +44,11 @@ final class LWSConnection {
         _ wsi: OpaquePointer, chunk: UnsafeRawBufferPointer, counters: TransportCounters,
         deliver: ([UInt8]) -> Void
     ) -> Int32 {
-        if closingFromReceive { return -1 }
+        // Closing: drop whatever still arrives until WRITEABLE closes.
+        if closingFromReceive { return 0 }
         if lws_frame_is_binary(wsi) != 0 {
-            return closeFromReceive(wsi, code: .unsupportedData, reason: "binary frames are not accepted")
+            return closeFromReceive(
+                wsi, code: .unsupportedData, reason: "binary frames are not accepted", grace: closeGrace)
         }
         let isLast = lws_is_final_fragment(wsi) != 0 && lws_remaining_packet_payload(wsi) == 0
         switch assembler.append(chunk, isLast: isLast) {
@@ -43,7 +56,7 @@ final class LWSConnection {
             return 0
         case .tooLarge:
             return closeFromReceive(
-                wsi, code: .messageTooBig, reason: "message exceeds \(assembler.limit) bytes")
+                wsi, code: .messageTooBig, reason: "message exceeds \(assembler.limit) bytes", grace: closeGrace)
         case let .complete(message):
             counters.messagesReceived.add(1, ordering: .relaxed)
             counters.bytesReceived.add(message.count, ordering: .relaxed)
@@ -52,12 +65,20 @@ final class LWSConnection {
         }
     }
 
-    /// Writes up to `limit` queued messages, stopping early when lws buffers or the socket is full,
-    /// and carries out a requested close once the queue before it is written.
+    /// Writes up to `limit` queued messages, stopping early when lws buffers, the socket is full or
+    /// a message was larger than `txPacketSize`, and carries out a requested close once the queue
+    /// before it is written.
     /// - Returns: the value the lws callback returns (-1 closes).
     /// Lws service thread only.
-    func writeQueued(_ wsi: OpaquePointer, outboxes: Outboxes, limit: Int, counters: TransportCounters) -> Int32 {
-        if closingFromReceive { return -1 }
+    func writeQueued(
+        _ wsi: OpaquePointer, outboxes: Outboxes, limit: Int, drainAfter txPacketSize: Int, counters: TransportCounters
+    ) -> Int32 {
+        if closeIssued { return 0 }
+        if closingFromReceive {
+            closeIssued = true
+            return -1
+        }
+        inFlight = []
         for _ in 0..<limit {
             let (item, more) = outboxes.next(for: id)
             switch item {
@@ -66,15 +87,20 @@ final class LWSConnection {
             case let .close(code, reason):
                 localClose = (code, reason)
                 Self.setCloseReason(wsi, code: code, reason: reason)
+                closeIssued = true
                 return -1
             case .message(var buffer, let payloadCount):
                 let written = buffer.withUnsafeMutableBufferPointer { storage in
                     lws_write(wsi, storage.baseAddress! + Int(SHIM_LWS_PRE), payloadCount, LWS_WRITE_TEXT)
                 }
+                inFlight = buffer
                 if written < 0 { return -1 }
                 counters.messagesSent.add(1, ordering: .relaxed)
                 counters.bytesSent.add(payloadCount, ordering: .relaxed)
                 if !more { return 0 }
+                // A message over one packet may leave deflate draining; the next write must wait
+                // for the next WRITEABLE or lws would glue it on as a continuation.
+                if payloadCount > txPacketSize { break }
             }
             if lws_partial_buffered(wsi) != 0 || lws_send_pipe_choked(wsi) != 0 { break }
         }
@@ -82,27 +108,33 @@ final class LWSConnection {
         return 0
     }
 
-    /// Asks lws for a WRITEABLE; if a close is waiting, also gives the peer `grace` to take it before
+    /// Asks lws for a WRITEABLE; if a close is waiting, also gives the peer `closeGrace` to take it before
     /// lws drops the connection. A peer that stopped reading holds lws's partial buffer, so WRITEABLE
     /// (and our close frame) would otherwise wait for the keepalive hangup. Lws service thread only.
-    func wake(_ wsi: OpaquePointer, close: (code: CloseCode, reason: String)?, grace: Duration) {
+    func wake(_ wsi: OpaquePointer, close: (code: CloseCode, reason: String)?) {
         if let close, !closeDeadlineArmed {
             closeDeadlineArmed = true
             // Reported if the deadline, not the close handshake, ends the connection.
             localClose = close
             // lws 4.1.6 exports only the whole-second form (lws_set_timeout_us is declared, not built).
-            lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, Int32(max(1, grace.components.seconds)))
+            lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, Int32(max(1, closeGrace.components.seconds)))
         }
         lws_callback_on_writable(wsi)
     }
 
-    /// Starts a close from inside RECEIVE with the deflate workaround. Lws service thread only.
-    func closeFromReceive(_ wsi: OpaquePointer, code: CloseCode, reason: String) -> Int32 {
+    /// Starts a close from inside RECEIVE: the frame will carry `code` and `reason`, and the next
+    /// WRITEABLE returns -1 to send it. Returning -1 from RECEIVE itself is unreliable in lws 4.1.6:
+    /// it is ignored while permessage-deflate drains (the rest arrives as a new message), and when
+    /// the peer's next frame sits in the same read, lws kills the socket without a close frame
+    /// (about 1 run in 20 here). If WRITEABLE never comes, `grace` drops the connection.
+    /// - Returns: 0, the value for the RECEIVE callback. Lws service thread only.
+    func closeFromReceive(_ wsi: OpaquePointer, code: CloseCode, reason: String, grace: Duration) -> Int32 {
         closingFromReceive = true
         localClose = (code, reason)
         Self.setCloseReason(wsi, code: code, reason: reason)
+        lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, Int32(max(1, grace.components.seconds)))
         lws_callback_on_writable(wsi)
-        return -1
+        return 0
     }
 
     /// Records the peer's close frame (`WS_PEER_INITIATED_CLOSE`): 2 bytes of code, then the reason.

@@ -81,7 +81,8 @@ extension WebSocketClient {
         case LWS_CALLBACK_CLIENT_WRITEABLE:
             guard let connection = connection(of: wsi) else { return -1 }
             return connection.io.writeQueued(
-                wsi, outboxes: outboxes, limit: configuration.writesPerWritable, counters: counters)
+                wsi, outboxes: outboxes, limit: configuration.writesPerWritable,
+                drainAfter: configuration.txPacketSize, counters: counters)
         case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
             connection(of: wsi)?.io.notePeerClose(UnsafeRawBufferPointer(start: input, count: length))
             return 0
@@ -167,13 +168,14 @@ extension WebSocketClient {
         }
         for (id, close) in outboxes.takeWakeList() {
             if let connection = connections[id], connection.isOpen, let wsi = connection.io.wsi {
-                connection.io.wake(wsi, close: close, grace: configuration.closeTimeout)
+                connection.io.wake(wsi, close: close)
             }
         }
     }
 
     private func startConnect(_ request: PendingConnect) {
-        let io = LWSConnection(id: request.id, wsi: nil, maxMessageBytes: configuration.maxMessageBytes)
+        let io = LWSConnection(id: request.id, wsi: nil, maxMessageBytes: configuration.maxMessageBytes,
+            closeGrace: configuration.closeTimeout)
         let connection = ClientConnection(io: io, startedAt: request.startedAt)
         if stopping {
             outboxes.unregister(request.id)

@@ -37,7 +37,8 @@ extension WebSocketServer {
         case LWS_CALLBACK_SERVER_WRITEABLE:
             guard let connection = connection(of: wsi) else { return -1 }
             return connection.writeQueued(
-                wsi, outboxes: outboxes, limit: configuration.writesPerWritable, counters: counters)
+                wsi, outboxes: outboxes, limit: configuration.writesPerWritable,
+                drainAfter: configuration.txPacketSize, counters: counters)
         case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
             connection(of: wsi)?.notePeerClose(UnsafeRawBufferPointer(start: input, count: length))
             return 0
@@ -88,7 +89,8 @@ extension WebSocketServer {
         lastID += 1
         let id = ConnectionID(rawValue: lastID)
         LWSConnection.attach(id, to: wsi)
-        connections[id] = LWSConnection(id: id, wsi: wsi, maxMessageBytes: configuration.maxMessageBytes)
+        connections[id] = LWSConnection(id: id, wsi: wsi, maxMessageBytes: configuration.maxMessageBytes,
+            closeGrace: configuration.closeTimeout)
         outboxes.register(id)
         counters.openConnections.add(1, ordering: .relaxed)
         counters.totalConnections.add(1, ordering: .relaxed)
@@ -101,7 +103,7 @@ extension WebSocketServer {
             // Accepted just as the stop began: it gets the same close as everyone else.
             let stop = stopClose.withLock { $0 }
             _ = outboxes.requestClose(id, code: stop.code, reason: stop.reason, dropQueued: true)
-            connections[id]?.wake(wsi, close: stop, grace: configuration.closeTimeout)
+            connections[id]?.wake(wsi, close: stop)
         }
         delegate?.webSocketServer(self, didOpen: info)
     }
@@ -127,7 +129,7 @@ extension WebSocketServer {
         }
         for (id, close) in outboxes.takeWakeList() {
             if let connection = connections[id], let wsi = connection.wsi {
-                connection.wake(wsi, close: close, grace: configuration.closeTimeout)
+                connection.wake(wsi, close: close)
             }
         }
     }

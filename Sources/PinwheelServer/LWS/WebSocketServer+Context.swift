@@ -99,6 +99,8 @@ extension WebSocketServer {
         }
         vhostInfo.options = UInt64(LWS_SERVER_OPTION_HTTP_HEADERS_SECURITY_BEST_PRACTICES_ENFORCE)
         if let tls = configuration.tls {
+            // lws reads this flag from the vhost's options too; without it the vhost serves plain text.
+            vhostInfo.options |= UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT)
             vhostInfo.ssl_cert_filepath = storage.string(tls.certificatePath)
             vhostInfo.ssl_private_key_filepath = storage.string(tls.privateKeyPath)
         }
