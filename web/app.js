@@ -28,8 +28,9 @@
     /** HUD refresh period and the window over which per-second rates are measured. */
     const HUD_INTERVAL_MS = 250;
     const RATE_WINDOW_MS = 1000;
-    /** Offline basemap shipped next to this file (Natural Earth 1:110m, public domain). */
-    const BASEMAP_URL = 'world-110m.geojson';
+    /** Offline basemap shipped next to this file: GeoJSON of Natural Earth 1:110m countries (public
+     *  domain). Named .json because libwebsockets' static mounts answer 415 to unknown suffixes. */
+    const BASEMAP_URL = 'world-110m.json';
     const BASEMAP_ATTRIBUTION = 'Basemap: Natural Earth (public domain)';
     /** Extra canvas around the view (fraction of its size). Leaflet's default: larger canvases made
      *  every drag frame a long task in Chromium's software compositing. */
@@ -42,13 +43,10 @@
     /** Legs from a spread pin to its true position, and the dot marking that position. */
     const LEG_STYLE = { color: '#fde68a', weight: 1, opacity: 0.75, interactive: false };
     const ANCHOR_STYLE = { radius: 2.5, color: '#fde68a', weight: 0, fillColor: '#fde68a', fillOpacity: 1, interactive: false };
-    /** Cluster colour by count (upper bound inclusive), from cool to warm. */
-    const CLUSTER_TIERS = [
-        { max: 9, color: '#2dd4bf' },
-        { max: 99, color: '#38bdf8' },
-        { max: 999, color: '#818cf8' },
-        { max: 9999, color: '#e879f9' },
-        { max: Infinity, color: '#fb923c' },
+    /** Cluster colour by count: RGB stops at 10^0, 10^1, … 10^5 points, interpolated on log10(count),
+     *  from cool (few) to warm (many). */
+    const CLUSTER_COLOR_STOPS = [
+        [45, 212, 191], [56, 189, 248], [129, 140, 248], [192, 132, 252], [232, 121, 249], [251, 146, 60],
     ];
     /** Cluster radius in pixels: base plus growth per decade of count. */
     const CLUSTER_RADIUS_BASE = 11;
@@ -89,6 +87,9 @@
         /** Milliseconds from page start to the first marker drawn. */
         firstMarkerMs: null,
         lastError: null,
+        /** Last `expansion` answer, and the pins of a same-coordinate group shown on request (id → entry). */
+        lastExpansion: null,
+        spread: new Map(),
         /** Page-side settings: viewports per second and pace in markers per millisecond. */
         settings: { rate: MAX_VIEWPORT_RATE, pace: Infinity },
         /** Other sessions' viewports drawn from the last presence message. */
@@ -176,9 +177,21 @@
         },
     });
 
+    /** Colours cached per 1/20 decade of count, so restyling thousands of clusters makes no strings. */
+    const clusterColors = new Map();
     function clusterColor(count) {
-        for (const tier of CLUSTER_TIERS) if (count <= tier.max) return tier.color;
-        return CLUSTER_TIERS[CLUSTER_TIERS.length - 1].color;
+        const last = CLUSTER_COLOR_STOPS.length - 1;
+        const step = Math.min(last * 20, Math.round(Math.log10(count) * 20));
+        let color = clusterColors.get(step);
+        if (!color) {
+            const i = Math.min(last - 1, Math.floor(step / 20));
+            const t = step / 20 - i;
+            const a = CLUSTER_COLOR_STOPS[i];
+            const b = CLUSTER_COLOR_STOPS[i + 1];
+            color = `rgb(${a.map((v, k) => Math.round(v + (b[k] - v) * t)).join(',')})`;
+            clusterColors.set(step, color);
+        }
+        return color;
     }
 
     function clusterRadius(count) {
@@ -550,7 +563,7 @@
         batchQueue.length = 0;
         cursor = null;
         markerGroup.clearLayers();
-        expansionGroup.clearLayers();
+        clearSpread();
         state.markers.clear();
         state.points = 0;
         state.clusters = 0;
@@ -565,6 +578,8 @@
     let socket = null;
     let reconnectDelay = RECONNECT_MIN_MS;
     let helloSeen = false;
+    /** A `settings` for the `?algorithm=` parameter is on its way; the first viewport waits for its hello. */
+    let awaitingAlgorithm = false;
 
     function socketURL() {
         const explicit = params.get('ws');
@@ -575,6 +590,7 @@
     function connect() {
         state.counters.connects++;
         helloSeen = false;
+        awaitingAlgorithm = false;
         let ws;
         try {
             ws = new WebSocket(socketURL(), PROTOCOL);
@@ -666,11 +682,21 @@
      *  A later hello (after `settings`) only updates what we know; the server re-sends a diff. */
     function onHello(msg) {
         state.hello = msg;
+        const wanted = params.get('algorithm');
         if (!helloSeen) {
             helloSeen = true;
             state.connection = 'open';
             clearMarkers();
             lastViewportKey = '';
+            // `?algorithm=NAME` picks the session's algorithm before the first viewport.
+            if (wanted && wanted !== msg.algorithm && (msg.algorithms || []).includes(wanted)) {
+                awaitingAlgorithm = true;
+                send({ type: 'settings', algorithm: wanted });
+            } else {
+                sendViewport();
+            }
+        } else if (awaitingAlgorithm && msg.algorithm === wanted) {
+            awaitingAlgorithm = false;
             sendViewport();
             if (params.get('presence') !== '0') send({ type: 'settings', presence: true });
         }
@@ -725,7 +751,7 @@
     }
 
     function sendViewport() {
-        if (!socket || socket.readyState !== WebSocket.OPEN || !helloSeen) return;
+        if (!socket || socket.readyState !== WebSocket.OPEN || !helloSeen || awaitingAlgorithm) return;
         const v = currentViewport();
         const key = JSON.stringify(v);
         if (key === lastViewportKey) return;
@@ -745,7 +771,7 @@
         rewrapIfNeeded();
         requestViewport();
     });
-    map.on('zoomstart', () => expansionGroup.clearLayers());
+    map.on('zoomstart', () => clearSpread());
 
     // ---- Clicks: expand clusters, popups for points ----------------------------------------------
 
@@ -769,7 +795,7 @@
         if (f) openPopup(f, e.layer.getLatLng());
     });
 
-    map.on('click', () => expansionGroup.clearLayers());
+    map.on('click', () => clearSpread());
 
     function onExpansion(msg) {
         state.lastExpansion = msg;
@@ -780,12 +806,18 @@
             flying = true;
             map.flyTo(target, Math.min(msg.zoom, map.getMaxZoom()), { duration: 0.6 });
         } else if (Array.isArray(msg.spread)) {
-            expansionGroup.clearLayers();
+            clearSpread();
             for (const f of msg.spread) {
                 const entry = createEntry(f, featureLatLng(f), 1, expansionGroup);
                 entry.layer.pinwheelFeature = f;
+                state.spread.set(f.id, entry);
             }
         }
+    }
+
+    function clearSpread() {
+        expansionGroup.clearLayers();
+        state.spread.clear();
     }
 
     /** A popup built from DOM nodes (dataset text is never parsed as HTML). */

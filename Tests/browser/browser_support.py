@@ -137,9 +137,12 @@ def page(browser):
 # ---- page helpers --------------------------------------------------------------------------------
 
 
-def open_map(page, server, lat, lon, zoom):
-    page.goto(f"{server.url}/?lat={lat}&lon={lon}&zoom={zoom}")
+def open_map(page, server, lat, lon, zoom, algorithm=None):
+    """Loads the page at a view (and with `algorithm`, that clustering algorithm) and waits until settled."""
+    page.goto(f"{server.url}/?lat={lat}&lon={lon}&zoom={zoom}" + (f"&algorithm={algorithm}" if algorithm else ""))
     wait_settled(page)
+    if algorithm:
+        assert page.evaluate("() => pinwheel.state.hello.algorithm") == algorithm
 
 
 def wait_settled(page, timeout_ms=20000):
@@ -214,7 +217,10 @@ def reference_client(server, timeout_s=20):
         yield ReferenceClient(ws, timeout_s)
 
 
-def server_features(server, viewport):
+def server_features(server, viewport, algorithm=None):
     """What the server computes for exactly this viewport, from a fresh session: {id: count}."""
     with reference_client(server) as client:
+        if algorithm and algorithm != client.hello["algorithm"]:
+            client.send({"type": "settings", "algorithm": algorithm})
+            assert client.receive("hello")["algorithm"] == algorithm
         return {i: f["count"] for i, f in client.viewport(viewport).items()}
