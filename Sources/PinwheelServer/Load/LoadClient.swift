@@ -73,14 +73,27 @@ struct LoadClient {
                 if keepsSamples { figures.doneMicros.append(Self.micros(now - first.sentAt)) }
                 figures.answered += 1
                 inFlight.removeFirst()
-                // A naive server would send every held feature again for this view.
-                figures.naiveBytes += heldBytes + featureBytes.count
+                // A naive server would send every held feature again for this view, in one batch.
+                figures.naiveBytes += Self.naiveBatchBytes(
+                    seq: scanned.seq, batch: scanned.batch, featureBytes: heldBytes, features: featureBytes.count)
             }
         } else if scanned.done {
             // A done for a viewport this client never sent, or already answered: a protocol error.
             figures.count(error: "done for unknown seq")
         }
         return markers
+    }
+
+    /// The size of one batch carrying `features` features of `featureBytes` bytes in all, and nothing else:
+    /// what a server without diffs sends for each viewport.
+    static func naiveBatchBytes(seq: Int, batch: Int, featureBytes: Int, features: Int) -> Int {
+        var envelope = JSONWriter(capacity: 96)
+        envelope.raw(#"{"type":"batch","seq":"#)
+        envelope.integer(seq)
+        envelope.raw(#","batch":"#)
+        envelope.integer(batch)
+        envelope.raw(#","remove":[],"add":[],"update":[],"done":true}"#)
+        return envelope.bytes.count + featureBytes + max(0, features - 1)
     }
 
     static func micros(_ duration: Duration) -> UInt32 {
