@@ -76,7 +76,18 @@ final class LoadGroup: WebSocketClientDelegate, @unchecked Sendable {
         guard !stopped.exchange(true, ordering: .sequentiallyConsistent) else { return }
         stopTicker.store(true, ordering: .relaxed)
         tickerDone.wait()
-        state.withLock { $0.closing = true }
+        state.withLock { s in
+            s.closing = true
+            // Clients that never got going are errors of the run, not silent absentees.
+            for k in s.clients.indices {
+                switch s.clients[k].phase {
+                case .waiting: s.clients[k].figures.count(error: "never connected: the ramp did not reach it")
+                case .connecting: s.clients[k].figures.count(error: "handshake unfinished at the end")
+                case .open: s.clients[k].figures.count(error: "no hello by the end")
+                case .touring, .finished: break
+                }
+            }
+        }
         client.stop()
         state.withLock { s in
             for k in s.clients.indices {
