@@ -16,11 +16,16 @@
     const RECONNECT_MIN_MS = 250;
     const RECONNECT_MAX_MS = 5000;
     const RECONNECT_GROWTH = 2;
-    /** Milliseconds of batch application allowed per animation frame, so a frame stays under 16 ms. */
+    /** Milliseconds of batch application allowed per animation frame, so a frame stays under 16 ms,
+     *  checked every APPLY_CHUNK operations (a batch may span frames; it is acknowledged when whole). */
     const FRAME_BUDGET_MS = 8;
+    const APPLY_CHUNK = 64;
     /** Animation lengths: fade-in of a new feature, and the move of a split or merge. */
     const FADE_MS = 300;
     const MOVE_MS = 450;
+    /** Most features animating at once; beyond it features appear and vanish without animation, so a
+     *  frame's work stays bounded however many markers a batch brings. */
+    const MAX_ANIMATIONS = 250;
     /** How long a removed feature's position can still serve as the origin of its children's split. */
     const GHOST_TTL_MS = 3000;
     /** Farthest (screen pixels) a split or merge looks for a parent it cannot name by id. */
@@ -32,6 +37,8 @@
      *  domain). Named .json because libwebsockets' static mounts answer 415 to unknown suffixes. */
     const BASEMAP_URL = 'world-110m.json';
     const BASEMAP_ATTRIBUTION = 'Basemap: Natural Earth (public domain)';
+    /** Longest the basemap waits for the first markers before it is drawn anyway. */
+    const BASEMAP_WAIT_MS = 400;
     /** Extra canvas around the view (fraction of its size). Leaflet's default: larger canvases made
      *  every drag frame a long task in Chromium's software compositing. */
     const RENDERER_PADDING = 0.1;
@@ -39,7 +46,7 @@
     const PACE_STEPS = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, Infinity];
 
     /** Points: small amber dots with a dark rim. */
-    const POINT_STYLE = { radius: 5, color: '#0b1220', weight: 1.5, fillColor: '#fbbf24', fillOpacity: 1, opacity: 0.9 };
+    const POINT_STYLE = { radius: 5, color: '#0b1220', weight: 1.5, fillColor: '#fbbf24', opacity: 0.9 };
     /** Legs from a spread pin to its true position, and the dot marking that position. */
     const LEG_STYLE = { color: '#fde68a', weight: 1, opacity: 0.75, interactive: false };
     const ANCHOR_STYLE = { radius: 2.5, color: '#fde68a', weight: 0, fillColor: '#fde68a', fillOpacity: 1, interactive: false };
@@ -48,12 +55,21 @@
     const CLUSTER_COLOR_STOPS = [
         [45, 212, 191], [56, 189, 248], [129, 140, 248], [192, 132, 252], [232, 121, 249], [251, 146, 60],
     ];
-    /** Cluster radius in pixels: base plus growth per decade of count. */
+    /** Cluster radius in pixels: base plus growth per decade of count, for clusters with room around them. */
     const CLUSTER_RADIUS_BASE = 11;
     const CLUSTER_RADIUS_PER_DECADE = 4.5;
+    /** Spacing (pixels) at which clusters get the full size; packed closer, they shrink, down to MIN_SCALE. */
+    const CLUSTER_ROOMY_SPACING_PX = 44;
+    const CLUSTER_MIN_SCALE = 0.6;
     const CLUSTER_HALO_WEIGHT = 6;
+    const CLUSTER_HALO_OPACITY = 0.35;
+    const CLUSTER_FILL_OPACITY = 0.92;
+    /** Distinct marker sprites kept (one per colour, size and label seen). */
+    const SPRITE_CACHE_LIMIT = 4000;
+    /** Opacity of a cluster while its same-coordinate members are shown spread around it. */
+    const SPREAD_OWNER_ALPHA = 0.25;
     const CLUSTER_LABEL_COLOR = '#0b1220';
-    const CLUSTER_LABEL_FONT = '600 11px system-ui, -apple-system, "Segoe UI", Roboto, sans-serif';
+    const CLUSTER_LABEL_FONT_FAMILY = 'system-ui, -apple-system, "Segoe UI", Roboto, sans-serif';
     /** Outlines of other sessions' viewports (presence; off with ?presence=0). */
     const PRESENCE_STYLE = { color: '#f472b6', weight: 1.5, opacity: 0.7, fill: true, fillOpacity: 0.04,
                              dashArray: '5 4', interactive: false };
@@ -72,8 +88,10 @@
         markers: new Map(),
         points: 0,
         clusters: 0,
+        /** `splits`: features that entered from their parent's position; `merges`: features that
+         *  moved into the cluster now holding them before vanishing. */
         counters: { adds: 0, removes: 0, updates: 0, batches: 0, acks: 0, bytes: 0, messages: 0,
-                    viewports: 0, errors: 0, connects: 0 },
+                    viewports: 0, errors: 0, connects: 0, splits: 0, merges: 0 },
         /** Per-second rates over the last RATE_WINDOW_MS. */
         rates: { adds: 0, removes: 0, updates: 0 },
         /** Seq of the last viewport sent, and of the last viewport whose `done` batch was applied. */
@@ -84,6 +102,8 @@
         settledMs: null,
         /** Batches received and not yet applied and acknowledged. */
         inFlight: 0,
+        /** Longest work of one animation frame, in milliseconds: applying batches, stepping animations. */
+        timing: { applyMaxMs: 0, animateMaxMs: 0 },
         /** Milliseconds from page start to the first marker drawn. */
         firstMarkerMs: null,
         lastError: null,
@@ -119,6 +139,8 @@
     /** Other people's viewports (presence), under the markers. */
     const presenceGroup = L.featureGroup().addTo(map);
 
+    /** Called once when the first markers are on the map (the basemap waits for it). */
+    let onFirstMarkers = () => {};
     setUpBasemap();
 
     function initialCenter() {
@@ -141,12 +163,17 @@
             return;
         }
         map.attributionControl.addAttribution(BASEMAP_ATTRIBUTION);
-        fetch(BASEMAP_URL)
-            .then((r) => {
-                if (!r.ok) throw new Error(`basemap ${BASEMAP_URL}: HTTP ${r.status}`);
-                return r.json();
-            })
-            .then((world) => {
+        // Fetched at once, drawn once the first markers are (or BASEMAP_WAIT_MS passed): building 177
+        // country polygons must not delay the first markers.
+        const firstMarkersOrTimeout = new Promise((resolve) => {
+            onFirstMarkers = resolve;
+            setTimeout(resolve, BASEMAP_WAIT_MS);
+        });
+        Promise.all([fetch(BASEMAP_URL).then((r) => {
+            if (!r.ok) throw new Error(`basemap ${BASEMAP_URL}: HTTP ${r.status}`);
+            return r.json();
+        }), firstMarkersOrTimeout])
+            .then(([world]) => {
                 L.geoJSON(world, {
                     renderer: basemapRenderer,
                     pane: 'basemap',
@@ -159,23 +186,81 @@
 
     // ---- Drawing ---------------------------------------------------------------------------------
 
-    /** A cluster: a circle on the shared canvas with its count written inside. Canvas text keeps
-     *  thousands of clusters smooth where DOM icons would not; it hooks Leaflet 1.6's canvas
-     *  renderer (`_updateCircle`, `_ctx`, `_drawing`), the only renderer this page uses for them. */
-    const ClusterMarker = L.CircleMarker.extend({
+    /** A point or cluster drawn on the shared canvas as a pre-rendered sprite (circle, halo, count):
+     *  one drawImage per marker instead of arcs, strokes and text, so thousands stay cheap to redraw
+     *  in a software-rendered canvas. It hooks Leaflet 1.6's canvas renderer (`_ctx`, `_drawing`,
+     *  `_empty`), the only renderer this page uses for markers; hit-testing stays CircleMarker's. */
+    const SpriteMarker = L.CircleMarker.extend({
         _updatePath: function () {
             const renderer = this._renderer;
-            renderer._updateCircle(this);
             if (!renderer._drawing || this._empty()) return;
+            const sprite = this.options.sprite;
             const ctx = renderer._ctx;
-            ctx.globalAlpha = this.options.fillOpacity;
-            ctx.fillStyle = CLUSTER_LABEL_COLOR;
-            ctx.font = CLUSTER_LABEL_FONT;
-            ctx.textAlign = 'center';
-            ctx.textBaseline = 'middle';
-            ctx.fillText(this.options.label, this._point.x, this._point.y + 0.5);
+            ctx.globalAlpha = this.options.opacity;
+            // Whole pixels keep the sprite crisp.
+            ctx.drawImage(sprite.canvas, Math.round(this._point.x) - sprite.half, Math.round(this._point.y) - sprite.half,
+                          sprite.size, sprite.size);
         },
     });
+
+    /** Sprites by appearance; cleared when it grows past SPRITE_CACHE_LIMIT (counts vary widely). */
+    const sprites = new Map();
+
+    /** A canvas of `size` CSS pixels at the screen's pixel ratio, drawn once by `draw(ctx, centre)`. */
+    function sprite(key, radius, draw) {
+        let s = sprites.get(key);
+        if (s) return s;
+        if (sprites.size >= SPRITE_CACHE_LIMIT) sprites.clear();
+        const ratio = window.devicePixelRatio || 1;
+        const half = Math.ceil(radius + CLUSTER_HALO_WEIGHT / 2 + 1);
+        const canvas = document.createElement('canvas');
+        canvas.width = canvas.height = Math.ceil(2 * half * ratio);
+        const ctx = canvas.getContext('2d');
+        ctx.scale(ratio, ratio);
+        draw(ctx, half);
+        s = { canvas: canvas, half: half, size: 2 * half };
+        sprites.set(key, s);
+        return s;
+    }
+
+    function circlePath(ctx, c, r) {
+        ctx.beginPath();
+        ctx.arc(c, c, r, 0, Math.PI * 2);
+    }
+
+    function pointSprite() {
+        return sprite('point', POINT_STYLE.radius, (ctx, c) => {
+            circlePath(ctx, c, POINT_STYLE.radius);
+            ctx.fillStyle = POINT_STYLE.fillColor;
+            ctx.fill();
+            ctx.globalAlpha = POINT_STYLE.opacity;
+            ctx.lineWidth = POINT_STYLE.weight;
+            ctx.strokeStyle = POINT_STYLE.color;
+            ctx.stroke();
+        });
+    }
+
+    function clusterSprite(count) {
+        const color = clusterColor(count);
+        const radius = Math.round(clusterRadius(count) * 2) / 2;
+        const label = shortCount(count);
+        return sprite(`${color}|${radius}|${label}|${clusterScale}`, radius, (ctx, c) => {
+            circlePath(ctx, c, radius);
+            ctx.globalAlpha = CLUSTER_FILL_OPACITY;
+            ctx.fillStyle = color;
+            ctx.fill();
+            ctx.globalAlpha = CLUSTER_HALO_OPACITY;
+            ctx.lineWidth = CLUSTER_HALO_WEIGHT;
+            ctx.strokeStyle = color;
+            ctx.stroke();
+            ctx.globalAlpha = 1;
+            ctx.fillStyle = CLUSTER_LABEL_COLOR;
+            ctx.font = clusterLabelFont;
+            ctx.textAlign = 'center';
+            ctx.textBaseline = 'middle';
+            ctx.fillText(label, c, c + 0.5);
+        });
+    }
 
     /** Colours cached per 1/20 decade of count, so restyling thousands of clusters makes no strings. */
     const clusterColors = new Map();
@@ -194,8 +279,28 @@
         return color;
     }
 
+    /** Size factor for clusters and their labels, from how closely the algorithm packs them. */
+    let clusterScale = 1;
+    let clusterLabelFont = `600 11px ${CLUSTER_LABEL_FONT_FAMILY}`;
+
+    /** The hierarchical index packs clusters `radius` apart (supercluster's units: radius/extent of a
+     *  256-pixel Leaflet tile), so they shrink to fit; the PCA cut shows at most maxClusters and keeps
+     *  full size. Returns true when the scale changed. */
+    function setClusterScale(hello) {
+        const o = hello.options || {};
+        let scale = 1;
+        if (hello.algorithm === 'hierarchical' && o.radius > 0 && o.extent > 0) {
+            const spacing = (o.radius * 256) / o.extent;
+            scale = Math.max(CLUSTER_MIN_SCALE, Math.min(1, spacing / CLUSTER_ROOMY_SPACING_PX));
+        }
+        if (scale === clusterScale) return false;
+        clusterScale = scale;
+        clusterLabelFont = `600 ${Math.max(9, Math.round(11 * Math.sqrt(scale)))}px ${CLUSTER_LABEL_FONT_FAMILY}`;
+        return true;
+    }
+
     function clusterRadius(count) {
-        return CLUSTER_RADIUS_BASE + CLUSTER_RADIUS_PER_DECADE * Math.log10(count);
+        return clusterScale * (CLUSTER_RADIUS_BASE + CLUSTER_RADIUS_PER_DECADE * Math.log10(count));
     }
 
     /** Short count for a label: 950, 1.2k, 12k, 3.4M. */
@@ -206,30 +311,21 @@
         return (n / 1e6).toFixed(1).replace(/\.0$/, '') + 'M';
     }
 
-    /** Leaflet style options for a feature at a given opacity (0…1, for fades). */
+    /** Leaflet options for a feature's marker at a given opacity (0…1, for fades). `radius` is for
+     *  hit-testing and `weight` pads Leaflet's redraw bounds around the halo. */
     function styleFor(feature, alpha) {
-        if (feature.count > 1) {
-            const color = clusterColor(feature.count);
-            return {
-                renderer: markerRenderer,
-                radius: clusterRadius(feature.count),
-                color: color,
-                weight: CLUSTER_HALO_WEIGHT,
-                opacity: 0.35 * alpha,
-                fillColor: color,
-                fillOpacity: 0.92 * alpha,
-                label: shortCount(feature.count),
-            };
-        }
-        return Object.assign({ renderer: markerRenderer }, POINT_STYLE, {
-            opacity: POINT_STYLE.opacity * alpha,
-            fillOpacity: POINT_STYLE.fillOpacity * alpha,
-        });
+        const cluster = feature.count > 1;
+        return {
+            renderer: markerRenderer,
+            radius: cluster ? clusterRadius(feature.count) : POINT_STYLE.radius,
+            weight: CLUSTER_HALO_WEIGHT,
+            opacity: alpha,
+            sprite: cluster ? clusterSprite(feature.count) : pointSprite(),
+        };
     }
 
     function setAlpha(entry, alpha) {
-        const s = styleFor(entry.feature, alpha);
-        entry.layer.setStyle({ opacity: s.opacity, fillOpacity: s.fillOpacity });
+        entry.layer.setStyle({ opacity: alpha });
         if (entry.leg) entry.leg.setStyle({ opacity: LEG_STYLE.opacity * alpha });
         if (entry.dot) entry.dot.setStyle({ fillOpacity: ANCHOR_STYLE.fillOpacity * alpha });
     }
@@ -251,7 +347,7 @@
     /** Creates the layers for a feature at `at` (its own position unless it animates from elsewhere). */
     function createEntry(feature, at, alpha, group) {
         const style = styleFor(feature, alpha);
-        const layer = feature.count > 1 ? new ClusterMarker(at, style) : L.circleMarker(at, style);
+        const layer = new SpriteMarker(at, style);
         layer.pinwheelId = feature.id;
         const entry = { layer: layer, feature: feature, leg: null, dot: null };
         if (feature.anchor) {
@@ -289,6 +385,10 @@
         // A move that interrupts a fade-in must not leave the feature half transparent.
         const previous = animations.get(entry);
         if (previous && previous.fade === 'in' && !spec.fade) setAlpha(entry, 1);
+        if (!previous && animations.size >= MAX_ANIMATIONS) {
+            finishAt(entry, spec);
+            return;
+        }
         animations.set(entry, Object.assign({ t0: performance.now() }, spec));
         if (!animationFrame) animationFrame = requestAnimationFrame(stepAnimations);
     }
@@ -299,6 +399,7 @@
 
     function stepAnimations(now) {
         animationFrame = 0;
+        const started = performance.now();
         for (const [entry, a] of animations) {
             const duration = a.from ? MOVE_MS : FADE_MS;
             const t = Math.min(1, Math.max(0, (now - a.t0) / duration));
@@ -311,13 +412,22 @@
             else if (a.fade === 'out') setAlpha(entry, 1 - e);
             if (t >= 1) {
                 animations.delete(entry);
-                if (a.removeAtEnd) {
-                    removeEntryLayers(entry, markerGroup);
-                    retiring.delete(entry.feature.id);
-                }
+                if (a.removeAtEnd) finishAt(entry, a);
             }
         }
         if (animations.size) animationFrame = requestAnimationFrame(stepAnimations);
+        state.timing.animateMaxMs = Math.max(state.timing.animateMaxMs, performance.now() - started);
+    }
+
+    /** Puts an entry where its animation would end: removed, or in place and opaque. */
+    function finishAt(entry, spec) {
+        if (spec.removeAtEnd) {
+            removeEntryLayers(entry, markerGroup);
+            if (retiring.get(entry.feature.id) === entry) retiring.delete(entry.feature.id);
+            return;
+        }
+        if (spec.from) placeEntry(entry, spec.to);
+        if (spec.fade === 'in') setAlpha(entry, 1);
     }
 
     /** Ends every animation at once (a resync starts from a clean map). */
@@ -366,7 +476,7 @@
                 if (!batchQueue.length) break;
                 cursor = startBatch(batchQueue.shift());
             }
-            allowance -= stepBatch(cursor, allowance);
+            allowance -= stepBatch(cursor, Math.min(allowance, APPLY_CHUNK));
             if (cursor.next >= cursor.total) {
                 finishBatch(cursor);
                 cursor = null;
@@ -374,16 +484,42 @@
         }
         state.inFlight = batchQueue.length + (cursor ? 1 : 0);
         if (cursor || batchQueue.length) scheduleApply();
+        state.timing.applyMaxMs = Math.max(state.timing.applyMaxMs, performance.now() - frameStart);
     }
+
+    /** The viewport the last applied batch served: its seq, integer zoom, and whether it went deeper
+     *  (+1: clusters split), shallower (-1: clusters merge) or stayed (0: a pan, neither) compared with
+     *  the viewport served before it. A pan right after a zoom change (within GHOST_TTL_MS) keeps the
+     *  change's direction, since the server may finish that change in the pan's batches. */
+    const served = { seq: null, level: null, direction: 0, changedAt: -Infinity };
 
     function startBatch(msg) {
         const remove = msg.remove || [];
         const update = msg.update || [];
         const add = msg.add || [];
-        const addById = new Map();
-        for (const f of add) addById.set(f.id, f);
+        if (msg.seq !== served.seq) {
+            const zoom = viewportZoom.get(msg.seq);
+            const level = zoom === undefined ? served.level : Math.floor(zoom);
+            const change = served.level === null || level === null ? 0 : Math.sign(level - served.level);
+            const now = performance.now();
+            if (change !== 0) {
+                served.direction = change;
+                served.changedAt = now;
+            } else if (now - served.changedAt > GHOST_TTL_MS) {
+                served.direction = 0;
+            }
+            served.seq = msg.seq;
+            served.level = level;
+        }
+        const direction = served.direction;
+        let addById = null;
+        if (direction < 0) {
+            addById = new Map();
+            for (const f of add) addById.set(f.id, f);
+        }
         pruneGhosts();
-        return { msg, remove, update, add, addById, next: 0, total: remove.length + update.length + add.length, ms: 0 };
+        return { msg, remove, update, add, addById, direction, nearby: null, next: 0,
+                 total: remove.length + update.length + add.length, ms: 0 };
     }
 
     /** Applies up to `limit` operations of the batch in protocol order: remove, update, add. */
@@ -393,9 +529,9 @@
         const nRemove = c.remove.length;
         const nUpdate = c.update.length;
         for (let i = c.next; i < end; i++) {
-            if (i < nRemove) removeFeature(c.remove[i], c.addById);
+            if (i < nRemove) removeFeature(c.remove[i], c);
             else if (i < nRemove + nUpdate) updateFeature(c.update[i - nRemove]);
-            else addFeature(c.add[i - nRemove - nUpdate]);
+            else addFeature(c.add[i - nRemove - nUpdate], c);
         }
         const done = end - c.next;
         c.next = end;
@@ -412,9 +548,13 @@
             const sentAt = viewportSentAt.get(msg.seq);
             if (sentAt !== undefined) state.settledMs = Math.round(performance.now() - sentAt);
             for (const s of viewportSentAt.keys()) if (s <= msg.seq) viewportSentAt.delete(s);
+            for (const s of viewportZoom.keys()) if (s < msg.seq) viewportZoom.delete(s);
             state.doneSeq = Math.max(state.doneSeq, msg.seq);
         }
-        if (state.firstMarkerMs === null && state.markers.size) state.firstMarkerMs = Math.round(performance.now());
+        if (state.firstMarkerMs === null && state.markers.size) {
+            state.firstMarkerMs = Math.round(performance.now());
+            onFirstMarkers();
+        }
     }
 
     function countKind(feature, delta) {
@@ -422,7 +562,7 @@
         else state.points += delta;
     }
 
-    function removeFeature(id, addById) {
+    function removeFeature(id, c) {
         const entry = state.markers.get(id);
         if (!entry) return;
         state.markers.delete(id);
@@ -433,25 +573,25 @@
         animations.delete(entry);
         retiring.set(id, entry);
         // A merge: the feature moves into the cluster that now holds it, then vanishes there.
-        const target = mergeTarget(entry.feature, at, addById);
+        const target = c.direction < 0 ? mergeTarget(entry.feature, at, c) : null;
+        if (target) state.counters.merges++;
         animate(entry, { from: target ? at : null, to: target, fade: 'out', removeAtEnd: true });
     }
 
     function updateFeature(f) {
         const entry = state.markers.get(f.id);
         if (!entry) {
-            addFeature(f);
+            addFeature(f, null);
             return;
         }
         state.counters.updates++;
         rememberParent(f);
-        const wasCluster = entry.feature.count > 1;
         const from = entry.layer.getLatLng();
         countKind(entry.feature, -1);
         countKind(f, +1);
         entry.feature = f;
-        if (wasCluster !== f.count > 1 || Boolean(entry.leg) !== Boolean(f.anchor)) {
-            // A change of kind needs other layers; the id stays, the drawing is rebuilt.
+        if (Boolean(entry.leg) !== Boolean(f.anchor)) {
+            // Gaining or losing a leg needs other layers; the id stays, the drawing is rebuilt.
             removeEntryLayers(entry, markerGroup);
             animations.delete(entry);
             state.markers.set(f.id, createEntry(f, featureLatLng(f), 1, markerGroup));
@@ -465,7 +605,7 @@
         if (!from.equals(to)) animate(entry, { from: from, to: to, fade: null });
     }
 
-    function addFeature(f) {
+    function addFeature(f, c) {
         if (state.markers.has(f.id)) {
             updateFeature(f);
             return;
@@ -481,9 +621,10 @@
         countKind(f, +1);
         const to = featureLatLng(f);
         // A split: children start where their parent was (a spread pin starts on its anchor).
-        const from = f.anchor ? anchorLatLng(f) : splitOrigin(f, to);
+        const from = f.anchor ? anchorLatLng(f) : c && c.direction > 0 ? splitOrigin(f, to, c) : null;
         const entry = createEntry(f, from || to, 0, markerGroup);
         entry.origin = from;
+        if (from && !f.anchor) state.counters.splits++;
         state.markers.set(f.id, entry);
         animate(entry, { from: from && !from.equals(to) ? from : null, to: to, fade: 'in' });
     }
@@ -492,49 +633,57 @@
         if (f.parent !== undefined && f.parent !== f.id) parentOf.set(f.id, f.parent);
     }
 
-    /** Where a new feature's split starts: its parent (just removed, or still shown), else the
-     *  nearest recently removed cluster on screen. */
-    function splitOrigin(f, to) {
+    /** Where a new feature's split starts (zoom-in batches only): its parent, just removed or still
+     *  shown, else the nearest cluster removed in the last GHOST_TTL_MS. */
+    function splitOrigin(f, to, c) {
         if (f.parent === undefined || f.parent === f.id) return null;
         const ghost = ghosts.get(f.parent);
         if (ghost) return ghost.at;
         const shown = state.markers.get(f.parent);
         if (shown) return shown.layer.getLatLng();
-        let best = null;
-        let bestDistance = NEAREST_PARENT_PX;
-        const p = map.latLngToContainerPoint(to);
-        for (const [id, g] of ghosts) {
-            if (!(id > 0xffffffff)) continue; // only clusters (ids ≥ 2^32) split
-            const d = p.distanceTo(map.latLngToContainerPoint(g.at));
-            if (d < bestDistance) {
-                bestDistance = d;
-                best = g.at;
-            }
+        // Projected once per batch: the candidates as screen points (only clusters split).
+        if (!c.nearby) {
+            c.nearby = [];
+            for (const [id, g] of ghosts) if (id > 0xffffffff) c.nearby.push(screenCandidate(g.at, Infinity));
         }
-        return best;
+        return nearest(c.nearby, map.latLngToContainerPoint(to), 0);
     }
 
-    /** Where a removed feature merges to: its parent or nearest known ancestor that is on the map
-     *  or arriving in this batch, else the nearest cluster arriving in this batch. */
-    function mergeTarget(f, at, addById) {
+    /** Where a removed feature merges to (zoom-out batches only): its parent or nearest known
+     *  ancestor arriving in this batch or on the map, else the nearest larger cluster arriving. */
+    function mergeTarget(f, at, c) {
         let id = f.parent;
         for (let hops = 0; id !== undefined && id !== f.id && hops < 32; hops++) {
-            const added = addById.get(id);
+            const added = c.addById.get(id);
             if (added) return featureLatLng(added);
             const shown = state.markers.get(id);
             if (shown) return featureLatLng(shown.feature);
             id = parentOf.get(id);
         }
-        let best = null;
-        let bestDistance = NEAREST_PARENT_PX;
+        if (!c.nearby) {
+            c.nearby = [];
+            for (const g of c.add) if (g.count > 1) c.nearby.push(screenCandidate(featureLatLng(g), g.count));
+        }
+        return nearest(c.nearby, map.latLngToContainerPoint(at), f.count);
+    }
+
+    function screenCandidate(at, count) {
         const p = map.latLngToContainerPoint(at);
-        for (const g of addById.values()) {
-            if (g.count <= f.count) continue;
-            const q = featureLatLng(g);
-            const d = p.distanceTo(map.latLngToContainerPoint(q));
-            if (d < bestDistance) {
-                bestDistance = d;
-                best = q;
+        return { x: p.x, y: p.y, at: at, count: count };
+    }
+
+    /** The candidate nearest to point p within NEAREST_PARENT_PX holding more than `count` points. */
+    function nearest(candidates, p, count) {
+        let best = null;
+        let bestSquared = NEAREST_PARENT_PX * NEAREST_PARENT_PX;
+        for (const q of candidates) {
+            if (q.count <= count) continue;
+            const dx = q.x - p.x;
+            const dy = q.y - p.y;
+            const d = dx * dx + dy * dy;
+            if (d < bestSquared) {
+                bestSquared = d;
+                best = q.at;
             }
         }
         return best;
@@ -571,6 +720,8 @@
         parentOf.clear();
         ghosts.clear();
         viewportSentAt.clear();
+        viewportZoom.clear();
+        Object.assign(served, { seq: null, level: null, direction: 0, changedAt: -Infinity });
     }
 
     // ---- Connection ------------------------------------------------------------------------------
@@ -682,6 +833,9 @@
      *  A later hello (after `settings`) only updates what we know; the server re-sends a diff. */
     function onHello(msg) {
         state.hello = msg;
+        if (setClusterScale(msg)) {
+            for (const entry of state.markers.values()) if (entry.feature.count > 1) entry.layer.setStyle(styleFor(entry.feature, 1));
+        }
         const wanted = params.get('algorithm');
         if (!helloSeen) {
             helloSeen = true;
@@ -707,6 +861,8 @@
 
     /** seq → performance.now() when sent, until its done batch is applied. */
     const viewportSentAt = new Map();
+    /** seq → zoom of that viewport, so a batch knows whether it splits, merges or pans. */
+    const viewportZoom = new Map();
     let lastViewportKey = '';
     let lastViewportAt = -Infinity;
     let viewportTimer = 0;
@@ -761,6 +917,7 @@
         lastViewportKey = key;
         lastViewportAt = performance.now();
         viewportSentAt.set(seq, lastViewportAt);
+        viewportZoom.set(seq, v.zoom);
         state.lastViewport = Object.assign({ seq: seq }, v);
         state.counters.viewports++;
     }
@@ -777,6 +934,8 @@
 
     /** The cluster whose expansion we asked for, and where it was. */
     let pendingExpand = null;
+    /** The entry of the cluster whose spread is shown. */
+    let spreadOwner = null;
 
     markerGroup.on('click', (e) => {
         const id = e.layer && e.layer.pinwheelId;
@@ -807,6 +966,12 @@
             map.flyTo(target, Math.min(msg.zoom, map.getMaxZoom()), { duration: 0.6 });
         } else if (Array.isArray(msg.spread)) {
             clearSpread();
+            // The group's cluster steps back while its members are shown around it.
+            const owner = state.markers.get(msg.id);
+            if (owner) {
+                setAlpha(owner, SPREAD_OWNER_ALPHA);
+                spreadOwner = owner;
+            }
             for (const f of msg.spread) {
                 const entry = createEntry(f, featureLatLng(f), 1, expansionGroup);
                 entry.layer.pinwheelFeature = f;
@@ -818,6 +983,8 @@
     function clearSpread() {
         expansionGroup.clearLayers();
         state.spread.clear();
+        if (spreadOwner && state.markers.get(spreadOwner.feature.id) === spreadOwner) setAlpha(spreadOwner, 1);
+        spreadOwner = null;
     }
 
     /** A popup built from DOM nodes (dataset text is never parsed as HTML). */

@@ -12,10 +12,11 @@ struct Clusterers: Sendable {
     /// - Throws: the core's build error (e.g. too many points), naming what was wrong.
     init(dataset: Dataset) throws {
         let clusterOptions = ClusterOptions()
-        byAlgorithm = [
-            .hierarchical: try ClusterIndex(dataset: dataset, options: clusterOptions),
-            .pcaTree: try PCATree(dataset: dataset, options: clusterOptions),
-        ]
+        var built: [Algorithm: any Clusterer] = [:]
+        for algorithm in Algorithm.allCases {
+            built[algorithm] = try ClustererFactory.make(algorithm, dataset: dataset, options: clusterOptions)
+        }
+        byAlgorithm = built
         options = HelloMessage.Options(
             minZoom: clusterOptions.minZoom, maxZoom: clusterOptions.maxZoom, minPoints: clusterOptions.minPoints,
             radius: clusterOptions.radius, extent: Int(clusterOptions.extent), nodeSize: clusterOptions.nodeSize,

@@ -104,7 +104,7 @@ public final class PinwheelServer: WebSocketServerDelegate, @unchecked Sendable 
         if let cert = configuration.tlsCertificate, let key = configuration.tlsKey {
             c.tls = TLSFiles(certificatePath: cert, privateKeyPath: key)
         }
-        c.eventLoop = .poll
+        c.eventLoop = configuration.eventLoop
         return c
     }
 

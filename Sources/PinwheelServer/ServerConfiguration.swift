@@ -29,6 +29,8 @@ public struct ServerConfiguration: Sendable {
     public var tlsKey: String?
     /// Algorithm a new session starts with.
     public var algorithm: Algorithm = .pcaTree
+    /// The event loop under lws: `.poll` (default), or `.libev` for many thousands of connections.
+    public var eventLoop: EventLoopBackend = .poll
     /// Worker threads that cluster and diff.
     public var workers: Int = 2
 

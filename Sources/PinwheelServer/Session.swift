@@ -31,6 +31,16 @@ final class Session: WorkerJob, @unchecked Sendable {
     private let flood = Mutex(FloodDetector(clock: ContinuousClock()))
     /// Worker-only: touched inside ``run()`` alone, which never runs on two threads at once.
     private var state: SessionState
+    /// Worker-only: what this session did, logged when it ends.
+    private var counters = Counters()
+
+    struct Counters {
+        var messagesIn = 0
+        var errors = 0
+        var messagesOut = 0
+        var batches = 0
+        var bytesOut = 0
+    }
 
     init(connection: ConnectionID, server: PinwheelServer) {
         self.connection = connection
@@ -85,12 +95,16 @@ final class Session: WorkerJob, @unchecked Sendable {
         case .message(let bytes, let receivedAt):
             state.received(bytes, at: receivedAt, clusterers: server.clusterers, output: &output)
             server.metrics.received(type: output.receivedType, bytes: bytes.count)
+            counters.messagesIn += 1
         case .tick:
             state.tick(output: &output)
         case .closed:
             state.closed = true
             // Here, after every earlier event of this session, so no later update brings it back.
             server.presence.remove(connection: connection)
+            let c = counters
+            server.logger.debug(
+                "session \(connection) ended: \(c.messagesIn) messages in (\(c.errors) errors), \(c.messagesOut) out (\(c.batches) batches, \(c.bytesOut) bytes)")
             return
         }
         deliver(output)
@@ -105,6 +119,10 @@ final class Session: WorkerJob, @unchecked Sendable {
                 state.closed = true
                 return
             }
+            counters.messagesOut += 1
+            counters.bytesOut += message.bytes.count
+            if message.type == "batch" { counters.batches += 1 }
+            if message.type == "error" { counters.errors += 1 }
         }
         if let latency = output.firstBatchLatency { server.metrics.firstBatch(after: latency) }
         if let viewport = output.served {

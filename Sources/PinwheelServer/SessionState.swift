@@ -90,15 +90,19 @@ struct SessionState {
     /// A timer fired: a held-back viewport may be due, or the pacer may send again.
     mutating func tick(output: inout SessionOutput) {
         tickDue = nil
-        serve(limiter.poll(), output: &output)
+        serve(limiter.poll(), heldBack: true, output: &output)
         carryOut(pacer.poll(), output: &output)
     }
 
     /// Carries out the rate limiter's decision.
-    private mutating func serve(_ action: RateLimiter<ContinuousClock, Arrival>.Action, output: inout SessionOutput) {
+    /// - Parameter heldBack: true when the viewport waited for the limiter's timer; its latency then
+    ///   counts from its release, as `viewportHz` (not the server's speed) decided the wait.
+    private mutating func serve(
+        _ action: RateLimiter<ContinuousClock, Arrival>.Action, heldBack: Bool = false, output: inout SessionOutput
+    ) {
         switch action {
         case .process(let arrival):
-            show(arrival.viewport, receivedAt: arrival.receivedAt, output: &output)
+            show(arrival.viewport, receivedAt: heldBack ? .now : arrival.receivedAt, output: &output)
         case .wait(let until):
             wake(at: until, output: &output)
         case .idle:

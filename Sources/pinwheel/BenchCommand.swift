@@ -13,7 +13,8 @@ struct BenchCommand: ParsableCommand {
         discussion: """
             Viewports are 1280×800 pixels on 512-pixel tiles, centred on random data points, at zooms \
             2, 5, 8, 11, 14 and 17. Each round queries every viewport once; median and p99 are over \
-            all rounds.
+            all rounds, in wall time and in the thread's CPU time (which leaves out time spent \
+            preempted on a busy machine).
             """)
 
     @Option(help: "Dataset file (.csv, .geojson or .ndjson).")
@@ -74,12 +75,17 @@ struct BenchCommand: ParsableCommand {
             let zoomItems = items.keys.sorted().map { "\"\($0)\":\(items[$0]!)" }.joined(separator: ",")
             let queryFields = results.map {
                 "\"\($0.zoom)\":{\"medianUs\":\(fixed($0.medianUs, 2)),\"p99Us\":\(fixed($0.p99Us, 2)),"
+                    + "\"cpuMedianUs\":\(fixed($0.cpuMedianUs, 2)),\"cpuP99Us\":\(fixed($0.cpuP99Us, 2)),"
                     + "\"featuresMedian\":\($0.featuresMedian)}"
             }.joined(separator: ",")
-            print(
-                "{\"points\":\(dataset.count),\"algorithm\":\"\(algorithm.rawValue)\",\"buildMs\":\(fixed(buildTime.ms, 1)),"
-                    + "\"buildCPUMs\":\(fixed(buildCPUMs, 1)),\"loadAverage\":\(fixed(loadBefore, 2)),\"peakRSSMB\":\(fixed(peakMB, 1)),\"bytesPerItem\":\(fixed(bytesPerItem, 2)),"
-                    + "\"itemsPerZoom\":{\(zoomItems)},\"queries\":{\(queryFields)}}")
+            let fields = [
+                "\"points\":\(dataset.count)", "\"algorithm\":\"\(algorithm.rawValue)\"",
+                "\"buildMs\":\(fixed(buildTime.ms, 1))", "\"buildCPUMs\":\(fixed(buildCPUMs, 1))",
+                "\"loadAverage\":\(fixed(loadBefore, 2))", "\"peakRSSMB\":\(fixed(peakMB, 1))",
+                "\"bytesPerItem\":\(fixed(bytesPerItem, 2))", "\"itemsPerZoom\":{\(zoomItems)}",
+                "\"queries\":{\(queryFields)}",
+            ]
+            print("{" + fields.joined(separator: ",") + "}")
             return
         }
         print("dataset: \(source), \(dataset.count) points")
@@ -92,10 +98,11 @@ struct BenchCommand: ParsableCommand {
                 + "\(fixed(bytesPerItem, 2)) bytes per item")
         print("items per zoom: " + items.keys.sorted().map { "\($0):\(items[$0]!)" }.joined(separator: " "))
         print("viewport 1280x800 px, 512-px tiles, \(queries) centres x \(rounds) rounds:")
-        print("zoom  median µs     p99 µs  features (median)")
+        print("zoom  median µs     p99 µs  CPU median  CPU p99  features (median)")
         for r in results {
             print(
                 pad(String(r.zoom), 4) + pad(fixed(r.medianUs, 2), 11) + pad(fixed(r.p99Us, 2), 11)
+                    + pad(fixed(r.cpuMedianUs, 2), 12) + pad(fixed(r.cpuP99Us, 2), 9)
                     + pad(String(r.featuresMedian), 19))
         }
     }
@@ -120,6 +127,9 @@ struct BenchCommand: ParsableCommand {
         var zoom: Int
         var medianUs: Double
         var p99Us: Double
+        /// The same over the thread's CPU time, which leaves out time spent preempted.
+        var cpuMedianUs: Double
+        var cpuP99Us: Double
         var featuresMedian: Int
     }
 
@@ -137,21 +147,27 @@ struct BenchCommand: ParsableCommand {
                     height: 800)
             }
             var micros: [Double] = []
+            var cpuMicros: [Double] = []
             var featureCounts: [Int] = []
             micros.reserveCapacity(boxes.count * rounds)
+            cpuMicros.reserveCapacity(boxes.count * rounds)
             for _ in 0..<rounds {
                 for box in boxes {
+                    let cpuStart = BenchCommand.threadCPUSeconds()
                     let start = clock.now
                     clusterer.features(in: box, zoom: Double(zoom), into: &out)
                     micros.append((clock.now - start).us)
+                    cpuMicros.append((BenchCommand.threadCPUSeconds() - cpuStart) * 1e6)
                     featureCounts.append(out.count)
                 }
             }
             micros.sort()
+            cpuMicros.sort()
             featureCounts.sort()
+            let p99 = min(micros.count - 1, Int((Double(micros.count) * 0.99).rounded(.up)) - 1)
             return ZoomResult(
-                zoom: zoom, medianUs: micros[micros.count / 2],
-                p99Us: micros[min(micros.count - 1, Int((Double(micros.count) * 0.99).rounded(.up)) - 1)],
+                zoom: zoom, medianUs: micros[micros.count / 2], p99Us: micros[p99],
+                cpuMedianUs: cpuMicros[cpuMicros.count / 2], cpuP99Us: cpuMicros[p99],
                 featuresMedian: featureCounts[featureCounts.count / 2])
         }
     }
@@ -172,6 +188,13 @@ struct BenchCommand: ParsableCommand {
     static func processCPUSeconds() -> Double {
         var now = timespec()
         clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now)
+        return Double(now.tv_sec) + Double(now.tv_nsec) * 1e-9
+    }
+
+    /// CPU time used by the calling thread so far, in seconds.
+    static func threadCPUSeconds() -> Double {
+        var now = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
         return Double(now.tv_sec) + Double(now.tv_nsec) * 1e-9
     }
 

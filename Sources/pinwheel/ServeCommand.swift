@@ -57,6 +57,9 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "Simulated tourists touring the map inside the server; open the page to see their viewports.")
     var bots = 0
 
+    @Option(help: "lws event loop: poll, or libev for many thousands of connections.")
+    var eventLoop = EventLoopBackend.poll.rawValue
+
     @Option(help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel = "info"
 
@@ -77,6 +80,9 @@ struct ServeCommand: ParsableCommand {
             throw ValidationError("--algorithm must be one of \(names), got \(algorithm)")
         }
         if (tlsCert == nil) != (tlsKey == nil) { throw ValidationError("--tls-cert and --tls-key go together") }
+        if EventLoopBackend(rawValue: eventLoop) == nil {
+            throw ValidationError("--event-loop must be poll or libev, got \(eventLoop)")
+        }
         if Logger.Level(rawValue: logLevel) == nil {
             throw ValidationError("--log-level must be trace, debug, info, notice, warning, error or critical")
         }
@@ -106,6 +112,7 @@ struct ServeCommand: ParsableCommand {
         configuration.algorithm = Algorithm(rawValue: algorithm) ?? .pcaTree
         configuration.tlsCertificate = tlsCert
         configuration.tlsKey = tlsKey
+        configuration.eventLoop = EventLoopBackend(rawValue: eventLoop) ?? .poll
 
         let source: DatasetSource
         if let data {

@@ -18,6 +18,14 @@ struct ClusterIndexTests {
         return Dataset(ids: (0..<n).map { UInt32(3 * $0 + 11) }, coordinates: coordinates)
     }
 
+    /// The index built on one thread and with every zoom of 50 items or more split over two threads.
+    static func builds(_ data: Dataset) throws -> [ClusterIndex] {
+        [
+            try ClusterIndex(dataset: data),
+            try ClusterIndex(dataset: data, options: ClusterOptions(), sumColumns: [], parallelFrom: 50),
+        ]
+    }
+
     static func world(_ index: ClusterIndex, _ zoom: Double) -> [Feature] {
         var out: [Feature] = []
         index.features(in: .world, zoom: zoom, into: &out)
@@ -33,15 +41,16 @@ struct ClusterIndexTests {
     func partition() throws {
         for seed in UInt64(1)...4 {
             let data = Self.dataset(seed: seed, count: 2500)
-            let index = try ClusterIndex(dataset: data)
             let all = Set(data.ids.map { FeatureID($0) })
-            for zoom in 0...18 {
-                let features = Self.world(index, Double(zoom))
-                #expect(features.reduce(0) { $0 + Int($1.count) } == data.count)
-                var seen: [FeatureID] = []
-                for f in features { seen += f.count == 1 && f.isPoint ? [f.id] : Self.leafIDs(index, f) }
-                #expect(seen.count == data.count && Set(seen) == all, "zoom \(zoom)")
-                #expect(Set(features.map(\.id)).count == features.count, "ids unique at zoom \(zoom)")
+            for index in try Self.builds(data) {
+                for zoom in 0...18 {
+                    let features = Self.world(index, Double(zoom))
+                    #expect(features.reduce(0) { $0 + Int($1.count) } == data.count)
+                    var seen: [FeatureID] = []
+                    for f in features { seen += f.count == 1 && f.isPoint ? [f.id] : Self.leafIDs(index, f) }
+                    #expect(seen.count == data.count && Set(seen) == all, "zoom \(zoom)")
+                    #expect(Set(features.map(\.id)).count == features.count, "ids unique at zoom \(zoom)")
+                }
             }
         }
     }
@@ -49,28 +58,29 @@ struct ClusterIndexTests {
     @Test("clusters at zoom z are unions of whole features of zoom z + 1, and parents point one zoom up")
     func wholeChildren() throws {
         let data = Self.dataset(seed: 9, count: 3000)
-        let index = try ClusterIndex(dataset: data)
-        #expect(Self.world(index, 0).allSatisfy { $0.parent == nil })
-        for zoom in 0...17 {
-            let coarse = Self.world(index, Double(zoom))
-            let fine = Self.world(index, Double(zoom + 1))
-            let coarseByID = Dictionary(uniqueKeysWithValues: coarse.map { ($0.id, $0) })
-            var countUnder: [FeatureID: Int] = [:]
-            var childrenOf: [FeatureID: Set<FeatureID>] = [:]
-            for f in fine {
-                let parent = try #require(f.parent)
-                #expect(coarseByID[parent] != nil, "parent of \(f.id) at zoom \(zoom + 1)")
-                countUnder[parent, default: 0] += Int(f.count)
-                childrenOf[parent, default: []].insert(f.id)
-            }
-            for c in coarse {
-                #expect(countUnder[c.id] == Int(c.count), "cluster \(c.id) at zoom \(zoom)")
-                // A cluster unchanged one zoom finer is its own only child there; children(of:) names the
-                // features of the zoom where it really splits.
-                if c.row < 0 && childrenOf[c.id] != [c.id] {
-                    let children = try #require(index.children(of: c.id))
-                    #expect(Set(children.map(\.id)) == childrenOf[c.id])
-                    #expect(children.reduce(0) { $0 + Int($1.count) } == Int(c.count))
+        for index in try Self.builds(data) {
+            #expect(Self.world(index, 0).allSatisfy { $0.parent == nil })
+            for zoom in 0...17 {
+                let coarse = Self.world(index, Double(zoom))
+                let fine = Self.world(index, Double(zoom + 1))
+                let coarseByID = Dictionary(uniqueKeysWithValues: coarse.map { ($0.id, $0) })
+                var countUnder: [FeatureID: Int] = [:]
+                var childrenOf: [FeatureID: Set<FeatureID>] = [:]
+                for f in fine {
+                    let parent = try #require(f.parent)
+                    #expect(coarseByID[parent] != nil, "parent of \(f.id) at zoom \(zoom + 1)")
+                    countUnder[parent, default: 0] += Int(f.count)
+                    childrenOf[parent, default: []].insert(f.id)
+                }
+                for c in coarse {
+                    #expect(countUnder[c.id] == Int(c.count), "cluster \(c.id) at zoom \(zoom)")
+                    // A cluster unchanged one zoom finer is its own only child there; children(of:) names the
+                    // features of the zoom where it really splits.
+                    if c.row < 0 && childrenOf[c.id] != [c.id] {
+                        let children = try #require(index.children(of: c.id))
+                        #expect(Set(children.map(\.id)) == childrenOf[c.id])
+                        #expect(children.reduce(0) { $0 + Int($1.count) } == Int(c.count))
+                    }
                 }
             }
         }
@@ -109,14 +119,19 @@ struct ClusterIndexTests {
         order.shuffle(using: &rng)
         let shuffled = Dataset(
             ids: order.map { data.ids[$0] }, coordinates: order.flatMap { [data.lon($0), data.lat($0)] })
-        let a = try ClusterIndex(dataset: data)
-        let b = try ClusterIndex(dataset: data)
-        let c = try ClusterIndex(dataset: shuffled)
         func key(_ f: Feature) -> String { "\(f.id) \(f.lat) \(f.lon) \(f.count) \(String(describing: f.parent))" }
-        for zoom in 0...17 {
-            let fa = Self.world(a, Double(zoom))
-            #expect(fa == Self.world(b, Double(zoom)))
-            #expect(Set(fa.map(key)) == Set(Self.world(c, Double(zoom)).map(key)), "zoom \(zoom)")
+        for parallelFrom in [Parallel.minimumItems, 50] {
+            let build = { (d: Dataset) in
+                try ClusterIndex(dataset: d, options: ClusterOptions(), sumColumns: [], parallelFrom: parallelFrom)
+            }
+            let a = try build(data)
+            let b = try build(data)
+            let c = try build(shuffled)
+            for zoom in 0...17 {
+                let fa = Self.world(a, Double(zoom))
+                #expect(fa == Self.world(b, Double(zoom)))
+                #expect(Set(fa.map(key)) == Set(Self.world(c, Double(zoom)).map(key)), "zoom \(zoom)")
+            }
         }
     }
 
@@ -331,7 +346,9 @@ struct ClusterIndexTests {
     @Test("bad options are rejected, naming the option")
     func badOptions() {
         let data = Dataset(ids: [1], coordinates: [0, 0])
-        #expect(throws: IndexError.invalidOption(name: "radius", value: "-1.0", expected: "a positive number of pixels")) {
+        #expect(
+            throws: IndexError.invalidOption(name: "radius", value: "-1.0", expected: "a positive number of pixels")
+        ) {
             try ClusterIndex(dataset: data, options: ClusterOptions(radius: -1))
         }
         #expect(throws: IndexError.self) { try ClusterIndex(dataset: data, options: ClusterOptions(maxZoom: 25)) }
@@ -345,5 +362,53 @@ struct ClusterIndexTests {
         let features = Self.world(index, 10)
         #expect(features.filter { $0.row < 0 }.map(\.count) == [3])
         #expect(Set(features.filter { $0.isPoint }.map(\.id)) == [4, 5])
+    }
+
+    @Test("other zoom ranges and radii keep every point in exactly one feature, parents one zoom up")
+    func otherOptions() throws {
+        let data = Self.dataset(seed: 12, count: 2000)
+        for options in [
+            ClusterOptions(minZoom: 3, maxZoom: 10), ClusterOptions(maxZoom: 20, radius: 80, extent: 256),
+            ClusterOptions(minZoom: 0, maxZoom: 0), ClusterOptions(radius: 512, extent: 512),
+        ] {
+            let index = try ClusterIndex(dataset: data, options: options)
+            for zoom in 0...(options.maxZoom + 2) {
+                let features = Self.world(index, Double(zoom))
+                #expect(features.reduce(0) { $0 + Int($1.count) } == data.count, "\(options) zoom \(zoom)")
+                let coarser = Set(Self.world(index, Double(zoom - 1)).map(\.id))
+                let atCoarsest = zoom <= options.minZoom
+                #expect(features.allSatisfy { atCoarsest ? $0.parent == nil : coarser.contains($0.parent!) })
+            }
+        }
+    }
+
+    @Test("greedy clustering leaves no two unclustered items within the radius of each other, at any zoom")
+    func greedyFindsEveryNeighbour() throws {
+        for seed in UInt64(1)...3 {
+            let data = Self.dataset(seed: seed, count: 3000)
+            for index in try Self.builds(data) {
+                for li in 0..<(index.levels.count - 1) {
+                    let level = index.levels[li]
+                    let r = index.options.radius(atZoom: level.zoom)
+                    // Items copied unchanged from the zoom below have exactly one child.
+                    var copies: [(x: Double, y: Double)] = []
+                    for i in 0..<level.count where level.firstChild[i + 1] - level.firstChild[i] == 1 {
+                        copies.append((level.xy[2 * i], level.xy[2 * i + 1]))
+                    }
+                    copies.sort { $0.x < $1.x }
+                    var closest: Double = .infinity
+                    for a in copies.indices {
+                        var b = a + 1
+                        while b < copies.count && copies[b].x - copies[a].x <= r {
+                            let dx: Double = copies[b].x - copies[a].x
+                            let dy: Double = copies[b].y - copies[a].y
+                            closest = min(closest, (dx * dx + dy * dy).squareRoot())
+                            b += 1
+                        }
+                    }
+                    #expect(closest > r, "zoom \(level.zoom): two unclustered items \(closest) apart, radius \(r)")
+                }
+            }
+        }
     }
 }

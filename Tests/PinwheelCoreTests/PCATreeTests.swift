@@ -108,7 +108,7 @@ struct PCATreeTests {
     func childrenPartition() throws {
         let data = PCATreeTests.blobs(seed: 5, count: 1_500, groups: [4])
         let tree = try PCATree(dataset: data)
-        for node in 0..<tree.nodeCount where tree.firstChild[node] >= 0 {
+        for node in 0..<tree.nodeCount where tree.nodes[node].firstChild >= 0 {
             let id = tree.wireID(node)
             let children = tree.children(of: id)!
             #expect(children.count == 2)
@@ -135,7 +135,8 @@ struct PCATreeTests {
                 sy += y
             }
             let n = Double(tree.size(of: node))
-            #expect(tree.boxes[4 * node..<4 * node + 4].elementsEqual([minX, minY, maxX, maxY]))
+            let box = tree.nodes[node]
+            #expect([box.minX, box.minY, box.maxX, box.maxY] == [minX, minY, maxX, maxY])
             #expect(abs(tree.centroids[2 * node] - sx / n) < 1e-12)
             #expect(abs(tree.centroids[2 * node + 1] - sy / n) < 1e-12)
         }
@@ -164,8 +165,24 @@ struct PCATreeTests {
         for i in 0..<50 { coordinates += [20, 86 + Double(i) * 0.05] }
         let data = Dataset(ids: (0..<250).map { UInt32($0) }, coordinates: coordinates)
         let tree = try PCATree(dataset: data)
-        for node in 0..<tree.nodeCount where tree.firstChild[node] < 0 { #expect(tree.size(of: node) == 1) }
+        for node in 0..<tree.nodeCount where tree.nodes[node].firstChild < 0 { #expect(tree.size(of: node) == 1) }
         #expect(tree.nodeCount == 2 * 250 - 1)
+    }
+
+    @Test("from the depth limit on nodes split by halves, so depth stays within limit + log2(n)")
+    func depthLimit() throws {
+        let data = PCATreeTests.blobs(seed: 13, count: 1_000, shuffledIDs: false)
+        let groups = SameCoordinateGroups(dataset: data)
+        let byRow = groups.groupIndexByRow(rowCount: data.count)
+        var limited = PCATreeBuilder(dataset: data, groups: groups, groupOfRow: byRow, pcaDepthLimit: 3)
+        limited.build()
+        #expect(Int(limited.depths.max()!) <= 3 + 10)
+        #expect(limited.nodes.count == 2 * data.count - 1)
+        for (node, record) in limited.nodes.enumerated() where record.firstChild >= 0 && limited.depths[node] >= 3 {
+            let (a, b) = (limited.nodes[Int(record.firstChild)].size, limited.nodes[Int(record.firstChild) + 1].size)
+            #expect(max(a, b) - min(a, b) <= 1, "node \(node) split \(a) / \(b)")
+        }
+        #expect(Set(limited.order) == Set(0..<UInt32(data.count)))
     }
 
     @Test("tree depth stays bounded for 1M points including 5,000 on one coordinate")
@@ -178,7 +195,7 @@ struct PCATreeTests {
         let tree = try PCATree(dataset: data)
         // A balanced tree over ~950k items is 20 deep; mean splits of skewed blobs cost some more.
         #expect(tree.depth <= 48, "depth \(tree.depth)")
-        let biggest = (0..<tree.nodeCount).filter { tree.firstChild[$0] < 0 }.map { tree.size(of: $0) }.max()
+        let biggest = (0..<tree.nodeCount).filter { tree.nodes[$0].firstChild < 0 }.map { tree.size(of: $0) }.max()
         #expect(biggest! >= 5_000)
         var out: [Feature] = []
         tree.features(in: .world, zoom: 0, into: &out)
@@ -276,7 +293,7 @@ struct PCATreeTests {
                         guard zoom < 17, feature.anchor == nil, let parent = feature.parent, parent != feature.id,
                             let node = tree.node(of: parent)
                         else { continue }
-                        #expect(tree.width(of: node) * 512 * pow(2, zoom) > 40)
+                        #expect(tree.nodes[node].width * 512 * pow(2, zoom) > 40)
                     }
                     swap(&before, &after)
                 }
@@ -371,7 +388,8 @@ struct PCATreeTests {
         var out: [Feature] = []
         tree.features(in: .world, zoom: 0, into: &out)
         #expect(out.count <= 32)
-        let leaf = try #require((0..<tree.nodeCount).first { tree.firstChild[$0] < 0 && tree.size(of: $0) == 5_000 })
+        let leaf = try #require(
+            (0..<tree.nodeCount).first { tree.nodes[$0].firstChild < 0 && tree.size(of: $0) == 5_000 })
         let group = tree.feature(node: leaf)
         #expect(group.count == 5_000 && group.lat == data.lat(0) && group.lon == data.lon(0))
         guard case .spread(let members) = tree.expansion(of: group.id, zoom: 15) else {
@@ -393,14 +411,14 @@ struct PCATreeTests {
         for i in 0..<50 { coordinates += [-60 + Double(i) * 2.5, -30 + Double(i % 9) * 6] }
         let data = Dataset(ids: (0..<62).map { UInt32($0) }, coordinates: coordinates)
         let tree = try PCATree(dataset: data, options: .init(sameCoordinateToleranceMetres: 50))
-        let leaf = try #require((0..<tree.nodeCount).first { tree.firstChild[$0] < 0 && tree.size(of: $0) > 1 })
+        let leaf = try #require((0..<tree.nodeCount).first { tree.nodes[$0].firstChild < 0 && tree.size(of: $0) > 1 })
         #expect(tree.size(of: leaf) == 12)
         for node in 0..<tree.nodeCount {
             for position in Int(tree.ranges[2 * node])..<Int(tree.ranges[2 * node + 1]) {
                 let row = Int(tree.order[position])
                 let (x, y) = (Mercator.x(lon: data.lon(row)), Mercator.y(lat: data.lat(row)))
-                #expect(x >= tree.boxes[4 * node] && x <= tree.boxes[4 * node + 2])
-                #expect(y >= tree.boxes[4 * node + 1] && y <= tree.boxes[4 * node + 3])
+                #expect(x >= tree.nodes[node].minX && x <= tree.nodes[node].maxX)
+                #expect(y >= tree.nodes[node].minY && y <= tree.nodes[node].maxY)
             }
         }
         // A small viewport around the last member only, away from the seed.
@@ -422,6 +440,8 @@ struct PCATreeTests {
                 Issue.record("expected a zoom")
                 continue
             }
+            // Asked from a deeper zoom, expanding still zooms in.
+            #expect(tree.expansion(of: cluster.id, zoom: zoom + 2.5) == .zoom(min(24, zoom + 3)))
             let centre = (x: Mercator.x(lon: cluster.lon), y: Mercator.y(lat: cluster.lat))
             for (z, shown) in [(zoom, false), (zoom - 1, true)] where z >= 0 {
                 let worldPixels = 256 * pow(2, z)
@@ -461,7 +481,7 @@ struct PCATreeTests {
         tree.features(in: .world, zoom: 0, into: &out)
         let total = out.reduce(0.0) { $0 + tree.sums(of: $1).first! }
         #expect(total == Double((0..<800).reduce(0) { $0 + $1 % 13 }))
-        for node in 0..<tree.nodeCount where tree.firstChild[node] >= 0 {
+        for node in 0..<tree.nodeCount where tree.nodes[node].firstChild >= 0 {
             let feature = tree.feature(node: node)
             let leaves = tree.leaves(of: feature.id, limit: Int.max, offset: 0)!
             let expected = leaves.reduce(0.0) { $0 + Double(values[Int($1.row)])! }

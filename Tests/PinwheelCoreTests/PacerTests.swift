@@ -173,6 +173,20 @@ struct PacerTests {
         #expect(pacer.poll() == .idle)
     }
 
+    @Test("a viewport larger than the kept scratch streams completely, and the next one diffs against it")
+    func largeViewport() {
+        let clock = ManualClock()
+        var pacer = P(clock: clock, options: options(batch: 500))
+        let big = (0..<6000).map { pin(FeatureID($0), lat: Double($0 % 80) / 10, lon: Double($0 / 80) / 10) }
+        let sent = drain(&pacer, clock, first: pacer.show(seq: 1, features: big, viewport: box(4, 4)))
+        #expect(sent.count == 12 && sent.last?.done == true)
+        #expect(versions(pacer.client) == versions(big))
+        let next = Array(big[3000...]) + [pin(9999, lat: 4, lon: 4)]
+        let more = drain(&pacer, clock, first: pacer.show(seq: 2, features: next, viewport: box(4, 4)))
+        #expect(more.flatMap(\.remove).count == 3000 && more.flatMap(\.add).map(\.id) == [9999])
+        #expect(versions(pacer.client) == versions(next))
+    }
+
     @Test("nothing is sent before the first viewport")
     func beforeFirst() {
         var pacer = P(clock: ManualClock())

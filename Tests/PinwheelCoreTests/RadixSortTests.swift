@@ -23,26 +23,29 @@ struct RadixSortTests {
 }
 
 extension RadixSortTests {
-    @Test("sorting packed keys by a bit range orders like a stable sort of that range")
+    @Test("sorting packed keys by a bit range, on one or two threads, orders like a stable sort of that range")
     func packedKeys() {
         for seed in UInt64(20)...30 {
             var rng = SplitMix64(seed: seed)
             let n = Int(rng.next() % 4000) + 2
             let lowBit = Int(rng.next() % 30)
             let bits = Int(rng.next() % UInt64(64 - lowBit)) + 1
-            var keys = (0..<n).map { _ in rng.next() }
+            let keys = (0..<n).map { _ in rng.next() }
             let mask: UInt64 = bits == 64 ? .max : (1 << UInt64(bits)) - 1
             let field = { (key: UInt64) in (key >> UInt64(lowBit)) & mask }
             let expected = keys.enumerated().sorted {
                 (field($0.element), $0.offset) < (field($1.element), $1.offset)
             }
-            var scratch = [UInt64](repeating: 0, count: n)
-            let inScratch = keys.withUnsafeMutableBufferPointer { k in
-                scratch.withUnsafeMutableBufferPointer { s in
-                    RadixSort.sortKeys(k, scratch: s, lowBit: lowBit, bits: bits)
+            for parallel in [false, true] {
+                var sorted = keys
+                var scratch = [UInt64](repeating: 0, count: n)
+                let inScratch = sorted.withUnsafeMutableBufferPointer { k in
+                    scratch.withUnsafeMutableBufferPointer { s in
+                        RadixSort.sortKeys(k, scratch: s, lowBit: lowBit, bits: bits, parallel: parallel)
+                    }
                 }
+                #expect((inScratch ? scratch : sorted) == expected.map(\.element), "parallel \(parallel)")
             }
-            #expect((inScratch ? scratch : keys) == expected.map(\.element))
         }
     }
 }

@@ -48,6 +48,27 @@ struct ViewportDiffTests {
         }
     }
 
+    @Test("the client set's dense slots stay consistent through random inserts and removes")
+    func slots() {
+        var rng = SeededRandom(seed: 5)
+        var set = ClientFeatureSet()
+        var model: [FeatureID: FeatureVersion] = [:]
+        for _ in 0..<20_000 {
+            let id = FeatureID(rng.next() % 300)
+            if rng.next() % 3 == 0 {
+                set.remove(id)
+                model[id] = nil
+            } else {
+                let f = pin(id, lat: Double(rng.next() % 4))
+                set.insert(f)
+                model[id] = f.version
+            }
+        }
+        #expect(versions(set) == model)
+        #expect(set.ids.count == model.count && Set(set.ids).count == model.count)
+        #expect(set.ids.indices.allSatisfy { set.entries[set.ids[$0]]?.slot == Int32($0) })
+    }
+
     @Test("a moved or recounted feature is an update, an unchanged one is nothing")
     func updates() {
         var client = ClientFeatureSet()

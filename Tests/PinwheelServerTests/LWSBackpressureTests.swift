@@ -5,7 +5,9 @@ import Testing
 
 @Suite("Backpressure, keepalive and many connections", .serialized)
 struct LWSBackpressureTests {
-    @Test("a client that stops reading is closed with 1008 at the cap, its queue never passes the cap, and another client keeps getting every message")
+    @Test(
+        "a stalled reader is closed with 1008 at the cap; its queue stays under it; another client gets all"
+    )
     func stalledReader() throws {
         let cap = 256 * 1024
         let (server, serverEvents) = try makeServer(echoPrefix: nil) { configuration in
@@ -32,7 +34,7 @@ struct LWSBackpressureTests {
         // Push to both until the stalled one is refused; pace the healthy one like an app watching depth.
         while ContinuousClock.now < deadline {
             stalledResult = server.send(message, to: stalledID)
-            if case let .queued(queued) = stalledResult { maxQueued = max(maxQueued, queued) } else { break }
+            if case .queued(let queued) = stalledResult { maxQueued = max(maxQueued, queued) } else { break }
             maxQueued = max(maxQueued, server.queuedBytes(for: stalledID) ?? 0)
             if (server.queuedBytes(for: healthyID) ?? 0) < cap / 2 {
                 #expect(server.send(message, to: healthyID) != .overCapacity)
@@ -122,7 +124,9 @@ struct LWSBackpressureTests {
         silent.stop()
     }
 
-    @Test("200 concurrent connections each get their own echo, on poll and on libev", arguments: EventLoopBackend.allCases)
+    @Test(
+        "200 concurrent connections each get their own echo, on poll and on libev", arguments: EventLoopBackend.allCases
+    )
     func manyConnections(backend: EventLoopBackend) throws {
         let (server, serverEvents) = try makeServer { $0.eventLoop = backend }
         let (client, events) = try makeClient { $0.eventLoop = backend }

@@ -20,7 +20,9 @@ struct LWSConfigurationTests {
         #expect(refusal { $0.port = 70_000 } == .invalidConfiguration(field: "port", value: "70000"))
         #expect(refusal { $0.maxMessageBytes = 0 } == .invalidConfiguration(field: "maxMessageBytes", value: "0"))
         #expect(refusal { $0.subprotocol = "a, b" } == .invalidConfiguration(field: "subprotocol", value: "a, b"))
-        #expect(refusal { $0.routes["healthz"] = { _ in HTTPResponse(text: "") } } == .invalidConfiguration(field: "routes", value: "healthz"))
+        #expect(
+            refusal { $0.routes["healthz"] = { _ in HTTPResponse(text: "") } }
+                == .invalidConfiguration(field: "routes", value: "healthz"))
         #expect(
             refusal { $0.staticMounts = [StaticMount(urlPath: "/", directory: "/no/such/dir")] }
                 == .invalidConfiguration(field: "staticMounts.directory (no such directory)", value: "/no/such/dir"))
@@ -39,12 +41,15 @@ struct LWSConfigurationTests {
         #expect {
             try second.start(delegate: RecordingServerDelegate())
         } throws: { error in
-            guard case let .lwsCallFailed(function, _) = error as? TransportError else { return false }
+            guard case .lwsCallFailed(let function, _) = error as? TransportError else { return false }
             return function == "lws_create_vhost"
         }
         second.stop()
         // The first server is unaffected.
-        #expect(try probe(url: "ws://127.0.0.1:\(first.port)/", sends: [.text("still")], receive: 1).received == ["echo:still"])
+        #expect(
+            try probe(url: "ws://127.0.0.1:\(first.port)/", sends: [.text("still")], receive: 1).received == [
+                "echo:still"
+            ])
     }
 
     @Test("start twice is refused")
@@ -79,7 +84,9 @@ struct LWSConfigurationTests {
         defer { server.stop() }
         let (client, events) = try makeClient { $0.allowSelfSignedCertificates = true }
         defer { client.stop() }
-        let id = try client.connect(to: "wss://127.0.0.1:\(server.port)/", subprotocol: "pinwheel.v1", origin: "https://127.0.0.1:\(server.port)")
+        let id = try client.connect(
+            to: "wss://127.0.0.1:\(server.port)/", subprotocol: "pinwheel.v1",
+            origin: "https://127.0.0.1:\(server.port)")
         client.send("secret", to: id)
         #expect(eventually { events.messages(id) == ["echo:secret"] })
         #expect(serverEvents.events.withLock { $0.opened.first?.origin } == "https://127.0.0.1:\(server.port)")

@@ -10,7 +10,8 @@ struct LWSHTTPTests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         try "<!doctype html><title>pinwheel</title>".write(
             to: directory.appendingPathComponent("index.html"), atomically: true, encoding: .utf8)
-        try "console.log('app');".write(to: directory.appendingPathComponent("app.js"), atomically: true, encoding: .utf8)
+        try "console.log('app');".write(
+            to: directory.appendingPathComponent("app.js"), atomically: true, encoding: .utf8)
         return directory
     }
 
@@ -23,7 +24,8 @@ struct LWSHTTPTests {
             ]
             configuration.routes["/healthz"] = { _ in HTTPResponse(text: "ok\n") }
             configuration.routes["/metrics"] = { request in
-                HTTPResponse(contentType: "text/plain; version=0.0.4", text: request.query == "small" ? "tiny\n" : bigBody)
+                HTTPResponse(
+                    contentType: "text/plain; version=0.0.4", text: request.query == "small" ? "tiny\n" : bigBody)
             }
             configuration.routes["/empty"] = { _ in HTTPResponse(status: 204, contentType: "text/plain", body: []) }
         }
@@ -54,7 +56,9 @@ struct LWSHTTPTests {
         let server = try makeHTTPServer(web: web)
         defer { server.stop() }
         let base = "http://127.0.0.1:\(server.port)"
-        #expect(try curl(["-w", " %{http_code} %{content_type}", base + "/healthz"]) == "ok\n 200 text/plain; charset=utf-8")
+        #expect(
+            try curl(["-w", " %{http_code} %{content_type}", base + "/healthz"]) == "ok\n 200 text/plain; charset=utf-8"
+        )
         // 20,000 lines (about 300 KB) leave in several chunks.
         let metrics = try curl([base + "/metrics"])
         #expect(metrics.count == (0..<20_000).map { "metric_\($0) 1\n" }.joined().count)

@@ -26,11 +26,11 @@ enum ProbeSend {
 
     var json: [String: Any] {
         switch self {
-        case let .text(text): return ["text": text]
-        case let .repeated(character, count): return ["repeat": String(character), "count": count]
-        case let .fragments(parts): return ["fragments": parts]
-        case let .binary(bytes): return ["binary_hex": bytes.map { String(format: "%02x", $0) }.joined()]
-        case let .rawText(bytes): return ["raw_text_hex": bytes.map { String(format: "%02x", $0) }.joined()]
+        case .text(let text): return ["text": text]
+        case .repeated(let character, let count): return ["repeat": String(character), "count": count]
+        case .fragments(let parts): return ["fragments": parts]
+        case .binary(let bytes): return ["binary_hex": bytes.map { String(format: "%02x", $0) }.joined()]
+        case .rawText(let bytes): return ["raw_text_hex": bytes.map { String(format: "%02x", $0) }.joined()]
         }
     }
 }
@@ -59,47 +59,48 @@ func probe(
 }
 
 private let probeScript = #"""
-import json, ssl, sys
-from websockets.sync.client import connect
-from websockets.exceptions import ConnectionClosed
+    import json, ssl, sys
+    from websockets.sync.client import connect
+    from websockets.exceptions import ConnectionClosed
 
-args = json.loads(sys.argv[1])
-out = {"opened": False, "subprotocol": None, "received": [], "close_code": None, "close_reason": None, "error": None}
+    args = json.loads(sys.argv[1])
+    out = {"opened": False, "subprotocol": None, "received": [],
+           "close_code": None, "close_reason": None, "error": None}
 
-def exchange(ws):
-    out["opened"] = True
-    out["subprotocol"] = ws.subprotocol
-    try:
-        for item in args["send"]:
-            if "text" in item: ws.send(item["text"])
-            elif "repeat" in item: ws.send(item["repeat"] * item["count"])
-            elif "fragments" in item: ws.send(iter(item["fragments"]))
-            elif "binary_hex" in item: ws.send(bytes.fromhex(item["binary_hex"]))
-            elif "raw_text_hex" in item: ws.send(bytes.fromhex(item["raw_text_hex"]), text=True)
-        for _ in range(args["receive"]):
-            out["received"].append(ws.recv(timeout=args["timeout"]))
-        if args["wait_for_close"]:
-            while True:
+    def exchange(ws):
+        out["opened"] = True
+        out["subprotocol"] = ws.subprotocol
+        try:
+            for item in args["send"]:
+                if "text" in item: ws.send(item["text"])
+                elif "repeat" in item: ws.send(item["repeat"] * item["count"])
+                elif "fragments" in item: ws.send(iter(item["fragments"]))
+                elif "binary_hex" in item: ws.send(bytes.fromhex(item["binary_hex"]))
+                elif "raw_text_hex" in item: ws.send(bytes.fromhex(item["raw_text_hex"]), text=True)
+            for _ in range(args["receive"]):
                 out["received"].append(ws.recv(timeout=args["timeout"]))
-    except ConnectionClosed as e:
-        out["closed_by"] = repr(e)
-    received = ws.protocol.close_rcvd
-    if received is not None:
-        out["close_code"] = received.code
-        out["close_reason"] = received.reason
+            if args["wait_for_close"]:
+                while True:
+                    out["received"].append(ws.recv(timeout=args["timeout"]))
+        except ConnectionClosed as e:
+            out["closed_by"] = repr(e)
+        received = ws.protocol.close_rcvd
+        if received is not None:
+            out["close_code"] = received.code
+            out["close_reason"] = received.reason
 
-tls = None
-if args["url"].startswith("wss://"):
-    # Tests use a throwaway self-signed certificate.
-    tls = ssl.create_default_context()
-    tls.check_hostname = False
-    tls.verify_mode = ssl.CERT_NONE
-try:
-    with connect(args["url"], ssl=tls, subprotocols=args["subprotocols"], origin=args["origin"],
-                 compression=args["compression"], proxy=None, max_size=None,
-                 open_timeout=args["timeout"], close_timeout=args["timeout"], ping_interval=None) as ws:
-        exchange(ws)
-except Exception as e:
-    out["error"] = type(e).__name__ + ": " + str(e)
-print(json.dumps(out))
-"""#
+    tls = None
+    if args["url"].startswith("wss://"):
+        # Tests use a throwaway self-signed certificate.
+        tls = ssl.create_default_context()
+        tls.check_hostname = False
+        tls.verify_mode = ssl.CERT_NONE
+    try:
+        with connect(args["url"], ssl=tls, subprotocols=args["subprotocols"], origin=args["origin"],
+                     compression=args["compression"], proxy=None, max_size=None,
+                     open_timeout=args["timeout"], close_timeout=args["timeout"], ping_interval=None) as ws:
+            exchange(ws)
+    except Exception as e:
+        out["error"] = type(e).__name__ + ": " + str(e)
+    print(json.dumps(out))
+    """#

@@ -33,19 +33,19 @@ final class SilentRawClient {
     }
 
     private static let script = #"""
-import base64, os, socket, sys, time
-port, seconds = int(sys.argv[1]), int(sys.argv[2])
-s = socket.socket()
-s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-s.connect(("127.0.0.1", port))
-key = base64.b64encode(os.urandom(16)).decode()
-s.sendall(("GET / HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-           "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: pinwheel.v1\r\n\r\n"
-           % (port, key)).encode())
-head = b""
-while b"\r\n\r\n" not in head:
-    head += s.recv(1)
-sys.stdout.write("open\n"); sys.stdout.flush()
-time.sleep(seconds)
-"""#
+        import base64, os, socket, sys, time
+        port, seconds = int(sys.argv[1]), int(sys.argv[2])
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.connect(("127.0.0.1", port))
+        key = base64.b64encode(os.urandom(16)).decode()
+        s.sendall(("GET / HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                   "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: pinwheel.v1\r\n\r\n"
+                   % (port, key)).encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += s.recv(1)
+        sys.stdout.write("open\n"); sys.stdout.flush()
+        time.sleep(seconds)
+        """#
 }

@@ -42,7 +42,8 @@ final class RecordingServerDelegate: WebSocketServerDelegate {
         }
     }
 
-    func webSocketServer(_ server: WebSocketServer, didClose connection: ConnectionID, code: CloseCode, reason: String) {
+    func webSocketServer(_ server: WebSocketServer, didClose connection: ConnectionID, code: CloseCode, reason: String)
+    {
         events.withLock { $0.closed[connection] = (code, reason) }
     }
 
@@ -72,7 +73,8 @@ final class RecordingClientDelegate: WebSocketClientDelegate {
         events.withLock { $0.messages[connection, default: []].append(message) }
     }
 
-    func webSocketClient(_ client: WebSocketClient, didClose connection: ConnectionID, code: CloseCode, reason: String) {
+    func webSocketClient(_ client: WebSocketClient, didClose connection: ConnectionID, code: CloseCode, reason: String)
+    {
         events.withLock { $0.closed[connection] = (code, reason) }
     }
 

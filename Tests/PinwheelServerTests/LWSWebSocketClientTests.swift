@@ -19,7 +19,9 @@ struct LWSWebSocketClientTests {
         #expect(client.send("x", to: id) == .notConnected)
     }
 
-    @Test("bad URLs are refused before anything is queued", arguments: ["http://127.0.0.1/", "ws://", "ws://host:0/", "ws://host:99999/", "ws://[::1/"])
+    @Test(
+        "bad URLs are refused before anything is queued",
+        arguments: ["http://127.0.0.1/", "ws://", "ws://host:0/", "ws://host:99999/", "ws://[::1/"])
     func badURL(url: String) throws {
         let (client, _) = try makeClient()
         defer { client.stop() }
@@ -98,7 +100,9 @@ struct LWSWebSocketClientTests {
         let (server, serverEvents) = try makeServer()
         defer { server.stop() }
         let (client, _) = try makeClient()
-        let ids = try (0..<3).map { _ in try client.connect(to: "ws://127.0.0.1:\(server.port)/", subprotocol: "pinwheel.v1") }
+        let ids = try (0..<3).map { _ in
+            try client.connect(to: "ws://127.0.0.1:\(server.port)/", subprotocol: "pinwheel.v1")
+        }
         #expect(eventually { serverEvents.openCount == 3 })
         client.stop()
         #expect(eventually { serverEvents.closedCount == 3 })

@@ -26,7 +26,8 @@ struct LWSWebSocketServerTests {
     func defaultProtocol() throws {
         let (server, _) = try makeServer()
         defer { server.stop() }
-        let result = try probe(url: "ws://127.0.0.1:\(server.port)/", subprotocols: nil, sends: [.text("hi")], receive: 1)
+        let result = try probe(
+            url: "ws://127.0.0.1:\(server.port)/", subprotocols: nil, sends: [.text("hi")], receive: 1)
         #expect(result.opened)
         #expect(result.received == ["echo:hi"])
         let (client, events) = try makeClient()
@@ -47,7 +48,10 @@ struct LWSWebSocketServerTests {
                 receive: 3)
             #expect(result.error == nil)
             #expect(result.subprotocol == "pinwheel.v1")
-            #expect(result.received == ["echo:héllo 🌍", "echo:fragmented", "echo:" + String(repeating: "x", count: 60_000)])
+            #expect(
+                result.received == [
+                    "echo:héllo 🌍", "echo:fragmented", "echo:" + String(repeating: "x", count: 60_000),
+                ])
         }
     }
 
@@ -108,7 +112,8 @@ struct LWSWebSocketServerTests {
         defer { server.stop() }
         for deflate in [true, false] {
             let result = try probe(
-                url: "ws://127.0.0.1:\(server.port)/", deflate: deflate, sends: [.binary([1, 2, 3])], waitForClose: true)
+                url: "ws://127.0.0.1:\(server.port)/", deflate: deflate, sends: [.binary([1, 2, 3])], waitForClose: true
+            )
             #expect(result.closeCode == 1003)
             #expect(result.closeReason == "binary frames are not accepted")
         }
@@ -161,7 +166,9 @@ struct LWSWebSocketServerTests {
         let (server, serverEvents) = try makeServer()
         let (client, events) = try makeClient()
         defer { client.stop() }
-        let ids = try (0..<5).map { _ in try client.connect(to: "ws://127.0.0.1:\(server.port)/", subprotocol: "pinwheel.v1") }
+        let ids = try (0..<5).map { _ in
+            try client.connect(to: "ws://127.0.0.1:\(server.port)/", subprotocol: "pinwheel.v1")
+        }
         #expect(eventually { ids.allSatisfy(events.isOpen) })
         let port = server.port
         let python = Mutex<ProbeResult?>(nil)
@@ -180,6 +187,10 @@ struct LWSWebSocketServerTests {
         #expect(events.close(ids[0])?.reason == "server shutting down")
         #expect(eventually { python.withLock { $0?.closeCode } == 1001 })
         #expect(server.send("late", to: ConnectionID(rawValue: 1)) == .notConnected)
+        // A second stop finds the thread gone and returns at once.
+        let again = ContinuousClock.now
+        server.stop()
+        #expect(ContinuousClock.now - again < .milliseconds(100))
     }
 
     @Test("requestStop from another thread stops the loop without a caller waiting")

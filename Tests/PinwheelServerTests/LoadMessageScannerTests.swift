@@ -58,7 +58,7 @@ struct LoadMessageScannerTests {
     func randomBatches() throws {
         let awkward = ["plain", "br{ce", "q\"uote", "back\\slash", "]", "new\nline", "ünï"]
         for seed in UInt64(0)..<200 {
-            var random = SplitMix64(seed: seed)
+            var random = PinwheelCore.SplitMix64(seed: seed)
             var writer = JSONWriter()
             var lengths: [Int] = []
             var ids: [UInt64] = []

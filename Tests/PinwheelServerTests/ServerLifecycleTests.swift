@@ -4,7 +4,7 @@ import Testing
 
 @testable import PinwheelServer
 
-@Suite("HTTP routes, backpressure and shutdown")
+@Suite("HTTP routes, backpressure and shutdown", .serialized)
 struct ServerLifecycleTests {
     @Test("the page, Debian's Leaflet, /healthz and /metrics are served on the WebSocket's port")
     func httpRoutes() async throws {
@@ -85,6 +85,40 @@ struct ServerLifecycleTests {
             groups[Coordinate(lat: dataset.lat(row), lon: dataset.lon(row)), default: []].append(dataset.ids[row])
         }
         return groups.values.max { $0.count < $1.count }?.min()
+    }
+
+    @Test("with --tls-cert and --tls-key the page and the stream are served over https and wss")
+    func tls() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pinwheel-tls-\(getpid())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let openssl = Process()
+        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        openssl.arguments = [
+            "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", dir.path + "/key.pem", "-out",
+            dir.path + "/cert.pem", "-days", "2", "-subj", "/CN=localhost",
+        ]
+        openssl.standardError = FileHandle.nullDevice
+        try openssl.run()
+        openssl.waitUntilExit()
+        #expect(openssl.terminationStatus == 0)
+        let server = try TestServer {
+            $0.tlsCertificate = dir.path + "/cert.pem"
+            $0.tlsKey = dir.path + "/key.pem"
+        }
+        let driver = try WSDriver()
+        let url = "wss://127.0.0.1:\(server.port)/"
+        let opened = try await driver.connect("a", url: url, origin: "https://127.0.0.1:\(server.port)")
+        #expect(opened["event"].string == "open", "\(opened)")
+        #expect(try await driver.message("a", type: "hello")["protocol"].string == "pinwheel.v1")
+        driver.send("a", viewport(1, europe, zoom: 4))
+        var view = ClientView()
+        try await driver.drain("a", seq: 1, into: &view)
+        #expect(Set(view.features.keys) == Set(server.coreFeatures(bbox: europe, zoom: 4).keys))
+        let health = try await server.get("/healthz", https: true)
+        #expect(health.status == 200 && health.body.hasPrefix("ok"))
+        let page = try await server.get("/", https: true)
+        #expect(page.status == 200 && page.body.contains("<html"))
     }
 
     @Test("stop closes every session with 1001")

@@ -8,7 +8,7 @@ import Testing
 let europe: [Double] = [-5, 42, 15, 52]
 let europeEast: [Double] = [1.7, 42, 21.7, 52]
 
-@Suite("Streaming over a real WebSocket")
+@Suite("Streaming over a real WebSocket", .serialized)
 struct StreamingTests {
     @Test("the handshake picks pinwheel.v1 and the first message is hello")
     func handshakeAndHello() async throws {

@@ -5,6 +5,8 @@ import csv
 import re
 import time
 
+import pytest
+
 from browser_support import (ROOT, markers, open_map, reference_client, screenshot, server_features, set_view,
                       wait_settled)
 
@@ -28,15 +30,18 @@ def cluster_near_center(page, min_count=3):
     )
 
 
-def test_markers_are_exactly_what_the_server_computed_for_the_viewport(page, server):
-    open_map(page, server, *EUROPE)
+@pytest.mark.parametrize("algorithm, view", [("pca-tree", EUROPE), ("hierarchical", (51.8, 1.5, 7))])
+def test_markers_are_exactly_what_the_server_computed_for_the_viewport(page, server, algorithm, view):
+    open_map(page, server, *view, algorithm=algorithm)
     shown = markers(page)
     viewport = page.evaluate("() => pinwheel.state.lastViewport")
     assert len(shown) >= 10 and any(c > 1 for c in shown.values())
-    assert shown == server_features(server, viewport)
+    assert shown == server_features(server, viewport, algorithm)
     counts = page.evaluate("() => [pinwheel.state.points, pinwheel.state.clusters]")
     assert counts == [sum(1 for c in shown.values() if c == 1), sum(1 for c in shown.values() if c > 1)]
-    screenshot(page, "page-europe.png")
+    drawn = page.evaluate("() => Array.from(pinwheel.state.markers.values()).filter(e => pinwheel.map.hasLayer(e.layer)).length")
+    assert drawn == len(shown)
+    screenshot(page, f"page-{algorithm}.png")
     assert page.console_log.errors == []
 
 
@@ -89,8 +94,11 @@ def test_zooming_into_a_cluster_replaces_it_with_its_children_and_zooming_out_me
             assert abs(c["origin"][0] - cluster["lat"]) < 1e-6 and abs(c["origin"][1] - cluster["lon"]) < 1e-6
     assert shown == server_features(server, page.evaluate("() => pinwheel.state.lastViewport"), "hierarchical")
 
+    merges = page.evaluate("() => pinwheel.state.counters.merges")
     set_view(page, cluster["lat"], cluster["lon"], zoom)
     assert markers(page).get(cluster["id"]) == cluster["count"], "zooming back out brings back the same cluster"
+    assert page.evaluate("() => pinwheel.state.counters.merges") - merges >= len(children), \
+        "the children moved into their cluster before vanishing"
     assert page.console_log.errors == []
 
 
@@ -147,6 +155,21 @@ def test_the_hud_figures_move_with_the_stream(page, server):
     assert second["bytes"] != first["bytes"]
     assert [int(second[k].replace(",", "")) for k in ("points", "clusters")] == page.evaluate(
         "() => [pinwheel.state.points, pinwheel.state.clusters]")
+    assert page.console_log.errors == []
+
+
+def test_a_slow_pace_shows_batches_in_flight_and_still_ends_with_the_servers_markers(page, server):
+    open_map(page, server, 51.8, 1.5, 7, algorithm="hierarchical")
+    page.click(".settings summary")
+    page.fill("#set-pace", "2")  # 0.05 markers per millisecond: about one marker per frame
+    assert page.inner_text("#set-pace-out") == "0.05/ms"
+    page.evaluate("() => { pinwheel.map.setView([48.0, 10.0], 7, {animate: false}); }")
+    page.wait_for_function("() => document.getElementById('hud-inflight').textContent !== '0'")
+    assert page.evaluate("() => pinwheel.state.inFlight") > 0
+    page.fill("#set-pace", "8")  # back to max
+    assert page.inner_text("#set-pace-out") == "max"
+    wait_settled(page)
+    assert markers(page) == server_features(server, page.evaluate("() => pinwheel.state.lastViewport"), "hierarchical")
     assert page.console_log.errors == []
 
 

@@ -12,6 +12,7 @@ Commands (`id` names a connection):
   {"op":"connect",…,"read":false}                 a stalled reader (raw socket, tiny receive buffer)
   {"op":"read","id":"a","read":true}              resume reading (a stalled reader: until its close)
   {"op":"close","id":"a"}
+  {"op":"flood","id":"a","text":"…","rate":300,"seconds":8}   sends text at that rate
   {"op":"swarm","url":…,"n":200,"viewport":{…},"origin":…}  n sessions at once, each: hello, one
       viewport, batches acked until done -> {"event":"swarm","ok":…,"failed":…,"features":[…],"errors":[…]}
 Events: {"event":"message","id":"a","data":<the JSON message>}, {"event":"close","id":"a","code":…,"reason":…}
@@ -22,6 +23,7 @@ import base64
 import json
 import os
 import socket
+import ssl
 import struct
 import sys
 import urllib.parse
@@ -150,6 +152,12 @@ async def open_connection(command):
     }
     if "origin" in command:
         kwargs["origin"] = command["origin"]
+    if command["url"].startswith("wss://"):
+        # Tests use a throw-away self-signed certificate.
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        kwargs["ssl"] = context
     return await connect(command["url"], **kwargs)
 
 
@@ -178,6 +186,23 @@ async def swarm_member(command, index, results):
     except Exception as error:  # reported to the test, which fails on any
         results["failed"] += 1
         results["errors"].append(f"{index}: {error!r}")
+
+
+async def flood(conn, command):
+    """Sends `text` `rate` times a second for `seconds` seconds, in slices every 50 ms."""
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    sent = 0
+    try:
+        while loop.time() - started < command["seconds"]:
+            due = int((loop.time() - started) * command["rate"]) + 1
+            for _ in range(due - sent):
+                await conn.ws.send(command["text"])
+            sent = due
+            await asyncio.sleep(0.05)
+    except ConnectionClosed:
+        pass
+    emit({"event": "flooded", "id": conn.cid, "sent": sent})
 
 
 async def swarm(command):
@@ -242,6 +267,8 @@ async def main():
             conn.reading.set() if command.get("read", True) else conn.reading.clear()
         elif op == "close":
             await connections[cid].ws.close()
+        elif op == "flood":
+            tasks.add(asyncio.create_task(flood(connections[cid], command)))
         elif op == "swarm":
             task = asyncio.create_task(swarm(command))
             tasks.add(task)

@@ -254,7 +254,7 @@ public enum CSVParser {
         /// The field as text, doubled quotes undone; nil when it is not UTF-8.
         mutating func text(_ f: Field) -> String? {
             let span = UnsafeBufferPointer(rebasing: bytes[f.start..<f.end])
-            guard f.escapedQuotes else { return String(validating: span, as: UTF8.self) }
+            guard f.escapedQuotes else { return UTF8Text.string(span) }
             scratch.removeAll(keepingCapacity: true)
             var k = 0
             while k < span.count {
@@ -262,7 +262,7 @@ public enum CSVParser {
                 // Doubled quotes were checked while splitting; keep one of each pair.
                 k += span[k] == UInt8(ascii: "\"") ? 2 : 1
             }
-            return String(validating: scratch, as: UTF8.self)
+            return UTF8Text.string(scratch)
         }
 
         /// The field for an error message, with anything not UTF-8 replaced.

@@ -111,7 +111,7 @@ struct DatasetBuilder {
         }
     }
 
-    /// Appends one good row; `rowValues` must hold one value per property column.
+    /// Appends the id and coordinates of a good row (its property values are appended by the caller).
     mutating func append(id: UInt32, lat: Double, lon: Double) {
         ids.append(id)
         coordinates.append(lon)  // x at 2i

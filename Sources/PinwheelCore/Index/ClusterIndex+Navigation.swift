@@ -27,16 +27,16 @@ extension ClusterIndex {
         var stack: [(li: Int, item: Int)] = [start]
         while let (li, item) = stack.popLast(), out.count < limit {
             let level = levels[li]
-            let count = Int(level.counts[item])
+            let meta = level.meta[item]
+            let count = Int(ItemMeta.count(meta))
             if skip >= count {
                 skip -= count
                 continue
             }
-            if level.isRaw || level.ref(item) >> ZoomLevel.originBits == 0 {
-                // A raw item (point or group), possibly passed up unchanged.
-                let raw = rawItem(underItem: item, level: li)
-                let ref = Int(rawRefs[raw])
-                let rows = ref >= 0 ? [Int32(ref)] : Array(groups.rows(of: -ref - 1))
+            if !ItemMeta.isCluster(meta) {
+                // A point or group, possibly passed up unchanged.
+                let payload = Int(ItemMeta.payload(meta))
+                let rows = ItemMeta.tag(meta) == 0 ? [Int32(payload)] : Array(groups.rows(of: payload))
                 for row in rows.dropFirst(skip) where out.count < limit { out.append(leaf(row: Int(row))) }
                 skip = 0
                 continue
@@ -53,7 +53,8 @@ extension ClusterIndex {
             return .zoom(Double(levels[li].zoom + 1))
         }
         guard let row = row(ofID: id), let raw = rawItem(containingRow: row) else { return nil }
-        guard rawRefs[raw] < 0 else { return .zoom(zoom) }
+        let rawMeta = levels[levels.count - 1].meta[raw]
+        guard ItemMeta.tag(rawMeta) == ItemMeta.groupTag else { return .zoom(zoom) }
         // A same-coordinate group: its spread at this zoom, coming out of whatever holds it here.
         let li = levelIndex(zoom: zoom)
         let holder = ancestor(ofRaw: raw, level: li)
@@ -65,7 +66,7 @@ extension ClusterIndex {
             withContext(level: li, spreadZoom: spreadZoom) { emit($0, item: holder, scratch: &scratch, into: &out) }
         } else {
             appendSpread(
-                group: Int(-rawRefs[raw] - 1), zoom: spreadZoom, parent: holderID, membersAreOwnParents: false,
+                group: Int(ItemMeta.payload(rawMeta)), zoom: spreadZoom, parent: holderID, membersAreOwnParents: false,
                 scratch: &scratch, into: &out)
         }
         return .spread(out)
@@ -110,9 +111,10 @@ extension ClusterIndex {
         let target = GridOrder.key(
             x: Mercator.x(lon: dataset.lon(row)), y: Mercator.y(lat: dataset.lat(row)), bits: raw.gridBits)
         func holds(_ r: Int) -> Bool {
-            let ref = Int(rawRefs[r])
-            if ref >= 0 { return ref == row }
-            let members = groups.rows(of: -ref - 1)
+            let meta = raw.meta[r]
+            let payload = Int(ItemMeta.payload(meta))
+            if ItemMeta.tag(meta) == 0 { return payload == row }
+            let members = groups.rows(of: payload)
             return members.contains(Int32(row))
         }
         // The item sits at the row's own coordinate, so in its cell...
@@ -146,11 +148,6 @@ extension ClusterIndex {
         return item
     }
 
-    /// The raw item under an item that is a raw item passed up unchanged.
-    private func rawItem(underItem item: Int, level li: Int) -> Int {
-        levels[li].isRaw ? item : Int(levels[li].ref(item) & ZoomLevel.originMask)
-    }
-
     /// A cluster id's item at the zoom that created it, nil when no cluster has this id.
     func clusterItem(_ id: FeatureID) -> (li: Int, item: Int)? {
         let tag = Int(id >> 32)
@@ -160,7 +157,7 @@ extension ClusterIndex {
         let li = zoom - options.minZoom
         let item = ancestor(ofRaw: raw, level: li)
         // The seed's ancestor at that zoom is the cluster, if the id names one.
-        guard identity(level: li, item: item).id == id, levels[li].ref(item) >> ZoomLevel.originBits == tag else {
+        guard identity(level: li, item: item).id == id, ItemMeta.tag(levels[li].meta[item]) == tag else {
             return nil
         }
         return (li, item)

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Viewport queries: a scan of one zoom's cell-key order, emitting clusters, points and spread groups.
 extension ClusterIndex {
     public func features(in bbox: BBox, zoom: Double, into out: inout [Feature]) {
@@ -6,7 +8,8 @@ extension ClusterIndex {
         let li = levelIndex(zoom: zoom)
         let minY = Mercator.y(lat: bbox.north)
         let maxY = Mercator.y(lat: bbox.south)
-        withContext(level: li, spreadZoom: ClusterIndex.spreadZoom(zoom)) { context in
+        let beyondRaw = zoom.isFinite && floor(zoom) > Double(options.maxZoom + 1)
+        withContext(level: li, spreadZoom: ClusterIndex.spreadZoom(zoom), ownParents: beyondRaw) { context in
             if bbox.crossesAntimeridian {
                 let west = MercatorRect(minX: Mercator.x(lon: bbox.west), minY: minY, maxX: 1, maxY: maxY)
                 let east = MercatorRect(minX: 0, minY: minY, maxX: Mercator.x(lon: bbox.east), maxY: maxY)
@@ -28,7 +31,7 @@ extension ClusterIndex {
     /// - Complexity: O(r · log n + k) for r grid rows and k items in the rectangle's cells.
     func scan(_ context: QueryContext, rect: MercatorRect, into out: inout [Feature]) {
         let xy = context.level.xy
-        let n = context.level.counts.count
+        let n = context.level.meta.count
         guard n > 0, rect.minX <= rect.maxX, rect.minY <= rect.maxY else { return }
         let bits = context.level.gridBits
         let side = 1 << bits
@@ -83,43 +86,38 @@ extension ClusterIndex {
     /// One zoom's arrays as buffer pointers, so the per-item work of a query copies no arrays.
     struct LevelView {
         let gridBits: Int
-        let isRaw: Bool
         let xy: UnsafeBufferPointer<Double>
-        let counts: UnsafeBufferPointer<UInt32>
-        let refs: UnsafeBufferPointer<UInt32>
+        let meta: UnsafeBufferPointer<UInt64>
         let parents: UnsafeBufferPointer<Int32>
-
-        @inline(__always) func ref(_ i: Int) -> UInt32 { isRaw ? UInt32(i) : refs[i] }
     }
 
-    /// Everything a query reads, as buffer pointers: its level, the level above (for parents), the raw
-    /// items and the dataset.
+    /// Everything a query reads, as buffer pointers: its level, the level above (for parents) and the
+    /// dataset.
     struct QueryContext {
         let levelIndex: Int
         let level: LevelView
         let above: LevelView?
-        let rawIDs: UnsafeBufferPointer<UInt32>
-        let rawRefs: UnsafeBufferPointer<Int32>
         let ids: UnsafeBufferPointer<UInt32>
         let coordinates: UnsafeBufferPointer<Double>
         /// The zoom spread pins are laid out for.
         let spreadZoom: Double
+        /// True beyond `maxZoom + 1`, where the zoom above shows the same raw features: each is its own
+        /// parent.
+        let ownParents: Bool
     }
 
     /// Runs `body` with a ``QueryContext`` for level `li`.
-    func withContext<R>(level li: Int, spreadZoom: Double, _ body: (QueryContext) -> R) -> R {
+    func withContext<R>(level li: Int, spreadZoom: Double, ownParents: Bool = false, _ body: (QueryContext) -> R)
+        -> R
+    {
         ClusterIndex.withView(levels[li]) { level in
             ClusterIndex.withView(levels[max(li - 1, 0)]) { above in
-                rawIDs.withUnsafeBufferPointer { rawIDs in
-                    rawRefs.withUnsafeBufferPointer { rawRefs in
-                        dataset.ids.withUnsafeBufferPointer { ids in
-                            dataset.coordinates.withUnsafeBufferPointer { coordinates in
-                                body(
-                                    QueryContext(
-                                        levelIndex: li, level: level, above: li > 0 ? above : nil, rawIDs: rawIDs,
-                                        rawRefs: rawRefs, ids: ids, coordinates: coordinates, spreadZoom: spreadZoom))
-                            }
-                        }
+                dataset.ids.withUnsafeBufferPointer { ids in
+                    dataset.coordinates.withUnsafeBufferPointer { coordinates in
+                        body(
+                            QueryContext(
+                                levelIndex: li, level: level, above: li > 0 ? above : nil, ids: ids,
+                                coordinates: coordinates, spreadZoom: spreadZoom, ownParents: ownParents))
                     }
                 }
             }
@@ -128,14 +126,9 @@ extension ClusterIndex {
 
     private static func withView<R>(_ level: ZoomLevel, _ body: (LevelView) -> R) -> R {
         level.xy.withUnsafeBufferPointer { xy in
-            level.counts.withUnsafeBufferPointer { counts in
-                level.refs.withUnsafeBufferPointer { refs in
-                    level.parents.withUnsafeBufferPointer { parents in
-                        body(
-                            LevelView(
-                                gridBits: level.gridBits, isRaw: level.isRaw, xy: xy, counts: counts, refs: refs,
-                                parents: parents))
-                    }
+            level.meta.withUnsafeBufferPointer { meta in
+                level.parents.withUnsafeBufferPointer { parents in
+                    body(LevelView(gridBits: level.gridBits, xy: xy, meta: meta, parents: parents))
                 }
             }
         }
@@ -150,35 +143,35 @@ extension ClusterIndex {
     /// same-coordinate group's spread members.
     func emit(_ context: QueryContext, item i: Int, scratch: inout SpreadScratch, into out: inout [Feature]) {
         let level = context.level
-        let ref = level.ref(i)
-        let (id, isGroup) = ClusterIndex.identity(ref: ref, rawIDs: context.rawIDs, rawRefs: context.rawRefs)
+        let meta = level.meta[i]
         var parent: FeatureID?
-        var membersAreOwnParents = false
-        if let above = context.above {
-            let p = Int(level.parents[i])
-            let (aboveID, aboveIsGroup) = ClusterIndex.identity(
-                ref: above.ref(p), rawIDs: context.rawIDs, rawRefs: context.rawRefs)
+        var membersAreOwnParents = context.ownParents
+        if context.ownParents {
+            parent = ClusterIndex.identity(meta, ids: context.ids).id
+        } else if let above = context.above {
+            let (aboveID, aboveIsGroup) = ClusterIndex.identity(above.meta[Int(level.parents[i])], ids: context.ids)
             parent = aboveID
             // A group whose parent is a group is the same group passed through: there its members are
             // shown spread too, each its own parent.
             membersAreOwnParents = aboveIsGroup
         }
-        let origin = Int(ref & ZoomLevel.originMask)
-        if ref >> ZoomLevel.originBits > 0 {
+        let payload = Int(ItemMeta.payload(meta))
+        switch ItemMeta.tag(meta) {
+        case 0:
             out.append(
                 Feature(
-                    id: id, lat: Mercator.lat(y: level.xy[2 * i + 1]), lon: Mercator.lon(x: level.xy[2 * i]),
-                    count: level.counts[i], parent: parent, row: -1, slot: Int32(context.levelIndex << 26 | i)))
-        } else if !isGroup {
-            let row = Int(context.rawRefs[origin])
-            out.append(
-                Feature(
-                    id: id, lat: context.coordinates[2 * row + 1], lon: context.coordinates[2 * row], count: 1,
-                    parent: parent, row: Int32(row)))
-        } else {
+                    id: FeatureID(context.ids[payload]), lat: context.coordinates[2 * payload + 1],
+                    lon: context.coordinates[2 * payload], count: 1, parent: parent, row: Int32(payload)))
+        case ItemMeta.groupTag:
             appendSpread(
-                group: Int(-context.rawRefs[origin] - 1), zoom: context.spreadZoom, parent: parent,
-                membersAreOwnParents: membersAreOwnParents, scratch: &scratch, into: &out)
+                group: payload, zoom: context.spreadZoom, parent: parent, membersAreOwnParents: membersAreOwnParents,
+                scratch: &scratch, into: &out)
+        case let tag:
+            out.append(
+                Feature(
+                    id: tag << 32 | UInt64(payload), lat: Mercator.lat(y: level.xy[2 * i + 1]),
+                    lon: Mercator.lon(x: level.xy[2 * i]), count: ItemMeta.count(meta), parent: parent, row: -1,
+                    slot: Int32(context.levelIndex << 26 | i)))
         }
     }
 

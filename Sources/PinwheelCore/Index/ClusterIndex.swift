@@ -28,10 +28,6 @@ public final class ClusterIndex: Clusterer {
 
     /// Levels for zooms minZoom ... maxZoom + 1, coarsest first.
     let levels: [ZoomLevel]
-    /// Per raw item (index on the raw level): dataset row, or -(g + 1) for same-coordinate group g.
-    let rawRefs: [Int32]
-    /// Per raw item: dataset id (a group's lowest member id).
-    let rawIDs: [UInt32]
     /// Values of the summed columns per dataset row, `sumColumns.count` per row.
     let pointSums: [Double]
     /// Dataset rows in ascending id order; empty when row i has id i.
@@ -45,9 +41,15 @@ public final class ClusterIndex: Clusterer {
     ///     count 0).
     /// - Throws: ``IndexError`` for a bad option, an unknown column or too many points.
     /// - Complexity: O(n) per zoom.
-    public init(dataset: Dataset, options: ClusterOptions = ClusterOptions(), sumColumns: [String] = [])
+    public convenience init(dataset: Dataset, options: ClusterOptions = ClusterOptions(), sumColumns: [String] = [])
         throws(IndexError)
     {
+        try self.init(dataset: dataset, options: options, sumColumns: sumColumns, parallelFrom: Parallel.minimumItems)
+    }
+
+    /// Builds the hierarchy, splitting zooms of at least `parallelFrom` items over two threads (tests
+    /// lower it to check the split on small data).
+    init(dataset: Dataset, options: ClusterOptions, sumColumns: [String], parallelFrom: Int) throws(IndexError) {
         try options.validate()
         let n = dataset.count
         guard n <= ClusterIndex.maxPoints else { throw .tooManyPoints(count: n, limit: ClusterIndex.maxPoints) }
@@ -62,14 +64,17 @@ public final class ClusterIndex: Clusterer {
         let groups = SameCoordinateGroups(dataset: dataset, toleranceMetres: options.sameCoordinateToleranceMetres)
         let largestGroup = (0..<groups.count).map { groups.size(of: $0) }.max() ?? 0
 
-        let buffers = BuildBuffers(capacity: n, stride: k)
-        let raw = ClusterIndex.makeRawItems(
-            dataset, groups: groups, pointSums: pointSums, stride: k, zoom: options.maxZoom + 1,
-            bits: options.gridBits(clusteringZoom: options.maxZoom), buffers: buffers)
-        var finestFirst = [raw.level]
+        let buffers = BuildBuffers(capacity: n, stride: k, parallelFrom: parallelFrom)
+        var finestFirst = [
+            ClusterIndex.makeRawLevel(
+                dataset, groups: groups, pointSums: pointSums, stride: k, zoom: options.maxZoom + 1,
+                bits: options.gridBits(clusteringZoom: options.maxZoom), buffers: buffers)
+        ]
+        let groupFirstIDs = (0..<groups.count).map { dataset.ids[Int(groups.rows(of: $0).first!)] }
         for z in stride(from: options.maxZoom, through: options.minZoom, by: -1) {
             let level = ClusterIndex.cluster(
-                &finestFirst[finestFirst.count - 1], zoom: z, options: options, stride: k, buffers: buffers)
+                &finestFirst[finestFirst.count - 1], zoom: z, options: options, stride: k, buffers: buffers,
+                ids: dataset.ids, groupFirstIDs: groupFirstIDs)
             finestFirst.append(level)
         }
         let coarsest = finestFirst.count - 1
@@ -89,16 +94,14 @@ public final class ClusterIndex: Clusterer {
         self.placement = SpreadPlacement(
             mode: options.spread, spacing: options.spreadSpacing, preparedCount: max(largestGroup, 64))
         self.levels = finestFirst.reversed()
-        self.rawRefs = raw.refs
-        self.rawIDs = raw.ids
         self.pointSums = pointSums
         self.rowsByID = rowsByID
     }
 
     /// Bytes held by the index's own arrays (not the dataset's).
     public var storedBytes: Int {
-        levels.reduce(0) { $0 + $1.storedBytes } + rawRefs.count * 4 + rawIDs.count * 4 + pointSums.count * 8
-            + rowsByID.count * 4 + groups.rows.count * 4 + groups.starts.count * 4 + groups.centers.count * 16
+        levels.reduce(0) { $0 + $1.storedBytes } + pointSums.count * 8 + rowsByID.count * 4 + groups.rows.count * 4
+            + groups.starts.count * 4 + groups.centers.count * 16
     }
 
     /// The level a map zoom reads: the floor, clamped to minZoom ... maxZoom + 1.
@@ -113,18 +116,19 @@ public final class ClusterIndex: Clusterer {
     }
 
     /// The feature id of item i of a level, and whether the item is a same-coordinate group shown
-    /// spread (whose members carry their own ids). For navigation; queries use ``QueryContext``.
+    /// spread (whose members carry their own ids, so its own id is 0). For navigation; queries use
+    /// ``QueryContext``.
     func identity(level li: Int, item i: Int) -> (id: FeatureID, isGroup: Bool) {
-        ClusterIndex.identity(ref: levels[li].ref(i), rawIDs: rawIDs, rawRefs: rawRefs)
+        dataset.ids.withUnsafeBufferPointer { ClusterIndex.identity(levels[li].meta[i], ids: $0) }
     }
 
+    /// The feature id an item's word names, and whether it is a same-coordinate group.
     @inline(__always)
-    static func identity<IDs: RandomAccessCollection<UInt32>, Refs: RandomAccessCollection<Int32>>(
-        ref: UInt32, rawIDs: IDs, rawRefs: Refs
-    ) -> (id: FeatureID, isGroup: Bool) where IDs.Index == Int, Refs.Index == Int {
-        let origin = Int(ref & ZoomLevel.originMask)
-        let zoomTag = ref >> ZoomLevel.originBits
-        if zoomTag > 0 { return (UInt64(zoomTag) << 32 | UInt64(rawIDs[origin]), false) }
-        return (UInt64(rawIDs[origin]), rawRefs[origin] < 0)
+    static func identity(_ meta: UInt64, ids: UnsafeBufferPointer<UInt32>) -> (id: FeatureID, isGroup: Bool) {
+        switch ItemMeta.tag(meta) {
+        case 0: return (FeatureID(ids[Int(ItemMeta.payload(meta))]), false)
+        case ItemMeta.groupTag: return (0, true)
+        case let tag: return (tag << 32 | UInt64(ItemMeta.payload(meta)), false)
+        }
     }
 }

@@ -12,8 +12,9 @@ public struct ClusterOptions: Hashable, Sendable {
     public var radius: Double
     /// Tile width in pixels that `radius` is measured against (default 512).
     public var extent: Double
-    /// Points per leaf of a ``KDIndex`` (default 64); the cluster index's per-zoom grids have no leaves,
-    /// so it only matters to k-d indexes built with these options.
+    /// Points per leaf of a k-d tree in supercluster (default 64). Accepted, validated and reported so
+    /// option sets read the same; ``ClusterIndex`` keeps each zoom in grid-cell order instead of a
+    /// k-d tree, so nothing here depends on it.
     public var nodeSize: Int
     /// How same-coordinate groups are laid out (default adaptive).
     public var spread: SpreadMode

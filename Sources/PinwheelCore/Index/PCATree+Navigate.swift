@@ -1,3 +1,5 @@
+import Foundation
+
 extension PCATree {
     /// Viewport, in pixels, for which ``expansion(of:zoom:)`` reports the zoom at which a node splits.
     public static let typicalViewport = (width: 1280.0, height: 800.0)
@@ -12,7 +14,7 @@ extension PCATree {
     public func children(of id: FeatureID) -> [Feature]? {
         if let row = pointRow(of: id) { return row >= 0 ? [] : nil }
         guard let node = node(of: id) else { return nil }
-        let child = Int(firstChild[node])
+        let child = Int(nodes[node].firstChild)
         if child >= 0 { return [feature(node: child), feature(node: child + 1)] }
         let start = Int(ranges[2 * node])
         return (start..<start + size(of: node)).map { pointFeature(row: Int(order[$0]), parent: id) }
@@ -28,7 +30,8 @@ extension PCATree {
     public func leaves(of id: FeatureID, limit: Int, offset: Int) -> [Feature]? {
         if let row = pointRow(of: id) {
             guard row >= 0 else { return nil }
-            return offset == 0 && limit > 0 ? [pointFeature(row: row, parent: parentOfPoint(at: Int(position[row])))] : []
+            guard offset == 0 && limit > 0 else { return [] }
+            return [pointFeature(row: row, parent: parentOfPoint(at: Int(position[row])))]
         }
         guard let node = node(of: id) else { return nil }
         let start = Int(ranges[2 * node])
@@ -40,8 +43,9 @@ extension PCATree {
 
     /// How to open a feature: a same-coordinate group (or any of its members) yields its members spread
     /// for `zoom`; a cluster yields the smallest integer zoom at which a ``typicalViewport`` centred on
-    /// it no longer shows it whole (at most ``maxExpansionZoom``); a lone point yields `zoom` itself.
-    /// Nil for an unknown id.
+    /// it no longer shows it whole, but at least the integer zoom after `zoom` (a map larger than the
+    /// typical one can still show a cluster whole past that zoom, and expanding should always zoom
+    /// in), and at most ``maxExpansionZoom``; a lone point yields `zoom` itself. Nil for an unknown id.
     /// - Complexity: O(log(maxExpansionZoom) · maxClusters · depth) for a cluster.
     public func expansion(of id: FeatureID, zoom: Double) -> Expansion? {
         var node: Int
@@ -53,8 +57,9 @@ extension PCATree {
             guard let found = self.node(of: id) else { return nil }
             node = found
         }
-        if firstChild[node] < 0 { return .spread(spread(group: node, zoom: zoom)) }
-        return .zoom(Double(splitZoom(of: node)))
+        if nodes[node].firstChild < 0 { return .spread(spread(group: node, zoom: zoom)) }
+        let next = zoom.isFinite ? Int(max(0, min(floor(zoom) + 1, Double(PCATree.maxExpansionZoom)))) : 0
+        return .zoom(Double(max(splitZoom(of: node), next)))
     }
 
     /// Aggregated sums of ``sumColumns``: a node's totals, or a point's own values.
@@ -128,7 +133,7 @@ extension PCATree {
         let target = Int(position[row])
         var node = 0
         while Int(depths[node]) < depth {
-            let child = Int(firstChild[node])
+            let child = Int(nodes[node].firstChild)
             guard child >= 0 else { return nil }
             node = target < Int(ranges[2 * child + 1]) ? child : child + 1
         }
@@ -148,7 +153,7 @@ extension PCATree {
     func leaf(containing position: Int, from node: Int = 0) -> Int {
         var node = node
         while true {
-            let child = Int(firstChild[node])
+            let child = Int(nodes[node].firstChild)
             if child < 0 { return node }
             node = position < Int(ranges[2 * child + 1]) ? child : child + 1
         }

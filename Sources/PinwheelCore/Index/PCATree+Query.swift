@@ -63,7 +63,9 @@ extension PCATree {
             var entry = buffer[p]
             let node = Int(entry >= 0 ? entry : ~entry)
             var top = node
-            while parents[top] >= 0 && width(of: Int(parents[top])) <= closedBelow { top = Int(parents[top]) }
+            while nodes[top].parent >= 0 && nodes[Int(nodes[top].parent)].width <= closedBelow {
+                top = Int(nodes[top].parent)
+            }
             if top != node { entry = Int32(top) }
             // A closed node's descendants are next to each other in the cut, so it appears once.
             if written > counted.lowerBound && buffer[written - 1] == entry { continue }
@@ -71,11 +73,6 @@ extension PCATree {
             written += 1
         }
         return counted.lowerBound..<written
-    }
-
-    /// The larger side of a node's box, Mercator units.
-    @inline(__always) func width(of node: Int) -> Double {
-        max(boxes[4 * node + 2] - boxes[4 * node], boxes[4 * node + 3] - boxes[4 * node + 1])
     }
 
     /// The cut by count alone; see ``cut(meeting:zoom:into:)``.
@@ -95,7 +92,7 @@ extension PCATree {
             var overflow = false
             scan: for p in 0..<count {
                 let node = Int(buffer[current + p])
-                let child = Int(firstChild[node])
+                let child = Int(nodes[node].firstChild)
                 if child < 0 {
                     // Leaves stay; the cut only ever shrinks or grows through internal nodes.
                     if nextCount == limit {
@@ -146,7 +143,7 @@ extension PCATree {
                 written += 1
                 continue
             }
-            let child = Int(firstChild[Int(~entry)])
+            let child = Int(nodes[Int(~entry)].firstChild)
             for c in child...child + 1 where meets(c, rects) {
                 buffer[next + written] = Int32(c)
                 written += 1
@@ -173,7 +170,7 @@ extension PCATree {
         var found = 0
         for p in 0..<count {
             let node = Int(buffer[current + p])
-            let eligible = opening == .internalNodes ? firstChild[node] >= 0 : size(of: node) > 1
+            let eligible = opening == .internalNodes ? nodes[node].firstChild >= 0 : nodes[node].size > 1
             if eligible {
                 buffer[candidates + found] = Int32(p)
                 found += 1
@@ -186,7 +183,7 @@ extension PCATree {
             let node = Int(buffer[p])
             let added: Int
             if opening == .internalNodes {
-                let child = Int(firstChild[node])
+                let child = Int(nodes[node].firstChild)
                 added = (meets(child, rects) ? 1 : 0) + (meets(child + 1, rects) ? 1 : 0)
             } else {
                 added = size(of: node)
@@ -210,7 +207,7 @@ extension PCATree {
             while j > start {
                 let other = Int(buffer[current + Int(buffer[j - 1])])
                 let (a, b) = (size(of: node), size(of: other))
-                let before = a != b ? (largestFirst ? a > b : a < b) : minIds[node] < minIds[other]
+                let before = a != b ? (largestFirst ? a > b : a < b) : nodes[node].minID < nodes[other].minID
                 if !before { break }
                 buffer[j] = buffer[j - 1]
                 j -= 1
@@ -221,30 +218,23 @@ extension PCATree {
 
     /// Points under a node.
     @inline(__always) func size(of node: Int) -> Int {
-        Int(ranges[2 * node + 1] - ranges[2 * node])
+        Int(nodes[node].size)
     }
 
     /// Whether a node's box meets any of the viewport rectangles (edges included).
     @inline(__always) func meets(_ node: Int, _ rects: [MercatorRect]) -> Bool {
-        let minX = boxes[4 * node]
-        let minY = boxes[4 * node + 1]
-        let maxX = boxes[4 * node + 2]
-        let maxY = boxes[4 * node + 3]
-        for r in rects where minX <= r.maxX && r.minX <= maxX && minY <= r.maxY && r.minY <= maxY {
-            return true
-        }
-        return false
+        nodes[node].meets(rects)
     }
 
     /// The wire id of a node: the point's own id for a one-point leaf.
     func wireID(_ node: Int) -> FeatureID {
         if size(of: node) == 1 { return FeatureID(dataset.ids[Int(order[Int(ranges[2 * node])])]) }
-        return PCATree.nodeID(depth: Int(depths[node]), minID: minIds[node])
+        return PCATree.nodeID(depth: Int(depths[node]), minID: nodes[node].minID)
     }
 
     /// The wire id of the node one level up, or the node's own at the root.
     func parentID(_ node: Int) -> FeatureID {
-        let parent = Int(parents[node])
+        let parent = Int(nodes[node].parent)
         return parent < 0 ? wireID(node) : wireID(parent)
     }
 
@@ -256,7 +246,7 @@ extension PCATree {
         if count == 1 { return pointFeature(row: Int(order[start]), parent: parentID(node)) }
         let lat: Double
         let lon: Double
-        let group = firstChild[node] < 0 ? Int(groupOfRow[Int(order[start])]) : -1
+        let group = nodes[node].firstChild < 0 ? Int(groupOfRow[Int(order[start])]) : -1
         if group >= 0 {
             lat = groups.centers[group].lat
             lon = groups.centers[group].lon

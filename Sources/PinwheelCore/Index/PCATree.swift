@@ -31,20 +31,14 @@ public struct PCATree: Clusterer {
     let order: [UInt32]
     /// Where each row sits in ``order`` (inverse permutation), to find the node of a point id.
     let position: [UInt32]
-    /// Per node, stride 4: minX, minY, maxX, maxY of its points in Mercator units.
-    let boxes: [Double]
+    /// Per node: box, children, parent, size and smallest id, the part every cut visit reads.
+    let nodes: [PCANode]
     /// Per node, stride 2: count-weighted centroid x, y in Mercator units.
     let centroids: [Double]
     /// Per node, stride 2: start and end of its run in ``order``.
     let ranges: [UInt32]
-    /// Per node: index of its first child (the second is next to it), or -1 for a leaf.
-    let firstChild: [Int32]
-    /// Per node: index of its parent, or -1 for the root.
-    let parents: [Int32]
     /// Per node: distance from the root.
     let depths: [UInt16]
-    /// Per node: smallest dataset id under it.
-    let minIds: [UInt32]
     /// Per node, stride `sumColumns.count`: sums of the numeric columns over its points.
     let nodeSums: [Double]
     /// Per row, stride `sumColumns.count`: the row's own values of the summed columns.
@@ -92,28 +86,25 @@ public struct PCATree: Clusterer {
         var builder = PCATreeBuilder(dataset: dataset, groups: groups, groupOfRow: groupOfRow)
         builder.build()
         order = builder.order
-        boxes = builder.boxes
+        nodes = builder.nodes
         centroids = builder.centroids
         ranges = builder.ranges
-        firstChild = builder.firstChild
-        parents = builder.parents
         depths = builder.depths
-        minIds = builder.minIds
         var position = [UInt32](repeating: 0, count: dataset.count)
         for (i, row) in order.enumerated() { position[Int(row)] = UInt32(i) }
         self.position = position
         lookup = IDLookup(ids: dataset.ids)
         (pointSums, nodeSums) = PCATree.sums(
-            columns: columns, order: builder.order, ranges: builder.ranges, firstChild: builder.firstChild)
+            columns: columns, order: builder.order, ranges: builder.ranges, nodes: builder.nodes)
     }
 
     /// Number of nodes, leaves included.
-    public var nodeCount: Int { firstChild.count }
+    public var nodeCount: Int { nodes.count }
 
     /// Bytes held by the tree's own arrays (not the dataset's).
     public var storedBytes: Int {
-        order.count * 4 + position.count * 4 + boxes.count * 8 + centroids.count * 8 + ranges.count * 4
-            + firstChild.count * 4 + parents.count * 4 + depths.count * 2 + minIds.count * 4 + nodeSums.count * 8
+        order.count * 4 + position.count * 4 + nodes.count * MemoryLayout<PCANode>.stride + centroids.count * 8
+            + ranges.count * 4 + depths.count * 2 + nodeSums.count * 8
             + pointSums.count * 8 + groupOfRow.count * 4 + lookup.storedBytes + groups.rows.count * 4
             + groups.starts.count * 4 + groups.centers.count * 16
     }
@@ -129,7 +120,7 @@ public struct PCATree: Clusterer {
     /// Per-row values and per-node totals of the summed columns; children are numbered after their
     /// parent, so one backwards sweep adds each node into nothing but already finished totals.
     private static func sums(
-        columns: [[Double]], order: [UInt32], ranges: [UInt32], firstChild: [Int32]
+        columns: [[Double]], order: [UInt32], ranges: [UInt32], nodes tree: [PCANode]
     ) -> (points: [Double], nodes: [Double]) {
         let k = columns.count
         guard k > 0 else { return ([], []) }
@@ -138,9 +129,9 @@ public struct PCATree: Clusterer {
         for (c, column) in columns.enumerated() {
             for r in 0..<rows { points[r * k + c] = column[r] }
         }
-        var nodes = [Double](repeating: 0, count: firstChild.count * k)
-        for node in stride(from: firstChild.count - 1, through: 0, by: -1) {
-            let child = Int(firstChild[node])
+        var nodes = [Double](repeating: 0, count: tree.count * k)
+        for node in stride(from: tree.count - 1, through: 0, by: -1) {
+            let child = Int(tree[node].firstChild)
             if child >= 0 {
                 for c in 0..<k { nodes[node * k + c] = nodes[child * k + c] + nodes[(child + 1) * k + c] }
             } else {

@@ -4,21 +4,20 @@
 /// single pass over the node's items that both partitions them and accumulates the two children's
 /// moments, so every node is read once.
 struct PCATreeBuilder {
-    /// Below this depth nodes split on their principal axis; deeper ones (only reachable with
-    /// adversarial spacing, e.g. points at 2^-i) split by index halves, which bounds the depth by
-    /// `pcaDepthLimit + log2(n)` and the build by O(n log n) whatever the input.
-    static let pcaDepthLimit = 96
+    /// Below this depth nodes split on their principal axis; deeper ones split by index halves,
+    /// which bounds the depth by `pcaDepthLimit + log2(n)` and the build by O(n log n) whatever the
+    /// input. Mean splits peel off at most a few points per level only when every level halves the
+    /// extent, which doubles run out of after about a hundred levels, so real data never gets here.
+    static let defaultPCADepthLimit = 96
+    private let pcaDepthLimit: Int
 
     /// Rows in tree order (after ``build()``); a group's rows are in dataset-id order.
     private(set) var order: [UInt32] = []
     private let rowCount: Int
-    private(set) var boxes: [Double] = []
+    private(set) var nodes: [PCANode] = []
     private(set) var centroids: [Double] = []
     private(set) var ranges: [UInt32] = []
-    private(set) var firstChild: [Int32] = []
-    private(set) var parents: [Int32] = []
     private(set) var depths: [UInt16] = []
-    private(set) var minIds: [UInt32] = []
     private var nodeCount = 0
 
     /// Item x, y at 2i, 2i + 1 in Mercator units, permuted in place during the build.
@@ -32,7 +31,11 @@ struct PCATreeBuilder {
     private let groups: SameCoordinateGroups
     private let dataset: Dataset
 
-    init(dataset: Dataset, groups: SameCoordinateGroups, groupOfRow: [Int32]) {
+    init(
+        dataset: Dataset, groups: SameCoordinateGroups, groupOfRow: [Int32],
+        pcaDepthLimit: Int = PCATreeBuilder.defaultPCADepthLimit
+    ) {
+        self.pcaDepthLimit = pcaDepthLimit
         self.groups = groups
         self.dataset = dataset
         let n = dataset.count
@@ -73,15 +76,14 @@ struct PCATreeBuilder {
     mutating func build() {
         let n = itemIDs.count
         guard n > 0 else { return }
-        // A binary tree whose leaves hold at least one item each has at most 2n - 1 nodes.
+        // Every leaf holds exactly one item, so a full binary tree over n items has 2n - 1 nodes.
         let capacity = 2 * n - 1
-        boxes = [Double](repeating: 0, count: 4 * capacity)
+        nodes = [PCANode](
+            repeating: PCANode(minX: 0, minY: 0, maxX: 0, maxY: 0, firstChild: -1, parent: -1, size: 0, minID: 0),
+            count: capacity)
         centroids = [Double](repeating: 0, count: 2 * capacity)
         ranges = [UInt32](repeating: 0, count: 2 * capacity)
-        firstChild = [Int32](repeating: -1, count: capacity)
-        parents = [Int32](repeating: -1, count: capacity)
         depths = [UInt16](repeating: 0, count: capacity)
-        minIds = [UInt32](repeating: 0, count: capacity)
 
         let origin = (x: itemXY[0], y: itemXY[1])
         let rootMoments = moments(of: 0..<n, about: origin)
@@ -97,14 +99,14 @@ struct PCATreeBuilder {
             let axis = PCATreeBuilder.principalAxis(cxx: pending.cxx, cxy: pending.cxy, cyy: pending.cyy)
             let depth = Int(depths[node])
             var (mid, left, right) = partition(start..<end, mean: mean, axis: axis)
-            if mid == start || mid == end || depth >= PCATreeBuilder.pcaDepthLimit {
+            if mid == start || mid == end || depth >= pcaDepthLimit {
                 // No variance to split on (distinct coordinates that project to one Mercator point,
                 // as beyond ±85.05°), rounding left one side empty, or the depth limit: halve the run.
                 mid = (start + end) / 2
                 left = moments(of: start..<mid, about: mean)
                 right = moments(of: mid..<end, about: mean)
             }
-            firstChild[node] = Int32(nodeCount)
+            nodes[node].firstChild = Int32(nodeCount)
             let leftPending = makeNode(
                 start: start, end: mid, depth: depth + 1, parent: node, moments: left, origin: mean)
             let rightPending = makeNode(
@@ -112,14 +114,7 @@ struct PCATreeBuilder {
             stack.append(rightPending)
             stack.append(leftPending)
         }
-        let unused = capacity - nodeCount
-        boxes.removeLast(4 * unused)
-        centroids.removeLast(2 * unused)
-        ranges.removeLast(2 * unused)
-        firstChild.removeLast(unused)
-        parents.removeLast(unused)
-        depths.removeLast(unused)
-        minIds.removeLast(unused)
+        assert(nodeCount == capacity, "every leaf holds one item")
         expandItems()
         if groups.toleranceMetres > 0 { widenGroupBoxes() }
     }
@@ -128,7 +123,7 @@ struct PCATreeBuilder {
     /// to the tolerance away; widens each group leaf's box, and its ancestors', to hold them, so a
     /// viewport that holds a member meets the group.
     private mutating func widenGroupBoxes() {
-        for node in 0..<nodeCount where firstChild[node] < 0 && ranges[2 * node + 1] - ranges[2 * node] > 1 {
+        for node in 0..<nodeCount where nodes[node].firstChild < 0 && nodes[node].size > 1 {
             var (minX, minY) = (Double.infinity, Double.infinity)
             var (maxX, maxY) = (-Double.infinity, -Double.infinity)
             for position in Int(ranges[2 * node])..<Int(ranges[2 * node + 1]) {
@@ -139,11 +134,11 @@ struct PCATreeBuilder {
             }
             var k = node
             while k >= 0 {
-                boxes[4 * k] = min(boxes[4 * k], minX)
-                boxes[4 * k + 1] = min(boxes[4 * k + 1], minY)
-                boxes[4 * k + 2] = max(boxes[4 * k + 2], maxX)
-                boxes[4 * k + 3] = max(boxes[4 * k + 3], maxY)
-                k = Int(parents[k])
+                nodes[k].minX = min(nodes[k].minX, minX)
+                nodes[k].minY = min(nodes[k].minY, minY)
+                nodes[k].maxX = max(nodes[k].maxX, maxX)
+                nodes[k].maxY = max(nodes[k].maxY, maxY)
+                k = Int(nodes[k].parent)
             }
         }
     }
@@ -164,6 +159,7 @@ struct PCATreeBuilder {
             rowStart[i + 1] = UInt32(order.count)
         }
         for k in 0..<ranges.count { ranges[k] = rowStart[Int(ranges[k])] }
+        for node in 0..<nodeCount { nodes[node].size = ranges[2 * node + 1] - ranges[2 * node] }
         itemXY = []
         itemIDs = []
         itemWeights = []
@@ -180,17 +176,15 @@ struct PCATreeBuilder {
         let weight = m.weight
         let meanX = m.sx / weight
         let meanY = m.sy / weight
-        boxes[4 * node] = m.minX  // west edge
-        boxes[4 * node + 1] = m.minY  // north edge (y grows south)
-        boxes[4 * node + 2] = m.maxX  // east edge
-        boxes[4 * node + 3] = m.maxY  // south edge
+        // Size counts items until the build ends, then rows (see expandItems).
+        nodes[node] = PCANode(
+            minX: m.minX, minY: m.minY, maxX: m.maxX, maxY: m.maxY, firstChild: -1, parent: Int32(parent),
+            size: UInt32(end - start), minID: m.minID)
         centroids[2 * node] = origin.x + meanX  // count-weighted centroid x
         centroids[2 * node + 1] = origin.y + meanY  // count-weighted centroid y
         ranges[2 * node] = UInt32(start)  // first item; a row position once the build ends
         ranges[2 * node + 1] = UInt32(end)  // one past the last
-        parents[node] = Int32(parent)
         depths[node] = UInt16(depth)
-        minIds[node] = m.minID  // smallest dataset id, half of the node's wire id
         return Pending(
             node: node, cxx: m.sxx / weight - meanX * meanX, cxy: m.sxy / weight - meanX * meanY,
             cyy: m.syy / weight - meanY * meanY)

@@ -80,37 +80,53 @@ enum RadixSort {
 
     /// Sorts keys alone by bits `lowBit ..< lowBit + bits`, on caller-owned buffers of equal length.
     /// Packing a payload into the low bits (a key's index, say) moves one array instead of two.
+    /// - Parameter parallel: split every pass over two threads (each counts and moves one half; the
+    ///   second half's keys go after the first half's within a digit, so the result is the same).
     /// - Returns: true when the sorted keys ended up in `scratch`, false when in `keys`.
     static func sortKeys(
-        _ keys: UnsafeMutableBufferPointer<UInt64>, scratch: UnsafeMutableBufferPointer<UInt64>, lowBit: Int, bits: Int
+        _ keys: UnsafeMutableBufferPointer<UInt64>, scratch: UnsafeMutableBufferPointer<UInt64>, lowBit: Int, bits: Int,
+        parallel: Bool = false
     ) -> Bool {
         let n = keys.count
         guard n > 1, bits > 0 else { return false }
         let totalBits = min(bits, 64 - lowBit)
         let passes = (totalBits + maxDigitBits - 1) / maxDigitBits
         let digitBits = (totalBits + passes - 1) / passes
+        let parts = parallel ? 2 : 1
+        let bounds = [0, parts == 1 ? n : n / 2, n]
         var inScratch = false
-        return withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 1 << digitBits) { counts in
+        return withUnsafeTemporaryAllocation(of: UInt32.self, capacity: parts << digitBits) { allCounts in
+            let digits = 1 << digitBits
             var shift = UInt64(lowBit)
             for pass in 0..<passes {
                 let mask = UInt64((1 << min(digitBits, totalBits - pass * digitBits)) - 1)
                 let (src, dst) = inScratch ? (scratch, keys) : (keys, scratch)
-                for d in 0..<counts.count { counts[d] = 0 }
-                for i in 0..<n { counts[Int((src[i] >> shift) & mask)] &+= 1 }
-                defer { shift += UInt64(digitBits) }
-                if counts[Int((src[0] >> shift) & mask)] == UInt32(n) { continue }
-                var total: UInt32 = 0
-                for d in 0..<counts.count {
-                    let c = counts[d]
-                    counts[d] = total
-                    total &+= c
+                for d in 0..<allCounts.count { allCounts[d] = 0 }
+                Parallel.run(parts) { part in
+                    let counts = allCounts.baseAddress! + part * digits
+                    for i in bounds[part]..<bounds[part + 1] { counts[Int((src[i] >> shift) & mask)] &+= 1 }
                 }
-                for i in 0..<n {
-                    let key = src[i]
-                    let d = Int((key >> shift) & mask)
-                    let at = counts[d]
-                    counts[d] = at &+ 1
-                    dst[Int(at)] = key
+                defer { shift += UInt64(digitBits) }
+                let first = Int((src[0] >> shift) & mask)
+                if (0..<parts).reduce(0, { $0 + Int(allCounts[$1 * digits + first]) }) == n { continue }
+                // Offsets: digit by digit, the first part's keys, then the second's.
+                var total: UInt32 = 0
+                for d in 0..<digits {
+                    for part in 0..<parts {
+                        let c = allCounts[part * digits + d]
+                        allCounts[part * digits + d] = total
+                        total &+= c
+                    }
+                }
+                Parallel.run(parts) { part in
+                    let offsets = allCounts.baseAddress! + part * digits
+                    for i in bounds[part]..<bounds[part + 1] {
+                        let key = src[i]
+                        let d = Int((key >> shift) & mask)
+                        let at = offsets[d]
+                        offsets[d] = at &+ 1
+                        dst[Int(at)] = key
+                    }
                 }
                 inScratch.toggle()
             }

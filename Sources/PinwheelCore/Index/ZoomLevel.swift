@@ -2,10 +2,6 @@
 /// column, on a grid of `2^gridBits` × `2^gridBits` cells), so the clustering sweep and viewport
 /// queries both read contiguous runs and find a cell by searching the ordered keys.
 struct ZoomLevel: Sendable {
-    /// Bits of ``refs`` holding the origin raw item; the bits above hold the cluster's zoom + 1.
-    static let originBits: UInt32 = 27
-    static let originMask: UInt32 = (1 << originBits) - 1
-
     /// The zoom this level answers.
     let zoom: Int
     /// Bits per axis of the grid the items are ordered on.
@@ -14,12 +10,9 @@ struct ZoomLevel: Sendable {
     let isRaw: Bool
     /// Mercator x at 2i, y at 2i+1 (unit square, y south).
     var xy: [Double]
-    /// Points item i stands for.
-    var counts: [UInt32]
-    /// Item i's identity; empty on the raw level, where item i is raw item i. Bits 0..<27: the raw
-    /// item it is, or for a cluster the raw item that seeded it; bits 27...31: for a cluster, the zoom
-    /// that created it + 1 (a cluster passed unchanged to coarser zooms keeps it), else 0.
-    var refs: [UInt32]
+    /// Item i's count, kind and payload in one word (see ``ItemMeta``), so a query reads what it needs
+    /// about an item, or about its parent, in one load.
+    var meta: [UInt64]
     /// Index of the item containing item i at `zoom - 1`; -1 at the coarsest zoom.
     var parents: [Int32]
     /// Item i's children at `zoom + 1` are `childOrder[firstChild[i] ..< firstChild[i + 1]]`; both
@@ -30,17 +23,35 @@ struct ZoomLevel: Sendable {
     var sums: [Double]
 
     /// Number of items.
-    var count: Int { counts.count }
-
-    /// Identity bits of item i (see ``refs``).
-    @inline(__always) func ref(_ i: Int) -> UInt32 {
-        isRaw ? UInt32(i) : refs[i]
-    }
+    var count: Int { meta.count }
 
     /// Bytes held by this level's arrays.
     var storedBytes: Int {
-        xy.count * 8 + counts.count * 4 + refs.count * 4 + parents.count * 4 + firstChild.count * 4
-            + childOrder.count * 4 + sums.count * 8
+        xy.count * 8 + meta.count * 8 + parents.count * 4 + firstChild.count * 4 + childOrder.count * 4
+            + sums.count * 8
+    }
+}
+
+/// The word describing an item: bits 0..<26 its point count; bits 26..<31 its kind (0 a point,
+/// ``groupTag`` a same-coordinate group, 1...25 a cluster made at zoom kind - 1 and kept unchanged at
+/// coarser zooms); bits 32..<64 its payload: a point's dataset row, a group's index, or the dataset id
+/// of the point whose item seeded a cluster.
+enum ItemMeta {
+    static let countBits: UInt64 = 26
+    static let countMask: UInt64 = (1 << countBits) - 1
+    /// The kind of a same-coordinate group.
+    static let groupTag: UInt64 = 31
+
+    @inline(__always) static func make(count: UInt32, tag: UInt64, payload: UInt32) -> UInt64 {
+        UInt64(count) | tag << countBits | UInt64(payload) << 32
+    }
+
+    @inline(__always) static func count(_ meta: UInt64) -> UInt32 { UInt32(meta & countMask) }
+    @inline(__always) static func tag(_ meta: UInt64) -> UInt64 { (meta >> countBits) & 31 }
+    @inline(__always) static func payload(_ meta: UInt64) -> UInt32 { UInt32(meta >> 32) }
+    @inline(__always) static func isCluster(_ meta: UInt64) -> Bool {
+        let t = tag(meta)
+        return t != 0 && t != groupTag
     }
 }
 

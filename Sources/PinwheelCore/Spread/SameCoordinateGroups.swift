@@ -79,25 +79,36 @@ public struct SameCoordinateGroups: Sendable {
     /// equal hashes split by the coordinates themselves (hash collisions are possible, just rare).
     private static func exactGroups(_ dataset: Dataset) -> FoundGroups {
         let n = dataset.count
+        guard n > 1 else { return FoundGroups() }
+        // One word per row: the hash's top bits above the row, so the sort moves a single array; a
+        // shorter hash only means more (harmless, re-checked) collisions.
+        let rowBits = max(1, Int.bitWidth - (n - 1).leadingZeroBitCount)
+        let hashBits = 64 - rowBits
+        let rowMask = UInt64((1 << rowBits) - 1)
         var keys = [UInt64](repeating: 0, count: n)
-        var order = [UInt32](repeating: 0, count: n)
-        dataset.coordinates.withUnsafeBufferPointer { c in
+        var scratch = [UInt64](repeating: 0, count: n)
+        let sorted = dataset.coordinates.withUnsafeBufferPointer { c in
             keys.withUnsafeMutableBufferPointer { k in
-                order.withUnsafeMutableBufferPointer { o in
+                scratch.withUnsafeMutableBufferPointer { s in
                     for i in 0..<n {
-                        k[i] = coordinateHash(lon: c[2 * i], lat: c[2 * i + 1]) & hashMask
-                        o[i] = UInt32(i)
+                        let hash = coordinateHash(lon: c[2 * i], lat: c[2 * i + 1])
+                        k[i] = (hash & ~rowMask) | UInt64(i)
                     }
+                    let inScratch = RadixSort.sortKeys(
+                        k, scratch: s, lowBit: rowBits, bits: hashBits, parallel: n >= Parallel.minimumItems)
+                    return inScratch ? Array(s) : Array(k)
                 }
             }
         }
-        RadixSort.sort(keys: &keys, values: &order, bits: hashBits)
         var found = FoundGroups()
         var start = 0
         while start < n {
+            let hash = sorted[start] >> UInt64(rowBits)
             var end = start + 1
-            while end < n && keys[end] == keys[start] { end += 1 }
-            if end - start > 1 { splitRun(order[start..<end], dataset, into: &found) }
+            while end < n && sorted[end] >> UInt64(rowBits) == hash { end += 1 }
+            if end - start > 1 {
+                splitRun(sorted[start..<end].map { UInt32($0 & rowMask) }[...], dataset, into: &found)
+            }
             start = end
         }
         return found
@@ -179,10 +190,6 @@ public struct SameCoordinateGroups: Sendable {
             + cos(lat1 * toRadians) * cos(lat2 * toRadians) * sin(dLon / 2) * sin(dLon / 2)
         return 2 * Sphere.radius * asin(min(1, h.squareRoot()))
     }
-
-    /// Hash bits the radix sort orders by; the rest would only cost passes.
-    private static let hashBits = 44
-    private static let hashMask: UInt64 = (1 << 44) - 1
 
     /// A well-mixed hash of a coordinate's bits (SplitMix64's finaliser); -0 and +0 hash alike.
     private static func coordinateHash(lon: Double, lat: Double) -> UInt64 {

@@ -131,6 +131,11 @@ public struct Pacer<Clock: PinwheelClock>: Sendable {
         }
         batch.done = cursor == units.count
         doneSent = batch.done
+        if batch.done && units.capacity > Pacer.keptScratch {
+            units = []
+            unitRemoves = []
+            cursor = 0
+        }
         client.apply(remove: batch.remove, add: batch.add, update: batch.update)
         inFlight.append(InFlight(number: nextNumber, markers: markers, sentAt: now))
         nextNumber += 1
@@ -219,7 +224,9 @@ public struct Pacer<Clock: PinwheelClock>: Sendable {
             units.append(Unit(removes: base + groupStarts[p]..<base + groupStarts[p + 1], feature: f, isUpdate: isUpdate))
         }
         // Scratch sized for an unusually large viewport is not kept: sessions are many and mostly idle.
+        // (The plan itself is released once its last batch is sent.)
         if order.capacity > Pacer.keptScratch || removed.capacity > Pacer.keptScratch {
+            diff = ViewportDiff()
             order = []
             removed = []
             attachedTo = [:]

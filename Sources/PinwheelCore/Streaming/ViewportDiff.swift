@@ -7,8 +7,10 @@ public struct ViewportDiff: Sendable {
     public private(set) var add: [Feature] = []
     /// Target features the client has in another version (moved or recounted), in target order.
     public private(set) var update: [Feature] = []
-    /// Ids of the target, to find removals; kept for its capacity.
-    private var targetIDs = Set<FeatureID>()
+    /// Per client slot: seen in the target.
+    private var seen: [Bool] = []
+    /// Ids added so far, to count a repeated new id once.
+    private var added = Set<FeatureID>()
 
     public init() {}
 
@@ -28,20 +30,23 @@ public struct ViewportDiff: Sendable {
         remove.removeAll(keepingCapacity: true)
         add.removeAll(keepingCapacity: true)
         update.removeAll(keepingCapacity: true)
-        targetIDs.removeAll(keepingCapacity: true)
-        targetIDs.reserveCapacity(target.count)
+        added.removeAll(keepingCapacity: true)
+        seen.removeAll(keepingCapacity: true)
+        seen.append(contentsOf: repeatElement(false, count: client.count))
         for f in target {
-            guard targetIDs.insert(f.id).inserted else { continue }
-            if let version = client.version(of: f.id) {
-                if version != f.version { update.append(f) }
-            } else {
+            if let entry = client.entries[f.id] {
+                let slot = Int(entry.slot)
+                guard !seen[slot] else { continue }
+                seen[slot] = true
+                if entry.version != f.version { update.append(f) }
+            } else if added.insert(f.id).inserted {
                 add.append(f)
             }
         }
-        for id in client.entries.keys where !targetIDs.contains(id) {
-            remove.append(id)
+        client.ids.withUnsafeBufferPointer { ids in
+            for slot in 0..<ids.count where !seen[slot] { remove.append(ids[slot]) }
         }
-        // Dictionary order is arbitrary; sorted removes keep batches reproducible.
+        // Slot order depends on history; sorted removes keep batches reproducible.
         remove.sort()
     }
 }

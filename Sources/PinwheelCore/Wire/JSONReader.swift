@@ -214,7 +214,7 @@ public struct JSONReader {
                 if c == UInt8(ascii: "\"") {
                     let span = UnsafeBufferPointer(rebasing: bytes[contentStart..<i])
                     i += 1
-                    guard let s = String(validating: span, as: UTF8.self) else {
+                    guard let s = UTF8Text.string(span) else {
                         throw failure("invalid UTF-8 in a string", at: start)
                     }
                     return s
@@ -230,7 +230,7 @@ public struct JSONReader {
                 let c = bytes[i]
                 if c == UInt8(ascii: "\"") {
                     i += 1
-                    guard let s = String(validating: scratch, as: UTF8.self) else {
+                    guard let s = UTF8Text.string(scratch) else {
                         throw failure("invalid UTF-8 in a string", at: start)
                     }
                     return s

@@ -104,6 +104,16 @@ public struct JSONWriter: Sendable {
         bytes.insert(UInt8(ascii: "."), at: bytes.count - k)
     }
 
+    /// Appends an array of strings.
+    public mutating func strings(_ list: [String]) {
+        byte(UInt8(ascii: "["))
+        for (k, s) in list.enumerated() {
+            if k > 0 { byte(UInt8(ascii: ",")) }
+            string(s)
+        }
+        byte(UInt8(ascii: "]"))
+    }
+
     /// Appends a box as `[west,south,east,north]`.
     public mutating func bbox(_ b: BBox) {
         byte(UInt8(ascii: "["))

@@ -35,12 +35,9 @@ public struct MessageEncoder: Sendable {
         writer.string(h.session)
         writer.raw(",\"algorithm\":")
         writer.string(h.algorithm.rawValue)
-        writer.raw(",\"algorithms\":[")
-        for (k, a) in h.algorithms.enumerated() {
-            if k > 0 { writer.byte(UInt8(ascii: ",")) }
-            writer.string(a.rawValue)
-        }
-        writer.raw("],\"dataset\":{\"name\":")
+        writer.raw(",\"algorithms\":")
+        writer.strings(h.algorithms.map(\.rawValue))
+        writer.raw(",\"dataset\":{\"name\":")
         writer.string(h.dataset.name)
         writer.raw(",\"points\":")
         writer.integer(h.dataset.points)
@@ -50,13 +47,10 @@ public struct MessageEncoder: Sendable {
         } else {
             writer.null()
         }
-        writer.raw(",\"sumColumns\":[")
-        for (k, c) in h.dataset.sumColumns.enumerated() {
-            if k > 0 { writer.byte(UInt8(ascii: ",")) }
-            writer.string(c)
-        }
+        writer.raw(",\"sumColumns\":")
+        writer.strings(h.dataset.sumColumns)
         let o = h.options
-        writer.raw("]},\"options\":{\"minZoom\":")
+        writer.raw("},\"options\":{\"minZoom\":")
         writer.integer(o.minZoom)
         writer.raw(",\"maxZoom\":")
         writer.integer(o.maxZoom)

@@ -57,7 +57,7 @@ final class LWSConnection {
         case .tooLarge:
             return closeFromReceive(
                 wsi, code: .messageTooBig, reason: "message exceeds \(assembler.limit) bytes", grace: closeGrace)
-        case let .complete(message):
+        case .complete(let message):
             counters.messagesReceived.add(1, ordering: .relaxed)
             counters.bytesReceived.add(message.count, ordering: .relaxed)
             deliver(message)
@@ -84,7 +84,7 @@ final class LWSConnection {
             switch item {
             case nil:
                 return 0
-            case let .close(code, reason):
+            case .close(let code, let reason):
                 localClose = (code, reason)
                 Self.setCloseReason(wsi, code: code, reason: reason)
                 closeIssued = true

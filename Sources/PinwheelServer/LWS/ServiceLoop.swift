@@ -24,6 +24,8 @@ final class ServiceLoop: Sendable {
     /// Set when the polite part of stopping ran out of time: leave the loop now.
     let forceExit = Atomic<Bool>(false)
     private let exited = Atomic<Bool>(false)
+    // pthread_self() of the service thread, 0 until it runs.
+    private let serviceThread = Atomic<UInt>(0)
     private let exitSignal = DispatchSemaphore(value: 0)
 
     init(backend: EventLoopBackend) {
@@ -72,9 +74,11 @@ final class ServiceLoop: Sendable {
         context: OpaquePointer, name: String, owner: AnyObject & Sendable,
         shouldExit: @escaping @Sendable () -> Bool, didDestroy: @escaping @Sendable () -> Void
     ) {
-        contextBits.store(UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(context))), ordering: .sequentiallyConsistent)
+        contextBits.store(
+            UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(context))), ordering: .sequentiallyConsistent)
         let contextAddress = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(context)))
         let thread = Thread { [self] in
+            serviceThread.store(UInt(pthread_self()), ordering: .sequentiallyConsistent)
             withExtendedLifetime(owner) {
                 let context = OpaquePointer(bitPattern: contextAddress)!
                 while lws_service(context, 0) >= 0 && !shouldExit() {}
@@ -105,12 +109,31 @@ final class ServiceLoop: Sendable {
     /// Blocks until the service thread ended, or `timeout` passed. Any thread but the service thread.
     /// - Returns: true when the thread has ended.
     func waitForExit(timeout: Duration) -> Bool {
+        // Waiting on the service thread for itself would hang forever: say so instead.
+        precondition(
+            serviceThread.load(ordering: .sequentiallyConsistent) != UInt(pthread_self()),
+            "stop() called on the lws service thread (from a delegate); use requestStop() there")
         if exited.load(ordering: .sequentiallyConsistent) { return true }
         let nanoseconds = timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
         guard exitSignal.wait(timeout: .now() + .nanoseconds(Int(nanoseconds))) == .success else { return false }
         // Let any other waiter through too.
         exitSignal.signal()
         return true
+    }
+
+    /// Blocks until the service thread ended. Once a stop has been requested for `grace`, it sets
+    /// `forceExit` so connections that did not finish their close are dropped. Any thread but the
+    /// service thread.
+    func awaitExit(grace: Duration) {
+        // A stop requested before we start waiting counts from now.
+        var stopSeen = stopRequested.load(ordering: .sequentiallyConsistent)
+        while !waitForExit(timeout: grace) {
+            if stopSeen {
+                forceExit.store(true, ordering: .sequentiallyConsistent)
+                wake()
+            }
+            stopSeen = stopRequested.load(ordering: .sequentiallyConsistent)
+        }
     }
 
     /// True once the service thread has destroyed the context and ended. Any thread.

@@ -13,9 +13,9 @@ public enum TransportError: Error, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case let .lwsCallFailed(function, detail): return "\(function) failed: \(detail)"
-        case let .invalidConfiguration(field, value): return "invalid \(field): \(value)"
-        case let .invalidURL(url): return "invalid WebSocket URL: \(url)"
+        case .lwsCallFailed(let function, let detail): return "\(function) failed: \(detail)"
+        case .invalidConfiguration(let field, let value): return "invalid \(field): \(value)"
+        case .invalidURL(let url): return "invalid WebSocket URL: \(url)"
         case .alreadyStarted: return "the transport is already started"
         case .notRunning: return "the transport is not running"
         }

@@ -163,7 +163,10 @@ extension WebSocketClient {
                 _ = outboxes.requestClose(id, code: .normal, reason: "client stopping", dropQueued: true)
             }
         }
-        for request in pendingConnects.withLock({ requests in defer { requests = [] }; return requests }) {
+        for request in pendingConnects.withLock({ requests in
+            defer { requests = [] }
+            return requests
+        }) {
             startConnect(request)
         }
         for (id, close) in outboxes.takeWakeList() {
@@ -174,7 +177,8 @@ extension WebSocketClient {
     }
 
     private func startConnect(_ request: PendingConnect) {
-        let io = LWSConnection(id: request.id, wsi: nil, maxMessageBytes: configuration.maxMessageBytes,
+        let io = LWSConnection(
+            id: request.id, wsi: nil, maxMessageBytes: configuration.maxMessageBytes,
             closeGrace: configuration.closeTimeout)
         let connection = ClientConnection(io: io, startedAt: request.startedAt)
         if stopping {

@@ -60,7 +60,8 @@ public final class WebSocketClient: @unchecked Sendable {
             guard configuration.maxMessageBytes > 0, configuration.maxQueuedBytesPerConnection > 0,
                 configuration.writesPerWritable > 0, configuration.txPacketSize > 0
             else {
-                throw TransportError.invalidConfiguration(field: "WebSocketClientConfiguration", value: "sizes must be > 0")
+                throw TransportError.invalidConfiguration(
+                    field: "WebSocketClientConfiguration", value: "sizes must be > 0")
             }
             self.delegate = delegate
             let context: OpaquePointer
@@ -135,19 +136,15 @@ public final class WebSocketClient: @unchecked Sendable {
     /// answer, drops the rest, destroys the context and joins the service thread.
     /// Any thread except the service thread.
     public func stop() {
-        let wasRunning = lifecycle.withLock { state in
-            defer { state = .stopped }
-            if case .running = state { return true }
-            return false
+        let started = lifecycle.withLock { state in
+            if case .idle = state { return false }
+            state = .stopped
+            return true
         }
-        guard wasRunning else { return }
+        guard started else { return }
         loop.stopRequested.store(true, ordering: .sequentiallyConsistent)
         loop.wake()
-        if !loop.waitForExit(timeout: configuration.stopTimeout) {
-            loop.forceExit.store(true, ordering: .sequentiallyConsistent)
-            loop.wake()
-            while !loop.waitForExit(timeout: .seconds(60)) {}
-        }
+        loop.awaitExit(grace: configuration.stopTimeout)
     }
 
     private func enqueue(_ bytes: UnsafeRawBufferPointer, to connection: ConnectionID) -> SendResult {

@@ -76,7 +76,7 @@ extension WebSocketServer {
         switch configuration.allowedOrigins {
         case .any:
             return true
-        case let .allowList(origins):
+        case .allowList(let origins):
             return origins.contains { $0.caseInsensitiveCompare(origin) == .orderedSame }
         case .sameOrigin:
             guard let host = LWSConnection.header(wsi, WSI_TOKEN_HOST) else { return false }
@@ -89,7 +89,8 @@ extension WebSocketServer {
         lastID += 1
         let id = ConnectionID(rawValue: lastID)
         LWSConnection.attach(id, to: wsi)
-        connections[id] = LWSConnection(id: id, wsi: wsi, maxMessageBytes: configuration.maxMessageBytes,
+        connections[id] = LWSConnection(
+            id: id, wsi: wsi, maxMessageBytes: configuration.maxMessageBytes,
             closeGrace: configuration.closeTimeout)
         outboxes.register(id)
         counters.openConnections.add(1, ordering: .relaxed)

@@ -38,7 +38,8 @@ extension WebSocketServerConfiguration {
             else { throw fail("staticMounts.directory (no such directory)", mount.directory) }
         }
         if let tls {
-            for path in [tls.certificatePath, tls.privateKeyPath] where !FileManager.default.isReadableFile(atPath: path) {
+            for path in [tls.certificatePath, tls.privateKeyPath]
+            where !FileManager.default.isReadableFile(atPath: path) {
                 throw fail("tls (unreadable file)", path)
             }
         }
@@ -108,7 +109,8 @@ extension WebSocketServer {
             lws_context_destroy(context)
             throw TransportError.lwsCallFailed(
                 function: "lws_create_vhost",
-                detail: "listen on \(configuration.host):\(configuration.port) (port taken, bad interface or TLS files?)")
+                detail:
+                    "listen on \(configuration.host):\(configuration.port) (port taken, bad interface or TLS files?)")
         }
         self.storage = storage
         return (context, Int(lws_get_vhost_listen_port(vhost)))

@@ -39,7 +39,8 @@ extension WebSocketServer {
         let response: HTTPResponse
         if let path = LWSConnection.header(wsi, WSI_TOKEN_GET_URI) {
             let query = LWSConnection.header(wsi, WSI_TOKEN_HTTP_URI_ARGS) ?? ""
-            response = routes[path]?(HTTPRequest(path: path, query: query)) ?? HTTPResponse(status: 404, text: "not found\n")
+            response =
+                routes[path]?(HTTPRequest(path: path, query: query)) ?? HTTPResponse(status: 404, text: "not found\n")
         } else {
             response = HTTPResponse(status: 405, text: "only GET is served here\n")
         }

@@ -124,24 +124,22 @@ public final class WebSocketServer: @unchecked Sendable {
     /// thread. Any thread except the service thread (a delegate must use `requestStop`).
     public func stop(code: CloseCode = .goingAway, reason: String = "server shutting down") {
         stopClose.withLock { $0 = (code, reason) }
-        let wasRunning = lifecycle.withLock { state in
-            defer { state = .stopped }
-            if case .running = state { return true }
-            return false
+        let started = lifecycle.withLock { state in
+            if case .idle = state { return false }
+            state = .stopped
+            return true
         }
-        guard wasRunning else { return }
+        guard started else { return }
         requestStop()
-        waitForExit()
+        loop.awaitExit(grace: configuration.stopTimeout)
     }
 
-    /// Blocks until the service thread ended (after `stop` or `requestStop`). Any thread but the service thread.
+    /// Blocks until the service thread ended, which happens only after `stop` or `requestStop`;
+    /// connections still closing `configuration.stopTimeout` after the request are dropped.
+    /// Returns at once if the server never started. Any thread but the service thread.
     public func waitForExit() {
         guard lifecycle.withLock({ if case .idle = $0 { false } else { true } }) else { return }
-        if !loop.waitForExit(timeout: configuration.stopTimeout) {
-            loop.forceExit.store(true, ordering: .sequentiallyConsistent)
-            loop.wake()
-            while !loop.waitForExit(timeout: .seconds(60)) {}
-        }
+        loop.awaitExit(grace: configuration.stopTimeout)
     }
 
     private func enqueue(_ bytes: UnsafeRawBufferPointer, to connection: ConnectionID) -> SendResult {

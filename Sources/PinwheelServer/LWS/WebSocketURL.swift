@@ -28,7 +28,11 @@ struct WebSocketURL: Equatable {
             guard let close = authority.firstIndex(of: "]") else { throw TransportError.invalidURL(text) }
             hostPart = authority[authority.index(after: authority.startIndex)..<close]
             let after = authority[authority.index(after: close)...]
-            if after.hasPrefix(":") { portPart = after.dropFirst() } else if !after.isEmpty { throw TransportError.invalidURL(text) }
+            if after.hasPrefix(":") {
+                portPart = after.dropFirst()
+            } else if !after.isEmpty {
+                throw TransportError.invalidURL(text)
+            }
         } else if let colon = authority.lastIndex(of: ":") {
             hostPart = authority[..<colon]
             portPart = authority[authority.index(after: colon)...]

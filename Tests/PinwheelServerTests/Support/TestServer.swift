@@ -48,11 +48,12 @@ final class TestServer: Sendable {
             .deletingLastPathComponent().deletingLastPathComponent().path
     }
 
-    /// GETs a path and returns the status and body.
-    func get(_ path: String) async throws -> (status: Int, body: String) {
+    /// GETs a path and returns the status and body; `https` accepts the test's self-signed certificate.
+    func get(_ path: String, https: Bool = false) async throws -> (status: Int, body: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["curl", "-s", "-o", "-", "-w", "\n%{http_code}", httpURL + path]
+        let base = https ? "https://127.0.0.1:\(port)" : httpURL
+        process.arguments = ["curl", "-s", "-k", "-o", "-", "-w", "\n%{http_code}", base + path]
         let pipe = Pipe()
         process.standardOutput = pipe
         try process.run()
