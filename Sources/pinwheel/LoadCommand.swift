@@ -42,7 +42,7 @@ struct LoadCommand: ParsableCommand {
 
     @Option(
         name: .customLong("event-loop"),
-        help: "lws event loop of the clients: poll, or libev (one thread only; stalls with lws 4.1.6 client contexts).")
+        help: "lws event loop of the clients: poll, or libev (one libev context per process: --threads 1).")
     var eventLoop: EventLoopBackend = .poll
 
     @Option(help: "Write the report as JSON to this file.")

@@ -25,10 +25,10 @@ public struct LoadOptions: Sendable {
     public var deflate: Bool = true
     /// Ask the server for presence (other sessions' viewports), as the multi-client demo page does.
     public var presence: Bool = false
-    /// The event loop of the client contexts. Poll by default: with libev, lws 4.1.6 client-only
-    /// contexts here were not woken by lws_cancel_service (sends waited for traffic and `stop` hung),
-    /// and a process holds at most one libev context (lws starts a SIGINT watcher on each libev loop,
-    /// and libev aborts when one signal is attached to two loops).
+    /// The event loop of the client contexts. Poll by default, because a process holds at most one
+    /// libev context (lws starts a SIGINT watcher on each libev loop, and libev aborts when one signal
+    /// is attached to two loops): libev means one thread, and none inside a process already running a
+    /// libev server.
     public var eventLoop: EventLoopBackend = .poll
     /// Read the server's /metrics before and after.
     public var scrapeMetrics: Bool = true
