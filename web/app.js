@@ -70,6 +70,9 @@
     const SPREAD_OWNER_ALPHA = 0.25;
     const CLUSTER_LABEL_COLOR = '#0b1220';
     const CLUSTER_LABEL_FONT_FAMILY = 'system-ui, -apple-system, "Segoe UI", Roboto, sans-serif';
+    /** Outlines of other sessions' viewports (presence; off with ?presence=0). */
+    const PRESENCE_STYLE = { color: '#f472b6', weight: 1.5, opacity: 0.7, fill: true, fillOpacity: 0.04,
+                             dashArray: '5 4', interactive: false };
 
     // ---- State (read by tests through window.pinwheel.state) -------------------------------------
 
@@ -111,6 +114,8 @@
         spread: new Map(),
         /** Page-side settings: viewports per second and pace in markers per millisecond. */
         settings: { rate: MAX_VIEWPORT_RATE, pace: Infinity },
+        /** Other sessions' viewports drawn from the last presence message. */
+        presence: 0,
     };
 
     // ---- Connection state: the socket opens first, so its handshake overlaps building the map ------
@@ -144,6 +149,8 @@
     const markerGroup = L.featureGroup().addTo(map);
     /** A same-coordinate group shown on request (`expand` answered with `spread`). */
     const expansionGroup = L.featureGroup().addTo(map);
+    /** Other people's viewports (presence), under the markers. */
+    const presenceGroup = L.featureGroup().addTo(map);
 
     /** Called once when the first markers are on the map (the basemap waits for it). */
     let onFirstMarkers = () => {};
@@ -819,6 +826,9 @@
             case 'expansion':
                 onExpansion(msg);
                 break;
+            case 'presence':
+                drawPresence(msg);
+                break;
             case 'error':
                 state.counters.errors++;
                 state.lastError = msg;
@@ -853,6 +863,7 @@
         } else if (awaitingAlgorithm && msg.algorithm === wanted) {
             awaitingAlgorithm = false;
             sendViewport();
+            if (params.get('presence') !== '0') send({ type: 'settings', presence: true });
         }
         hud.showHello(msg);
     }
@@ -1090,6 +1101,21 @@
         setInterval(refresh, HUD_INTERVAL_MS);
         return { showHello: showHello };
     })();
+
+    /** Replaces the outlines with the viewports of a presence message; a box over the antimeridian
+     *  (west > east) is drawn as its two halves. */
+    function drawPresence(msg) {
+        presenceGroup.clearLayers();
+        const viewports = Array.isArray(msg.viewports) ? msg.viewports : [];
+        for (const v of viewports) {
+            const [w, s, e, n] = v.bbox;
+            const spans = w > e ? [[w, 180], [-180, e]] : [[w, e]];
+            for (const [west, east] of spans) {
+                L.rectangle([[s, west], [n, east]], PRESENCE_STYLE).addTo(presenceGroup);
+            }
+        }
+        state.presence = viewports.length;
+    }
 
     function escapeHTML(s) {
         return s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);

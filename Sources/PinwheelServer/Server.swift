@@ -13,6 +13,8 @@ public final class PinwheelServer: WebSocketServerDelegate, @unchecked Sendable 
     public let configuration: ServerConfiguration
     public let dataset: LoadedDataset
     public let metrics = ServerMetrics()
+    /// Sessions' viewports for the sessions that opted in to presence.
+    public let presence = PresenceBoard()
     let logger: Logger
     let clusterers: Clusterers
     let workers: Workers
@@ -45,6 +47,9 @@ public final class PinwheelServer: WebSocketServerDelegate, @unchecked Sendable 
     /// Binds the port and starts the lws service thread.
     public func start() throws {
         try transport.start(delegate: self)
+        presence.start { [weak self] connection, message in
+            _ = self?.send(message, type: "presence", to: connection)
+        }
         logger.info("listening on \(configuration.host):\(port), web root \(configuration.webRoot)")
     }
 
@@ -54,6 +59,7 @@ public final class PinwheelServer: WebSocketServerDelegate, @unchecked Sendable 
     /// Closes every session with 1001, stops the transport and the workers; any thread, idempotent.
     public func stop() {
         guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        presence.stop()
         transport.stop()
         workers.stop()
         stopped.signal()

@@ -33,7 +33,7 @@ public final class ServerMetrics: Sendable {
 
     /// Message types counted separately; anything else counts as "invalid".
     static let clientTypes = ["viewport", "ack", "expand", "settings", "invalid"]
-    static let serverTypes = ["hello", "batch", "expansion", "error"]
+    static let serverTypes = ["hello", "batch", "expansion", "error", "presence"]
 
     public init() {
         var factory = PrometheusMetricsFactory(registry: registry)
@@ -72,7 +72,8 @@ public final class ServerMetrics: Sendable {
         messagesOut = outgoing
     }
 
-    /// The registry's current state in Prometheus text exposition format.
+    /// The registry's current state in Prometheus text exposition format, then the process's CPU,
+    /// memory and descriptors (`ProcessMetrics`).
     /// - Parameter queuedBytes: bytes waiting in every outbound queue now (the transport's count).
     public func render(queuedBytes: Int) -> String {
         outboundBytes.set(queuedBytes)
@@ -80,7 +81,7 @@ public final class ServerMetrics: Sendable {
         firstBatchP50.set(Double(p50) / 1e6)
         firstBatchP99.set(Double(p99) / 1e6)
         firstBatchMax.set(Double(max) / 1e6)
-        return registry.emitToString()
+        return registry.emitToString() + (ProcessMetrics.current()?.prometheusText ?? "")
     }
 
     func sessionOpened() { sessions.increment() }

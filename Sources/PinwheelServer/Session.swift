@@ -100,6 +100,8 @@ final class Session: WorkerJob, @unchecked Sendable {
             state.tick(output: &output)
         case .closed:
             state.closed = true
+            // Here, after every earlier event of this session, so no later update brings it back.
+            server.presence.remove(connection: connection)
             let c = counters
             server.logger.debug(
                 "session \(connection) ended: \(c.messagesIn) messages in (\(c.errors) errors), \(c.messagesOut) out (\(c.batches) batches, \(c.bytesOut) bytes)")
@@ -123,6 +125,10 @@ final class Session: WorkerJob, @unchecked Sendable {
             if message.type == "error" { counters.errors += 1 }
         }
         if let latency = output.firstBatchLatency { server.metrics.firstBatch(after: latency) }
+        if let viewport = output.served {
+            server.presence.update(connection: connection, bbox: viewport.bbox, zoom: viewport.zoom)
+        }
+        if let presence = output.presence { server.presence.watch(connection: connection, enabled: presence) }
         if let close = output.close {
             state.closed = true
             server.close(connection, code: close.code, reason: close.reason)
@@ -155,6 +161,10 @@ struct SessionOutput {
     var firstBatchLatency: Duration?
     /// The received message's type for the metrics ("invalid" when it could not be read).
     var receivedType = "invalid"
+    /// The viewport this event started serving, for presence.
+    var served: ViewportMessage?
+    /// A `settings` opted in to (true) or out of (false) presence.
+    var presence: Bool?
 
     mutating func send(_ type: String, _ bytes: [UInt8]) {
         messages.append(Message(type: type, bytes: bytes))

@@ -76,7 +76,9 @@ struct SessionState {
             expand(id, output: &output)
         case .settings(let settings):
             output.receivedType = "settings"
-            algorithm = settings.algorithm
+            output.presence = settings.presence
+            guard let newAlgorithm = settings.algorithm else { return }
+            algorithm = newAlgorithm
             clusterer = clusterers.clusterer(for: algorithm)
             context = FeatureContext(clusterer: clusterer)
             output.send("hello", hello())
@@ -112,6 +114,7 @@ struct SessionState {
     /// and diffs against what was actually sent.
     private mutating func show(_ viewport: ViewportMessage, receivedAt: ContinuousClock.Instant, output: inout SessionOutput) {
         served = viewport
+        output.served = viewport
         clusterer.features(in: viewport.bbox, zoom: viewport.zoom, into: &features)
         firstBatchDue = receivedAt
         carryOut(pacer.show(seq: viewport.seq, features: features, viewport: viewport.bbox), output: &output)

@@ -4,6 +4,6 @@ import ArgumentParser
 struct Pinwheel: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Streams clustered map markers to browsers over WebSocket.",
-        subcommands: [ServeCommand.self, BenchCommand.self]
+        subcommands: [ServeCommand.self, BenchCommand.self, LoadCommand.self]
     )
 }

@@ -54,6 +54,9 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "TLS private key (PEM); needs --tls-cert.")
     var tlsKey: String?
 
+    @Option(help: "Simulated tourists touring the map inside the server; open the page to see their viewports.")
+    var bots = 0
+
     @Option(help: "lws event loop: poll, or libev for many thousands of connections.")
     var eventLoop = EventLoopBackend.poll.rawValue
 
@@ -65,6 +68,9 @@ struct ServeCommand: ParsableCommand {
         if let n = synthetic, n < 0 { throw ValidationError("--synthetic must be 0 or more, got \(n)") }
         if !(0...65_535).contains(port) { throw ValidationError("--port must be 0...65535, got \(port)") }
         if maxSessions < 1 { throw ValidationError("--max-sessions must be at least 1, got \(maxSessions)") }
+        if bots < 0 || bots >= maxSessions {
+            throw ValidationError("--bots must be 0 up to --max-sessions - 1 (\(maxSessions - 1)), got \(bots)")
+        }
         if !(viewportHz > 0 && viewportHz.isFinite) { throw ValidationError("--viewport-hz must be positive") }
         if !(pace > 0 && pace.isFinite) { throw ValidationError("--pace must be positive") }
         if window < 1 { throw ValidationError("--window must be at least 1, got \(window)") }
@@ -125,6 +131,7 @@ struct ServeCommand: ParsableCommand {
         let scheme = tlsCert == nil ? "http" : "https"
         // Unbuffered, so a test or script reading our stdout sees the line at once.
         FileHandle.standardOutput.write(Data("pinwheel listening on \(scheme)://\(urlHost(host)):\(server.port)\n".utf8))
+        let tourists = try startBots(server: server, secure: tlsCert != nil, logger: logger)
 
         // Signal handlers run on a Dispatch queue; `@Sendable` keeps them off the main actor.
         signal(SIGINT, SIG_IGN)
@@ -140,8 +147,25 @@ struct ServeCommand: ParsableCommand {
             return source
         }
         server.wait()
+        tourists?.stop()
         sources.forEach { $0.cancel() }
         logger.info("stopped")
+    }
+
+    /// `--bots N`: N tourists on loopback (or on the bound address), with an origin the server accepts.
+    private func startBots(server: PinwheelServer, secure: Bool, logger: Logger) throws -> TouristBots? {
+        guard bots > 0 else { return nil }
+        let address = host == "0.0.0.0" || host == "::" ? "127.0.0.1" : urlHost(host)
+        let ownOrigin = "\(secure ? "https" : "http")://\(address):\(server.port)"
+        let origin = allowedOrigins.first { $0 != "*" } ?? ownOrigin
+        do {
+            let tourists = try TouristBots(
+                count: bots, url: "\(secure ? "wss" : "ws")://\(address):\(server.port)/", origin: origin)
+            logger.info("\(bots) simulated tourists touring the map (presence shows their viewports)")
+            return tourists
+        } catch {
+            throw ValidationError("--bots: \(error)")
+        }
     }
 
     private func urlHost(_ host: String) -> String {

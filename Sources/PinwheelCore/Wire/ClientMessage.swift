@@ -44,11 +44,17 @@ public struct AckMessage: Equatable, Sendable {
     }
 }
 
-/// A session's choice of algorithm.
+/// A session's settings; each field is optional, and a message carries at least one.
 public struct SettingsMessage: Equatable, Sendable {
-    public var algorithm: Algorithm
+    /// Switch this session's algorithm.
+    public var algorithm: Algorithm?
+    /// Opt in to (true) or out of (false) presence: other sessions' viewport outlines.
+    public var presence: Bool?
 
-    public init(algorithm: Algorithm) { self.algorithm = algorithm }
+    public init(algorithm: Algorithm? = nil, presence: Bool? = nil) {
+        self.algorithm = algorithm
+        self.presence = presence
+    }
 }
 
 /// A message from the page to the server.
@@ -97,12 +103,19 @@ public enum ClientMessage: Equatable, Sendable {
         case "expand":
             return .expand(id: try m.whole("id"))
         case "settings":
-            let name = try m.string("algorithm")
-            guard let algorithm = Algorithm(rawValue: name) else {
-                let known = Algorithm.allCases.map(\.rawValue).joined(separator: ", ")
-                throw MessageFields.invalid("algorithm", "must be one of \(known), got \"\(name)\"")
+            var settings = SettingsMessage()
+            if m.has("algorithm") || !m.has("presence") {
+                let name = try m.string("algorithm")
+                guard let algorithm = Algorithm(rawValue: name) else {
+                    let known = Algorithm.allCases.map(\.rawValue).joined(separator: ", ")
+                    throw MessageFields.invalid("algorithm", "must be one of \(known), got \"\(name)\"")
+                }
+                settings.algorithm = algorithm
             }
-            return .settings(SettingsMessage(algorithm: algorithm))
+            if m.has("presence") {
+                settings.presence = try m.bool("presence")
+            }
+            return .settings(settings)
         default:
             throw WireError(
                 .unknownType, field: "type",
@@ -150,8 +163,15 @@ public enum ClientMessage: Equatable, Sendable {
             writer.raw("\"expand\",\"id\":")
             writer.integer(id)
         case .settings(let s):
-            writer.raw("\"settings\",\"algorithm\":")
-            writer.string(s.algorithm.rawValue)
+            writer.raw("\"settings\"")
+            if let algorithm = s.algorithm {
+                writer.raw(",\"algorithm\":")
+                writer.string(algorithm.rawValue)
+            }
+            if let presence = s.presence {
+                writer.raw(",\"presence\":")
+                writer.bool(presence)
+            }
         }
         writer.byte(UInt8(ascii: "}"))
     }

@@ -1,0 +1,131 @@
+import PinwheelCore
+
+/// One simulated person's connection and figures. Owned by its `LoadGroup`, under the group's lock.
+struct LoadClient {
+    enum Phase: Equatable {
+        /// Not connected yet; connects at `connectAt`.
+        case waiting
+        /// Handshake under way.
+        case connecting
+        /// Open, waiting for `hello`.
+        case open
+        /// Touring: sends a viewport each tick.
+        case touring
+        /// Gone: closed, or never connected.
+        case finished
+    }
+
+    /// A viewport sent and not yet answered by its `done` (nor superseded by a later one).
+    struct InFlight {
+        var seq: Int
+        var sentAt: ContinuousClock.Instant
+        var sawBatch = false
+    }
+
+    let index: Int
+    let connectAt: ContinuousClock.Instant
+    var phase = Phase.waiting
+    var connection: ConnectionID?
+    var session = ""
+    var tour: Tour?
+    var nextTick: ContinuousClock.Instant
+    var nextSeq = 1
+    var inFlight: [InFlight] = []
+    /// Encoded size of every feature the client holds, to price a naive server's full re-send.
+    var featureBytes: [UInt64: Int] = [:]
+    var heldBytes = 0
+
+    var figures = ClientFigures()
+
+    init(index: Int, connectAt: ContinuousClock.Instant) {
+        self.index = index
+        self.connectAt = connectAt
+        self.nextTick = connectAt
+    }
+
+    /// Applies a scanned batch: latency of its viewport, what the client now holds, the counts.
+    /// - Returns: the number of markers to acknowledge.
+    /// - Parameter keepsSamples: false for long-running bots, whose latency samples would only pile up.
+    mutating func apply(
+        _ scanned: MessageScanner, bytes: Int, at now: ContinuousClock.Instant, keepsSamples: Bool = true
+    ) -> Int {
+        figures.batches += 1
+        figures.bytes += bytes
+        let markers = scanned.removed.count + scanned.features.count
+        figures.markers += markers
+        for id in scanned.removed {
+            if let size = featureBytes.removeValue(forKey: id) { heldBytes -= size }
+        }
+        for feature in scanned.features {
+            heldBytes += feature.bytes - (featureBytes.updateValue(feature.bytes, forKey: feature.id) ?? 0)
+        }
+        // Everything sent before this batch's viewport is superseded: the server serves the latest.
+        while let first = inFlight.first, first.seq < scanned.seq {
+            inFlight.removeFirst()
+            figures.superseded += 1
+        }
+        if let first = inFlight.first, first.seq == scanned.seq {
+            if !first.sawBatch {
+                inFlight[0].sawBatch = true
+                if keepsSamples { figures.firstBatchMicros.append(Self.micros(now - first.sentAt)) }
+            }
+            if scanned.done {
+                if keepsSamples { figures.doneMicros.append(Self.micros(now - first.sentAt)) }
+                figures.answered += 1
+                inFlight.removeFirst()
+                // A naive server would send every held feature again for this view, in one batch.
+                figures.naiveBytes += Self.naiveBatchBytes(
+                    seq: scanned.seq, batch: scanned.batch, featureBytes: heldBytes, features: featureBytes.count)
+            }
+        } else if scanned.done {
+            // A done for a viewport this client never sent, or already answered: a protocol error.
+            figures.count(error: "done for unknown seq")
+        }
+        return markers
+    }
+
+    /// The size of one batch carrying `features` features of `featureBytes` bytes in all, and nothing else:
+    /// what a server without diffs sends for each viewport.
+    static func naiveBatchBytes(seq: Int, batch: Int, featureBytes: Int, features: Int) -> Int {
+        var envelope = JSONWriter(capacity: 96)
+        envelope.raw(#"{"type":"batch","seq":"#)
+        envelope.integer(seq)
+        envelope.raw(#","batch":"#)
+        envelope.integer(batch)
+        envelope.raw(#","remove":[],"add":[],"update":[],"done":true}"#)
+        return envelope.bytes.count + featureBytes + max(0, features - 1)
+    }
+
+    static func micros(_ duration: Duration) -> UInt32 {
+        let (seconds, attos) = duration.components
+        let micros = seconds * 1_000_000 + attos / 1_000_000_000_000
+        return UInt32(clamping: max(0, micros))
+    }
+}
+
+/// One client's counts, for the report.
+struct ClientFigures: Sendable {
+    var connectMicros: UInt32?
+    var viewportsSent = 0
+    var answered = 0
+    var superseded = 0
+    var unanswered = 0
+    var batches = 0
+    var markers = 0
+    /// Payload bytes of batches received (after inflation).
+    var bytes = 0
+    /// What re-sending every held feature at each `done` would have cost.
+    var naiveBytes = 0
+    var presenceMessages = 0
+    /// Sessions named in the latest presence message.
+    var presenceSessions: [String] = []
+    var closeCode: UInt16?
+    var closedDuringRun = false
+    var errors: [String: Int] = [:]
+    var firstBatchMicros: [UInt32] = []
+    var doneMicros: [UInt32] = []
+
+    mutating func count(error: String) {
+        errors[error, default: 0] += 1
+    }
+}

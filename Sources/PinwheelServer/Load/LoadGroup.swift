@@ -1,0 +1,287 @@
+import Foundation
+import PinwheelCore
+import Synchronization
+
+/// A share of the load clients on one lws client context: its service thread receives and
+/// acknowledges, its ticker thread connects the clients on schedule and sends their viewports.
+final class LoadGroup: WebSocketClientDelegate, @unchecked Sendable {
+    struct State {
+        var clients: [LoadClient]
+        var byConnection: [ConnectionID: Int] = [:]
+        /// Set when the tour ends: no more viewports.
+        var touring = true
+        /// Set when the run closes the connections: closes after this are ours.
+        var closing = false
+    }
+
+    let state: Mutex<State>
+    private let client: WebSocketClient
+    private let options: LoadOptions
+    private let origin: String?
+    private let period: Duration?
+    private let keepsSamples: Bool
+    private let stopTicker = Atomic<Bool>(false)
+    private let stopped = Atomic<Bool>(false)
+    private let tickerDone = DispatchSemaphore(value: 0)
+    // Lws service thread only.
+    private var scanner = MessageScanner()
+    private var ackWriter = JSONWriter(capacity: 64)
+
+    /// - Parameters:
+    ///   - indices: the global indices of this group's clients.
+    ///   - start: when the ramp starts.
+    ///   - keepsSamples: keep every latency sample for the report (false for bots that run for hours).
+    init(
+        indices: [Int], options: LoadOptions, origin: String?, start: ContinuousClock.Instant,
+        keepsSamples: Bool = true
+    ) {
+        self.options = options
+        self.keepsSamples = keepsSamples
+        self.origin = origin
+        period = options.viewportHz > 0 ? .nanoseconds(Int64(1e9 / options.viewportHz)) : nil
+        let step = options.clients > 1 ? options.ramp / Double(options.clients - 1) : .zero
+        state = Mutex(
+            State(clients: indices.map { LoadClient(index: $0, connectAt: start + step * Double($0)) }))
+        var configuration = WebSocketClientConfiguration()
+        configuration.eventLoop = options.eventLoop
+        configuration.permessageDeflate = options.deflate
+        configuration.allowSelfSignedCertificates = true
+        client = WebSocketClient(configuration: configuration)
+    }
+
+    /// Starts the service thread and the ticker thread. The runner's thread.
+    func start() throws {
+        try client.start(delegate: self)
+        let thread = Thread { [self] in
+            tickLoop()
+            tickerDone.signal()
+        }
+        thread.name = "pinwheel-load-ticker"
+        thread.start()
+    }
+
+    /// Stops sending viewports; the connections stay open for the last answers. Any thread.
+    func endTour() {
+        state.withLock { $0.touring = false }
+    }
+
+    /// Viewports still waiting for their `done`. Any thread.
+    var inFlight: Int {
+        state.withLock { s in s.clients.reduce(0) { $0 + ($1.phase == .touring ? $1.inFlight.count : 0) } }
+    }
+
+    /// Closes every connection with 1000 and joins the threads. Any thread but the group's own; once
+    /// (later calls return at once).
+    func stop() {
+        guard !stopped.exchange(true, ordering: .sequentiallyConsistent) else { return }
+        stopTicker.store(true, ordering: .relaxed)
+        tickerDone.wait()
+        state.withLock { s in
+            s.closing = true
+            // Clients that never got going are errors of the run, not silent absentees.
+            for k in s.clients.indices {
+                switch s.clients[k].phase {
+                case .waiting: s.clients[k].figures.count(error: "never connected: the ramp did not reach it")
+                case .connecting: s.clients[k].figures.count(error: "handshake unfinished at the end")
+                case .open: s.clients[k].figures.count(error: "no hello by the end")
+                case .touring, .finished: break
+                }
+            }
+        }
+        client.stop()
+        state.withLock { s in
+            for k in s.clients.indices {
+                s.clients[k].figures.unanswered = s.clients[k].inFlight.count
+            }
+        }
+    }
+
+    // MARK: Ticker thread
+
+    private func tickLoop() {
+        var writer = JSONWriter(capacity: 256)
+        var outgoing: [(ConnectionID, [UInt8])] = []
+        while !stopTicker.load(ordering: .relaxed) {
+            let now = ContinuousClock.now
+            state.withLock { s in
+                for k in s.clients.indices {
+                    switch s.clients[k].phase {
+                    case .waiting where now >= s.clients[k].connectAt:
+                        connect(&s, k)
+                    case .touring where s.touring && period != nil && now >= s.clients[k].nextTick:
+                        if let message = tick(&s.clients[k], now: now, writer: &writer) {
+                            outgoing.append(message)
+                        }
+                    default:
+                        break
+                    }
+                }
+            }
+            for (connection, bytes) in outgoing {
+                client.send(bytes, to: connection)
+            }
+            outgoing.removeAll(keepingCapacity: true)
+            Thread.sleep(forTimeInterval: 0.002)
+        }
+    }
+
+    // Under the lock; `connect` only queues, so the service thread cannot report the open before
+    // the id is recorded here.
+    private func connect(_ s: inout State, _ k: Int) {
+        do {
+            let id = try client.connect(to: options.url, subprotocol: "pinwheel.v1", origin: origin)
+            s.clients[k].connection = id
+            s.clients[k].phase = .connecting
+            s.byConnection[id] = k
+        } catch {
+            s.clients[k].phase = .finished
+            s.clients[k].figures.count(error: "connect: \(error)")
+        }
+    }
+
+    private func tick(
+        _ c: inout LoadClient, now: ContinuousClock.Instant, writer: inout JSONWriter
+    ) -> (ConnectionID, [UInt8])? {
+        guard let period, let connection = c.connection else { return nil }
+        c.nextTick = c.nextTick + period
+        // A ticker that fell behind skips ticks rather than bursting to catch up.
+        if c.nextTick < now { c.nextTick = now + period }
+        guard let viewport = c.tour?.next() else { return nil }
+        writer.reset()
+        viewport.write(seq: c.nextSeq, into: &writer)
+        c.inFlight.append(LoadClient.InFlight(seq: c.nextSeq, sentAt: now))
+        c.nextSeq += 1
+        c.figures.viewportsSent += 1
+        return (connection, writer.bytes)
+    }
+
+    // MARK: Delegate, lws service thread only
+
+    func webSocketClient(
+        _ client: WebSocketClient, didOpen connection: ConnectionID, subprotocol: String?, connectTime: Duration
+    ) {
+        state.withLock { s in
+            guard let k = s.byConnection[connection] else { return }
+            s.clients[k].phase = .open
+            s.clients[k].figures.connectMicros = LoadClient.micros(connectTime)
+            if subprotocol != "pinwheel.v1" {
+                s.clients[k].figures.count(error: "subprotocol \(subprotocol ?? "none")")
+            }
+        }
+        if options.presence {
+            client.send(#"{"type":"settings","presence":true}"#, to: connection)
+        }
+    }
+
+    func webSocketClient(_ client: WebSocketClient, didReceive text: [UInt8], from connection: ConnectionID) {
+        let now = ContinuousClock.now
+        let scanned = text.withUnsafeBufferPointer { scanner.scan($0) }
+        var ack: Int?
+        var hello: (bounds: BBox, session: String)?
+        var presence: [String]?
+        if scanned && scanner.kind == .hello {
+            hello = Self.readHello(text)
+        } else if scanned && scanner.kind == .presence {
+            presence = Self.readPresence(text)
+        }
+        state.withLock { s in
+            guard let k = s.byConnection[connection] else { return }
+            guard scanned else {
+                s.clients[k].figures.count(error: "unreadable message")
+                return
+            }
+            switch scanner.kind {
+            case .batch:
+                ack = s.clients[k].apply(scanner, bytes: text.count, at: now, keepsSamples: keepsSamples)
+                if s.clients[k].tour == nil { s.clients[k].figures.count(error: "batch before hello") }
+            case .hello:
+                guard let hello else {
+                    s.clients[k].figures.count(error: "hello without dataset bounds")
+                    return
+                }
+                s.clients[k].session = hello.session
+                if s.clients[k].tour == nil {
+                    startTour(&s.clients[k], bounds: hello.bounds, now: now)
+                }
+            case .presence:
+                s.clients[k].figures.presenceMessages += 1
+                s.clients[k].figures.presenceSessions = presence ?? []
+            case .error:
+                s.clients[k].figures.count(error: "server error \(scanner.errorCode)")
+            case .other:
+                break
+            }
+        }
+        if let ack {
+            ackWriter.reset()
+            ackWriter.raw(#"{"type":"ack","batch":"#)
+            ackWriter.integer(scanner.batch)
+            ackWriter.raw(#","applied":"#)
+            ackWriter.integer(ack)
+            ackWriter.raw(#","ms":"#)
+            // What a quick page spends: a fixed cost plus a little per marker.
+            ackWriter.number(((0.2 + 0.01 * Double(ack)) * 100).rounded() / 100)
+            ackWriter.byte(UInt8(ascii: "}"))
+            client.send(ackWriter.bytes, to: connection)
+        }
+    }
+
+    func webSocketClient(_ client: WebSocketClient, didClose connection: ConnectionID, code: CloseCode, reason: String) {
+        state.withLock { s in
+            guard let k = s.byConnection[connection] else { return }
+            s.clients[k].phase = .finished
+            s.clients[k].figures.closeCode = code.rawValue
+            if !s.closing {
+                s.clients[k].figures.closedDuringRun = true
+                s.clients[k].figures.count(error: "closed \(code.rawValue)")
+            }
+        }
+    }
+
+    func webSocketClient(_ client: WebSocketClient, didFailToConnect connection: ConnectionID, error: String) {
+        state.withLock { s in
+            guard let k = s.byConnection[connection] else { return }
+            s.clients[k].phase = .finished
+            s.clients[k].figures.count(error: "connect failed")
+        }
+    }
+
+    private func startTour(_ c: inout LoadClient, bounds: BBox, now: ContinuousClock.Instant) {
+        // Each client gets its own stream from the run's seed; golden-ratio phases spread the ticks.
+        var mix = SplitMix64(seed: options.seed ^ (UInt64(c.index) &* 0x9E37_79B9_7F4A_7C15))
+        c.tour = Tour(
+            trace: options.trace, seed: mix.next(), bounds: bounds, width: options.width, height: options.height)
+        c.phase = .touring
+        if let period {
+            let phase = (Double(c.index) * 0.618_033_988_75).truncatingRemainder(dividingBy: 1)
+            c.nextTick = now + period * phase
+        }
+    }
+
+    /// The session id and dataset bounds of a `hello`.
+    static func readHello(_ text: [UInt8]) -> (bounds: BBox, session: String)? {
+        guard case .object(let hello)? = try? JSONReader.parse(text),
+            case .object(let dataset)? = hello["dataset"],
+            case .array(let raw)? = dataset["bounds"], raw.count == 4
+        else { return nil }
+        var numbers: [Double] = []
+        for value in raw {
+            guard case .number(let n) = value, n.isFinite else { return nil }
+            numbers.append(n)
+        }
+        var session = ""
+        if case .string(let s)? = hello["session"] { session = s }
+        return (BBox(west: numbers[0], south: numbers[1], east: numbers[2], north: numbers[3]), session)
+    }
+
+    /// The session ids a `presence` message shows.
+    static func readPresence(_ text: [UInt8]) -> [String]? {
+        guard case .object(let message)? = try? JSONReader.parse(text),
+            case .array(let viewports)? = message["viewports"]
+        else { return nil }
+        return viewports.compactMap { entry in
+            if case .object(let o) = entry, case .string(let session)? = o["session"] { return session }
+            return nil
+        }
+    }
+}

@@ -1,0 +1,63 @@
+/// What `pinwheel load` runs: how many clients, for how long, moving how.
+public struct LoadOptions: Sendable {
+    /// The server's WebSocket URL, e.g. `ws://127.0.0.1:8080/`.
+    public var url: String
+    /// Simulated people, each one WebSocket connection.
+    public var clients: Int = 100
+    /// How long the clients tour after the ramp.
+    public var duration: Duration = .seconds(30)
+    /// Connections open evenly over this time.
+    public var ramp: Duration = .seconds(5)
+    /// Viewports per second each client sends while it moves; 0 keeps the clients idle after `hello`.
+    public var viewportHz: Double = 10
+    /// How the clients move.
+    public var trace: TourTrace = .mixed
+    /// Seed of every tour (client k uses a seed derived from it and k).
+    public var seed: UInt64 = 1
+    /// lws client contexts, each with its own service thread, sharing the connections.
+    public var threads: Int = 2
+    /// After the tour ends, how long to wait for the last viewports' `done`.
+    public var drainTimeout: Duration = .seconds(5)
+    /// Map size every client reports, pixels.
+    public var width: Int = 1280
+    public var height: Int = 800
+    /// Offer permessage-deflate, as browsers do.
+    public var deflate: Bool = true
+    /// Ask the server for presence (other sessions' viewports), as the multi-client demo page does.
+    public var presence: Bool = false
+    /// The event loop of the client contexts. Poll by default, because a process holds at most one
+    /// libev context (lws starts a SIGINT watcher on each libev loop, and libev aborts when one signal
+    /// is attached to two loops): libev means one thread, and none inside a process already running a
+    /// libev server.
+    public var eventLoop: EventLoopBackend = .poll
+    /// Read the server's /metrics before and after.
+    public var scrapeMetrics: Bool = true
+    /// Origin header sent with each handshake; nil derives `http://host:port` from `url`, as a page
+    /// served by that server would send.
+    public var origin: String?
+
+    public init(url: String) {
+        self.url = url
+    }
+
+    /// Checks the numbers; the error names the option.
+    public func validate() throws(LoadError) {
+        if clients < 1 { throw .invalidOption(name: "clients", value: String(clients), expected: "at least 1") }
+        if duration <= .zero { throw .invalidOption(name: "duration", value: "\(duration)", expected: "more than 0") }
+        if ramp < .zero { throw .invalidOption(name: "ramp", value: "\(ramp)", expected: "0 or more") }
+        if !(viewportHz >= 0 && viewportHz <= 1000) {
+            throw .invalidOption(name: "viewport-hz", value: String(viewportHz), expected: "0 to 1000")
+        }
+        if threads < 1 || threads > 64 {
+            throw .invalidOption(name: "threads", value: String(threads), expected: "1 to 64")
+        }
+        if eventLoop == .libev && threads > 1 {
+            throw .invalidOption(
+                name: "threads", value: String(threads),
+                expected: "1 with the libev event loop (one libev context per process), or --event-loop poll")
+        }
+        if width < 1 || width > 16384 || height < 1 || height > 16384 {
+            throw .invalidOption(name: "size", value: "\(width)x\(height)", expected: "1 to 16384 pixels each")
+        }
+    }
+}

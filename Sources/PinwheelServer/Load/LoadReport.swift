@@ -1,0 +1,144 @@
+import struct Histogram.Histogram
+
+/// What a load run measured: the whole run, the server's side, and every client.
+public struct LoadReport: Codable, Sendable {
+    /// Percentiles of one measure, in milliseconds (latencies) or per second (rates).
+    public struct Summary: Codable, Sendable, Equatable {
+        public var count: UInt64
+        public var mean: Double
+        public var p50: Double
+        public var p90: Double
+        public var p99: Double
+        public var p99_9: Double
+        public var max: Double
+
+        /// From a histogram whose values are in `unit`s of the summary (e.g. 1000 for µs → ms).
+        init(_ histogram: Histogram<UInt64>, divisor: Double) {
+            count = histogram.totalCount
+            guard count > 0 else {
+                mean = 0; p50 = 0; p90 = 0; p99 = 0; p99_9 = 0; max = 0
+                return
+            }
+            mean = histogram.mean / divisor
+            p50 = Double(histogram.valueAtPercentile(50)) / divisor
+            p90 = Double(histogram.valueAtPercentile(90)) / divisor
+            p99 = Double(histogram.valueAtPercentile(99)) / divisor
+            p99_9 = Double(histogram.valueAtPercentile(99.9)) / divisor
+            max = Double(histogram.max) / divisor
+        }
+    }
+
+    /// The options of the run.
+    public struct Run: Codable, Sendable {
+        public var url: String
+        public var clients: Int
+        public var durationSeconds: Double
+        public var rampSeconds: Double
+        public var viewportHz: Double
+        public var trace: String
+        public var seed: UInt64
+        public var threads: Int
+        public var deflate: Bool
+        /// Wall time from the first connect to the end of the drain.
+        public var elapsedSeconds: Double
+        /// Seconds counted for the rates: after the ramp, before the drain.
+        public var steadySeconds: Double
+    }
+
+    /// Sums over every client.
+    public struct Totals: Codable, Sendable {
+        public var connected: Int
+        public var failedToConnect: Int
+        public var viewportsSent: Int
+        /// Viewports answered by their own `done`.
+        public var viewportsAnswered: Int
+        /// Viewports the server replaced by a later one (it serves the latest).
+        public var viewportsSuperseded: Int
+        /// Viewports with neither when the run ended.
+        public var viewportsUnanswered: Int
+        public var batches: Int
+        public var markers: Int
+        /// Batch payload bytes received (after inflation).
+        public var bytes: Int
+        /// Bytes a server re-sending every visible feature at each answered viewport would have sent.
+        public var naiveBytes: Int
+        /// bytes ÷ naiveBytes, in percent.
+        public var bytesPercentOfNaive: Double
+        public var presenceMessages: Int
+    }
+
+    /// Latencies in milliseconds.
+    public struct Latency: Codable, Sendable {
+        public var connect: Summary
+        /// Viewport sent → first batch for it received.
+        public var firstBatch: Summary
+        /// Viewport sent → its `done` received.
+        public var done: Summary
+    }
+
+    /// Per-second totals over the steady seconds.
+    public struct Rates: Codable, Sendable {
+        public var viewports: Summary
+        public var batches: Summary
+        public var markers: Summary
+        public var bytes: Summary
+    }
+
+    /// How the clients compare: one sample per client.
+    public struct Fairness: Codable, Sendable {
+        /// Each client's own p99 of viewport → done, ms.
+        public var doneP99: Summary
+        /// Each client's batch bytes per second over the run.
+        public var bytesPerSecond: Summary
+    }
+
+    /// The server's own figures from /metrics, before and after (nil when not readable).
+    public struct ServerSide: Codable, Sendable {
+        public var metricsURL: String
+        public var sessionsBefore: Double?
+        public var sessionsAfter: Double?
+        public var cpuSeconds: Double?
+        /// CPU over the measured interval, percent of one core.
+        public var cpuPercent: Double?
+        public var rssBeforeBytes: Double?
+        public var rssAfterBytes: Double?
+        /// RSS growth ÷ sessions added.
+        public var rssPerSessionBytes: Double?
+        public var error: String?
+    }
+
+    /// One client's figures.
+    public struct Client: Codable, Sendable {
+        public var index: Int
+        public var session: String
+        public var connectMs: Double?
+        public var viewportsSent: Int
+        public var viewportsAnswered: Int
+        public var viewportsSuperseded: Int
+        public var viewportsUnanswered: Int
+        public var batches: Int
+        public var markers: Int
+        public var bytes: Int
+        public var naiveBytes: Int
+        public var firstBatchMs: Summary
+        public var doneMs: Summary
+        public var closeCode: Int?
+        public var errors: [String: Int]
+    }
+
+    public var run: Run
+    public var totals: Totals
+    public var latency: Latency
+    public var rates: Rates
+    public var perClient: Fairness
+    /// Close codes of every connection, including the run's own 1000 at the end.
+    public var closes: [String: Int]
+    /// Close codes the server sent while the run was still going.
+    public var closesDuringRun: [String: Int]
+    public var errors: [String: Int]
+    public var server: ServerSide?
+    public var clients: [Client]
+
+    /// Every error counted, including failed connects, closes during the run and unanswered viewports.
+    public var errorCount: Int { errors.values.reduce(0, +) }
+}

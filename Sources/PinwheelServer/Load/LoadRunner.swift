@@ -1,0 +1,111 @@
+import Foundation
+import struct Histogram.Histogram
+
+/// Runs a load test: opens the clients over the ramp, lets them tour for the duration, waits for the
+/// last answers, reads the server's /metrics before and after, and reports.
+public final class LoadRunner: Sendable {
+    public let options: LoadOptions
+
+    public init(options: LoadOptions) {
+        self.options = options
+    }
+
+    /// Runs to the end; blocks the calling thread.
+    /// - Parameter progress: called about once a second with the running totals (calling thread).
+    /// - Throws: `LoadError` for bad options or a client that cannot start.
+    public func run(progress: (LoadProgress) -> Void = { _ in }) throws(LoadError) -> LoadReport {
+        try options.validate()
+        let url: WebSocketURL
+        do { url = try WebSocketURL(options.url) } catch { throw .invalidURL(options.url) }
+        let origin = options.origin ?? "\(url.secure ? "https" : "http")://\(url.hostHeader)"
+        var server = ServerSideReader(url: url, enabled: options.scrapeMetrics)
+        server.readBefore()
+
+        let start = ContinuousClock.now + .milliseconds(20)
+        let threads = min(options.threads, options.clients)
+        let groups = (0..<threads).map { g in
+            LoadGroup(
+                indices: Array(stride(from: g, to: options.clients, by: threads)), options: options, origin: origin,
+                start: start)
+        }
+        for group in groups {
+            do { try group.start() } catch {
+                groups.forEach { $0.stop() }
+                throw .clientFailed("\(error)")
+            }
+        }
+
+        // Tour, sampling once a second.
+        let tourEnd = start + options.ramp + options.duration
+        let steadyStart = start + options.ramp
+        var rates = RateHistograms()
+        var previous = LoadProgress()
+        var steadySeconds = 0.0
+        while ContinuousClock.now < tourEnd {
+            let next = min(tourEnd, ContinuousClock.now + .seconds(1))
+            Thread.sleep(forTimeInterval: max(0, Self.seconds(next - ContinuousClock.now)))
+            let now = ContinuousClock.now
+            var sample = Self.sample(groups)
+            sample.elapsed = now - start
+            progress(sample)
+            if now > steadyStart + .milliseconds(500) {
+                let seconds = Self.seconds(sample.elapsed - previous.elapsed)
+                rates.record(sample, since: previous, seconds: seconds)
+                steadySeconds += seconds
+            }
+            previous = sample
+        }
+
+        // Drain: no more viewports; wait for the last answers.
+        groups.forEach { $0.endTour() }
+        let drainEnd = ContinuousClock.now + options.drainTimeout
+        while ContinuousClock.now < drainEnd, groups.contains(where: { $0.inFlight > 0 }) {
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        server.readAfter()
+        let elapsed = ContinuousClock.now - start
+        groups.forEach { $0.stop() }
+
+        var clients = groups.flatMap { g in g.state.withLock { $0.clients } }
+        clients.sort { $0.index < $1.index }
+        return LoadReportBuilder(options: options, clients: clients).build(
+            elapsed: elapsed, steadySeconds: steadySeconds, rates: rates, server: server.report())
+    }
+
+    private static func sample(_ groups: [LoadGroup]) -> LoadProgress {
+        var total = LoadProgress()
+        for group in groups {
+            group.state.withLock { s in
+                for client in s.clients { total.add(client) }
+            }
+        }
+        return total
+    }
+
+    static func seconds(_ d: Duration) -> Double {
+        Double(d.components.seconds) + Double(d.components.attoseconds) * 1e-18
+    }
+}
+
+/// Per-second totals over the steady part of the run.
+struct RateHistograms {
+    var viewports = Self.make()
+    var batches = Self.make()
+    var markers = Self.make()
+    var bytes = Self.make()
+
+    mutating func record(_ now: LoadProgress, since before: LoadProgress, seconds: Double) {
+        guard seconds > 0 else { return }
+        func per(_ a: Int, _ b: Int) -> UInt64 { UInt64(max(0, Double(a - b) / seconds).rounded()) }
+        _ = viewports.record(per(now.viewportsSent, before.viewportsSent))
+        _ = batches.record(per(now.batches, before.batches))
+        _ = markers.record(per(now.markers, before.markers))
+        _ = bytes.record(per(now.bytes, before.bytes))
+    }
+
+    private static func make() -> Histogram<UInt64> {
+        var h = Histogram<UInt64>(numberOfSignificantValueDigits: .three)
+        h.autoResize = true
+        return h
+    }
+}

@@ -1,0 +1,91 @@
+import Foundation
+
+/// The human-readable report, laid out like the load tools people know (wrk, k6): one row per
+/// measure with count, mean and percentiles, then totals, closes, errors and the server's side.
+public enum LoadTable {
+    /// The whole report as text, ending with a newline.
+    public static func render(_ report: LoadReport) -> String {
+        let r = report.run
+        var out = "pinwheel load \(r.url): \(r.clients) clients, \(number(r.durationSeconds)) s after a "
+        out += "\(number(r.rampSeconds)) s ramp, trace \(r.trace), \(number(r.viewportHz)) viewports/s, seed \(r.seed)\n"
+        out += "elapsed \(fixed(r.elapsedSeconds, 1)) s, rates over \(fixed(r.steadySeconds, 1)) steady s\n\n"
+        out += pad("", 18) + ["count", "mean", "p50", "p90", "p99", "p99.9", "max"].map { padLeft($0, 10) }.joined() + "\n"
+        out += row("connect (ms)", report.latency.connect, digits: 2)
+        out += row("first batch (ms)", report.latency.firstBatch, digits: 2)
+        out += row("done (ms)", report.latency.done, digits: 2)
+        out += row("viewports/s", report.rates.viewports, digits: nil)
+        out += row("batches/s", report.rates.batches, digits: nil)
+        out += row("markers/s", report.rates.markers, digits: nil)
+        out += row("bytes/s", report.rates.bytes, digits: nil)
+        out += "per client\n"
+        out += row("  done p99 (ms)", report.perClient.doneP99, digits: 2)
+        out += row("  bytes/s", report.perClient.bytesPerSecond, digits: nil)
+
+        let t = report.totals
+        out += "\nviewports   sent \(t.viewportsSent), answered \(t.viewportsAnswered), "
+        out += "superseded \(t.viewportsSuperseded), unanswered \(t.viewportsUnanswered)\n"
+        out += "received    \(t.batches) batches, \(t.markers) markers, \(compact(Double(t.bytes)))B"
+        out += " = \(fixed(t.bytesPercentOfNaive, 1)) % of re-sending every visible feature (\(compact(Double(t.naiveBytes)))B)\n"
+        out += "connections \(t.connected) opened, \(t.failedToConnect) failed\n"
+        out += "closes      \(codes(report.closes)); during the run: \(codes(report.closesDuringRun))\n"
+        out += "errors      \(report.errors.isEmpty ? "none" : codes(report.errors))\n"
+        if let s = report.server {
+            out += "server      " + server(s) + "\n"
+        }
+        return out
+    }
+
+    /// 1234 → "1.2k", 5_600_000 → "5.6M".
+    public static func compact(_ value: Double) -> String {
+        let units: [(Double, String)] = [(1e9, "G"), (1e6, "M"), (1e3, "k")]
+        for (scale, suffix) in units where value.magnitude >= scale {
+            return fixed(value / scale, 1) + suffix
+        }
+        return fixed(value, value == value.rounded() ? 0 : 1)
+    }
+
+    private static func server(_ s: LoadReport.ServerSide) -> String {
+        var parts: [String] = []
+        if let cpu = s.cpuPercent, let seconds = s.cpuSeconds {
+            parts.append("CPU \(fixed(cpu, 1)) % of a core (\(fixed(seconds, 1)) s)")
+        }
+        if let r0 = s.rssBeforeBytes, let r1 = s.rssAfterBytes {
+            parts.append("RSS \(compact(r0))B → \(compact(r1))B")
+        }
+        if let perSession = s.rssPerSessionBytes {
+            parts.append("\(compact(perSession))B per session")
+        }
+        if let s0 = s.sessionsBefore, let s1 = s.sessionsAfter {
+            parts.append("sessions \(Int(s0)) → \(Int(s1))")
+        }
+        if let error = s.error { parts.append(error) }
+        return parts.joined(separator: ", ")
+    }
+
+    private static func row(_ name: String, _ s: LoadReport.Summary, digits: Int?) -> String {
+        let values = [s.mean, s.p50, s.p90, s.p99, s.p99_9, s.max].map { v in
+            padLeft(digits.map { fixed(v, $0) } ?? compact(v), 10)
+        }
+        return pad(name, 18) + padLeft(String(s.count), 10) + values.joined() + "\n"
+    }
+
+    private static func codes(_ counts: [String: Int]) -> String {
+        counts.isEmpty ? "none" : counts.sorted { $0.key < $1.key }.map { "\($0.key) ×\($0.value)" }.joined(separator: ", ")
+    }
+
+    private static func fixed(_ value: Double, _ digits: Int) -> String {
+        String(format: "%.\(digits)f", value)
+    }
+
+    private static func number(_ value: Double) -> String {
+        value == value.rounded() ? String(Int(value)) : String(value)
+    }
+
+    private static func pad(_ s: String, _ width: Int) -> String {
+        s.count >= width ? s : s + String(repeating: " ", count: width - s.count)
+    }
+
+    private static func padLeft(_ s: String, _ width: Int) -> String {
+        s.count >= width ? s : String(repeating: " ", count: width - s.count) + s
+    }
+}

@@ -1,0 +1,54 @@
+/// Reads the target's /metrics before and after a run and turns the difference into the server's
+/// CPU and memory per session.
+struct ServerSideReader {
+    let host: String
+    let port: Int
+    let enabled: Bool
+    private var before: MetricsScrape?
+    private var after: MetricsScrape?
+    private var failure: String?
+
+    init(url: WebSocketURL, enabled: Bool) {
+        host = url.host
+        port = url.port
+        // A raw socket cannot speak TLS; a wss target is measured from the client side only.
+        self.enabled = enabled && !url.secure
+        if enabled && url.secure { failure = "not read: /metrics over TLS is not supported by pinwheel load" }
+    }
+
+    var metricsURL: String { "http://\(host):\(port)/metrics" }
+
+    mutating func readBefore() {
+        guard enabled else { return }
+        do { before = try MetricsScrape.fetch(host: host, port: port) } catch { failure = error.description }
+    }
+
+    mutating func readAfter() {
+        guard enabled, before != nil else { return }
+        do { after = try MetricsScrape.fetch(host: host, port: port) } catch { failure = error.description }
+    }
+
+    func report() -> LoadReport.ServerSide? {
+        guard enabled || failure != nil else { return nil }
+        var side = LoadReport.ServerSide(metricsURL: metricsURL, error: failure)
+        guard let before, let after else { return side }
+        side.sessionsBefore = before.value("pinwheel_sessions")
+        side.sessionsAfter = after.value("pinwheel_sessions")
+        if let cpu0 = before.value("process_cpu_seconds_total"), let cpu1 = after.value("process_cpu_seconds_total") {
+            side.cpuSeconds = cpu1 - cpu0
+            let wall = LoadRunner.seconds(after.at - before.at)
+            if wall > 0 { side.cpuPercent = 100 * (cpu1 - cpu0) / wall }
+        }
+        side.rssBeforeBytes = before.value("process_resident_memory_bytes")
+        side.rssAfterBytes = after.value("process_resident_memory_bytes")
+        if let r0 = side.rssBeforeBytes, let r1 = side.rssAfterBytes, let s0 = side.sessionsBefore,
+            let s1 = side.sessionsAfter, s1 > s0
+        {
+            side.rssPerSessionBytes = (r1 - r0) / (s1 - s0)
+        }
+        if side.cpuSeconds == nil || side.rssBeforeBytes == nil {
+            side.error = "the server's /metrics has no process_cpu_seconds_total or process_resident_memory_bytes"
+        }
+        return side
+    }
+}

@@ -1,0 +1,132 @@
+import ArgumentParser
+import Foundation
+import PinwheelServer
+
+/// `pinwheel load`: many simulated people touring a Pinwheel server's map over real WebSockets.
+struct LoadCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "load",
+        abstract: "Load-test a Pinwheel server with simulated people touring the map.",
+        discussion: """
+            Opens --clients WebSocket connections over --ramp, lets each tour the map for --duration \
+            (drags of 100-600 px, zoom steps, jumps between cities, seeded), acknowledges every batch \
+            as the page does, then prints latency percentiles, rates, bytes compared with re-sending \
+            every visible feature, close codes, errors, and the server's CPU and RSS per session read \
+            from its /metrics. Example:
+              pinwheel load --url ws://127.0.0.1:8080/ --clients 1000 --duration 30s --json load.json
+            """)
+
+    @Option(help: "The server's WebSocket URL.")
+    var url: String = "ws://127.0.0.1:8080/"
+
+    @Option(help: "Simulated people, one WebSocket connection each.")
+    var clients: Int = 100
+
+    @Option(help: "How long the clients tour after the ramp (e.g. 30s, 2m, 500ms).")
+    var duration: DurationArgument = DurationArgument(.seconds(30))
+
+    @Option(help: "Connections open evenly over this time.")
+    var ramp: DurationArgument = DurationArgument(.seconds(5))
+
+    @Option(name: .customLong("viewport-hz"), help: "Viewports per second per client while it moves; 0 = idle after hello.")
+    var viewportHz: Double = 10
+
+    @Option(help: "Movement: pan, zoom, mixed or jump.")
+    var trace: TourTrace = .mixed
+
+    @Option(help: "Seed of the tours; equal seeds give equal tours.")
+    var seed: UInt64 = 1
+
+    @Option(help: "Client service threads (lws contexts) sharing the connections.")
+    var threads: Int = 2
+
+    @Option(
+        name: .customLong("event-loop"),
+        help: "lws event loop of the clients: poll, or libev (one libev context per process: --threads 1).")
+    var eventLoop: EventLoopBackend = .poll
+
+    @Option(help: "Write the report as JSON to this file.")
+    var json: String?
+
+    @Option(help: "After the tour, how long to wait for the last answers.")
+    var drain: DurationArgument = DurationArgument(.seconds(5))
+
+    @Flag(help: "Do not offer permessage-deflate (browsers do).")
+    var noDeflate = false
+
+    @Flag(help: "Ask the server for presence messages, like the multi-client demo page.")
+    var presence = false
+
+    @Flag(help: "Do not read the server's /metrics before and after.")
+    var noMetrics = false
+
+    @Flag(help: "No progress line on stderr.")
+    var quiet = false
+
+    func run() throws {
+        var options = LoadOptions(url: url)
+        options.clients = clients
+        options.duration = duration.value
+        options.ramp = ramp.value
+        options.viewportHz = viewportHz
+        options.trace = trace
+        options.seed = seed
+        options.threads = threads
+        options.eventLoop = eventLoop
+        options.drainTimeout = drain.value
+        options.deflate = !noDeflate
+        options.presence = presence
+        options.scrapeMetrics = !noMetrics
+        do {
+            try options.validate()
+        } catch {
+            throw ValidationError(error.description)
+        }
+        let quiet = self.quiet
+        var previous = LoadProgress()
+        let report = try LoadRunner(options: options).run { sample in
+            guard !quiet else { return }
+            FileHandle.standardError.write(Data((sample.line(since: previous, clients: options.clients) + "\n").utf8))
+            previous = sample
+        }
+        print(LoadTable.render(report), terminator: "")
+        if let json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            try encoder.encode(report).write(to: URL(fileURLWithPath: json))
+        }
+        if report.errorCount > 0 {
+            throw ExitCode(1)
+        }
+    }
+}
+
+extension TourTrace: ExpressibleByArgument {}
+extension EventLoopBackend: ExpressibleByArgument {}
+
+/// A duration on the command line: `30s`, `500ms`, `2m`, or bare seconds.
+struct DurationArgument: ExpressibleByArgument {
+    let value: Duration
+
+    init(_ value: Duration) {
+        self.value = value
+    }
+
+    init?(argument: String) {
+        let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600)]
+        var number = Substring(argument)
+        var scale = 1.0
+        for (suffix, factor) in units where argument.hasSuffix(suffix) {
+            number = argument.dropLast(suffix.count)
+            scale = factor
+            break
+        }
+        guard let amount = Double(number), amount.isFinite, amount >= 0 else { return nil }
+        value = .milliseconds(Int64((amount * scale * 1000).rounded()))
+    }
+
+    var defaultValueDescription: String {
+        let (s, a) = value.components
+        return a == 0 ? "\(s)s" : "\(Double(s) + Double(a) * 1e-18)s"
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+import PinwheelCore
+import Synchronization
+import Testing
+
+@testable import PinwheelServer
+
+@Suite("pinwheel load against a real server", .serialized)
+struct LoadEngineTests {
+    @Test("50 clients touring for a few seconds: no errors, every viewport answered by its done or a later one's")
+    func fiftyClients() throws {
+        let server = try TestServer()
+        var options = LoadOptions(url: server.wsURL)
+        options.clients = 50
+        options.duration = .seconds(3)
+        options.ramp = .milliseconds(500)
+        // Below the server's 10 Hz, so it has no reason to coalesce; only a viewport arriving while the
+        // previous one is still being paced out cancels that one's rest (and its done).
+        options.viewportHz = 4
+        options.trace = .mixed
+        options.seed = 11
+        let report = try LoadRunner(options: options).run()
+        #expect(report.errors.isEmpty, "\(report.errors)")
+        #expect(report.totals.connected == 50)
+        #expect(report.totals.viewportsSent > 200)
+        #expect(report.totals.viewportsUnanswered == 0)
+        #expect(report.totals.viewportsAnswered + report.totals.viewportsSuperseded == report.totals.viewportsSent)
+        #expect(report.totals.viewportsSuperseded * 20 < report.totals.viewportsSent)
+        #expect(report.latency.done.count == UInt64(report.totals.viewportsAnswered))
+        // Every answered viewport had a first batch; superseded ones may have had one too.
+        #expect(report.latency.firstBatch.count >= report.latency.done.count && report.latency.done.p50 > 0)
+        #expect(report.closesDuringRun.isEmpty)
+        #expect(report.closes == ["1000": 50])
+        #expect(report.totals.bytes > 0 && report.totals.bytes < report.totals.naiveBytes)
+        let side = try #require(report.server)
+        #expect(side.error == nil)
+        #expect(side.sessionsAfter == 50)
+        #expect((side.cpuSeconds ?? 0) > 0)
+        #expect(report.clients.count == 50 && report.clients.allSatisfy { $0.viewportsSent > 0 && !$0.session.isEmpty })
+    }
+}
+
+@Suite("Presence against a real server", .serialized)
+struct LoadPresenceTests {
+    /// The session ids named by a client's latest presence message, nil before any.
+    static func latestPresence(_ delegate: RecordingClientDelegate, _ id: ConnectionID) -> [String]? {
+        guard let text = delegate.messages(id).last(where: { $0.contains(#""type":"presence""#) }),
+            let ids = LoadGroup.readPresence(Array(text.utf8))
+        else { return nil }
+        return ids
+    }
+
+    static func session(_ delegate: RecordingClientDelegate, _ id: ConnectionID) -> String? {
+        guard let text = delegate.messages(id).first(where: { $0.contains(#""type":"hello""#) }) else { return nil }
+        return LoadGroup.readHello(Array(text.utf8))?.session
+    }
+
+    @Test("a session's viewport appears in a second session's presence and disappears when the first closes")
+    func appearsAndDisappears() throws {
+        let server = try TestServer()
+        let (client, delegate) = try makeClient()
+        defer { client.stop() }
+        let first = try client.connect(to: server.wsURL, subprotocol: "pinwheel.v1", origin: server.origin)
+        let second = try client.connect(to: server.wsURL, subprotocol: "pinwheel.v1", origin: server.origin)
+        #expect(eventually { Self.session(delegate, first) != nil && Self.session(delegate, second) != nil })
+        let firstSession = try #require(Self.session(delegate, first))
+        client.send(#"{"type":"settings","presence":true}"#, to: second)
+        client.send(
+            #"{"type":"viewport","seq":1,"bbox":[2.2,48.8,2.5,48.9],"zoom":12,"width":1280,"height":800}"#, to: first)
+        #expect(eventually { Self.latestPresence(delegate, second) == [firstSession] })
+        // The first session never asked: it gets no presence at all.
+        #expect(!delegate.messages(first).contains { $0.contains(#""type":"presence""#) })
+        // Presence alone does not re-send a hello.
+        #expect(delegate.messages(second).filter { $0.contains(#""type":"hello""#) }.count == 1)
+        client.close(first)
+        #expect(eventually { Self.latestPresence(delegate, second) == [] })
+    }
+
+    @Test("serve --bots: simulated tourists show up in a watching session's presence")
+    func bots() throws {
+        let server = try TestServer()
+        let bots = try TouristBots(
+            count: 5, url: server.wsURL, origin: server.origin, viewportHz: 5, ramp: .milliseconds(200))
+        defer { bots.stop() }
+        let (client, delegate) = try makeClient()
+        defer { client.stop() }
+        let watcher = try client.connect(to: server.wsURL, subprotocol: "pinwheel.v1", origin: server.origin)
+        #expect(eventually { Self.session(delegate, watcher) != nil })
+        client.send(#"{"type":"settings","presence":true}"#, to: watcher)
+        #expect(eventually { bots.touring == 5 })
+        #expect(eventually { Self.latestPresence(delegate, watcher)?.count == 5 })
+    }
+}

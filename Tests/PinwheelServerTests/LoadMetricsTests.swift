@@ -1,0 +1,85 @@
+import Testing
+
+@testable import PinwheelServer
+
+@Suite("Server-side figures for pinwheel load")
+struct LoadMetricsTests {
+    @Test("Prometheus text parses by series, with labels holding spaces and timestamps ignored")
+    func parse() {
+        let text = """
+            # HELP pinwheel_sessions Sessions.
+            # TYPE pinwheel_sessions gauge
+            pinwheel_sessions 12
+            pinwheel_closes_total{code="1000"} 3
+            pinwheel_closes_total{code="1008",reason="a b"} 2 1700000000
+            process_cpu_seconds_total 1.5e1
+            broken_line
+            """
+        let scrape = MetricsScrape.parse(text)
+        #expect(scrape.value("pinwheel_sessions") == 12)
+        #expect(scrape.values[#"pinwheel_closes_total{code="1008",reason="a b"}"#] == 2)
+        #expect(scrape.value("pinwheel_closes_total") == 5)
+        #expect(scrape.value("process_cpu_seconds_total") == 15)
+        #expect(scrape.value("missing") == nil)
+    }
+
+    @Test("this process's CPU, RSS and descriptors come from /proc/self and read back from their text")
+    func processMetrics() throws {
+        var sink = 0.0
+        for k in 0..<2_000_000 { sink += Double(k).squareRoot() }
+        #expect(sink > 0)
+        let now = try #require(ProcessMetrics.current())
+        #expect(now.cpuSeconds > 0)
+        #expect(now.residentBytes > 1 << 20)
+        #expect(now.virtualBytes >= now.residentBytes)
+        #expect(now.openDescriptors >= 3)
+        let scrape = MetricsScrape.parse(now.prometheusText)
+        #expect(scrape.value("process_resident_memory_bytes") == Double(now.residentBytes))
+        #expect(scrape.value("process_cpu_seconds_total") == now.cpuSeconds)
+        #expect(scrape.value("process_open_fds") == Double(now.openDescriptors))
+    }
+
+    @Test("the server's /metrics text ends with the process figures")
+    func serverMetricsCarryProcess() {
+        let text = ServerMetrics().render(queuedBytes: 0)
+        let scrape = MetricsScrape.parse(text)
+        #expect((scrape.value("process_resident_memory_bytes") ?? 0) > 0)
+        #expect(scrape.value("process_cpu_seconds_total") != nil)
+    }
+
+    @Test("large numbers print compactly: 1.2k, 5.6M")
+    func tableNumbers() {
+        #expect(LoadTable.compact(999) == "999")
+        #expect(LoadTable.compact(1234) == "1.2k")
+        #expect(LoadTable.compact(5_600_000) == "5.6M")
+        #expect(LoadTable.compact(2.5) == "2.5")
+    }
+
+    @Test("options outside their range are refused naming the option")
+    func options() {
+        var options = LoadOptions(url: "ws://127.0.0.1:1/")
+        options.clients = 0
+        #expect(throws: LoadError.invalidOption(name: "clients", value: "0", expected: "at least 1")) {
+            try options.validate()
+        }
+        options.clients = 1
+        options.eventLoop = .libev
+        options.threads = 2
+        #expect(throws: LoadError.self) { try options.validate() }
+        options.threads = 1
+        #expect(throws: Never.self) { try options.validate() }
+    }
+}
+
+@Suite("What a naive server would send")
+struct LoadNaiveBytesTests {
+    @Test("one batch holding every visible feature: envelope, features and commas, byte for byte")
+    func naiveBatch() {
+        let features = [#"{"id":1,"lat":1,"lon":2,"count":1}"#, #"{"id":22,"lat":3,"lon":4,"count":5}"#]
+        let message = #"{"type":"batch","seq":17,"batch":305,"remove":[],"add":["# + features.joined(separator: ",")
+            + #"],"update":[],"done":true}"#
+        #expect(
+            LoadClient.naiveBatchBytes(seq: 17, batch: 305, featureBytes: features.map(\.utf8.count).reduce(0, +), features: 2)
+                == message.utf8.count)
+    }
+}
