@@ -28,7 +28,7 @@ public struct ServerConfiguration: Sendable {
     public var tlsCertificate: String?
     public var tlsKey: String?
     /// Algorithm a new session starts with.
-    public var algorithm: Algorithm = .pcaTree
+    public var algorithm: Algorithm = .hierarchical
     /// The event loop under lws: `.poll` (default), or `.libev` for many thousands of connections.
     public var eventLoop: EventLoopBackend = .poll
     /// Worker threads that cluster and diff.

@@ -46,7 +46,7 @@ struct ServeCommand: ParsableCommand {
     var maxMessageBytes = 65_536
 
     @Option(help: "A new session's clustering algorithm: hierarchical or pca-tree.")
-    var algorithm = Algorithm.pcaTree.rawValue
+    var algorithm = Algorithm.hierarchical.rawValue
 
     @Option(help: "TLS certificate (PEM); needs --tls-key.")
     var tlsCert: String?
@@ -109,7 +109,7 @@ struct ServeCommand: ParsableCommand {
         configuration.pace = pace
         configuration.window = window
         configuration.maxMessageBytes = maxMessageBytes
-        configuration.algorithm = Algorithm(rawValue: algorithm) ?? .pcaTree
+        configuration.algorithm = Algorithm(rawValue: algorithm) ?? .hierarchical
         configuration.tlsCertificate = tlsCert
         configuration.tlsKey = tlsKey
         configuration.eventLoop = EventLoopBackend(rawValue: eventLoop) ?? .poll
