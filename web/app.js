@@ -108,6 +108,8 @@
         timing: { applyMaxMs: 0, animateMaxMs: 0 },
         /** Milliseconds from page start to the first marker drawn. */
         firstMarkerMs: null,
+        /** Milliseconds from page start to this script running, the first socket open, hello and batch. */
+        startup: { script: Math.round(performance.now()), open: null, hello: null, batch: null },
         lastError: null,
         /** Last `expansion` answer, and the pins of a same-coordinate group shown on request (id → entry). */
         lastExpansion: null,
@@ -117,6 +119,17 @@
         /** Other sessions' viewports drawn from the last presence message. */
         presence: 0,
     };
+
+    // ---- Connection state: the socket opens first, so its handshake overlaps building the map ------
+
+    let socket = null;
+    let reconnectDelay = RECONNECT_MIN_MS;
+    let helloSeen = false;
+    /** A `settings` for the `?algorithm=` parameter is on its way; the first viewport waits for its hello. */
+    let awaitingAlgorithm = false;
+    // No message can be handled before this script has run to its end, so every handler below is
+    // defined by the time the socket delivers anything.
+    connect();
 
     // ---- Map and basemap -------------------------------------------------------------------------
 
@@ -455,6 +468,7 @@
     let flying = false;
 
     function enqueueBatch(msg) {
+        if (state.startup.batch === null) state.startup.batch = Math.round(performance.now());
         batchQueue.push(msg);
         state.inFlight = batchQueue.length + (cursor ? 1 : 0);
         scheduleApply();
@@ -728,11 +742,6 @@
 
     // ---- Connection ------------------------------------------------------------------------------
 
-    let socket = null;
-    let reconnectDelay = RECONNECT_MIN_MS;
-    let helloSeen = false;
-    /** A `settings` for the `?algorithm=` parameter is on its way; the first viewport waits for its hello. */
-    let awaitingAlgorithm = false;
 
     function socketURL() {
         const explicit = params.get('ws');
@@ -756,6 +765,7 @@
         // The connection counts as open once the server's hello has arrived and the page resynchronised.
         ws.onopen = () => {
             reconnectDelay = RECONNECT_MIN_MS;
+            if (state.startup.open === null) state.startup.open = Math.round(performance.now());
         };
         ws.onmessage = onMessage;
         ws.onclose = () => {
@@ -835,6 +845,7 @@
      *  A later hello (after `settings`) only updates what we know; the server re-sends a diff. */
     function onHello(msg) {
         state.hello = msg;
+        if (state.startup.hello === null) state.startup.hello = Math.round(performance.now());
         if (setClusterScale(msg)) {
             for (const entry of state.markers.values()) if (entry.feature.count > 1) entry.layer.setStyle(styleFor(entry.feature, 1));
         }
@@ -1091,7 +1102,7 @@
         showPace();
         showRate();
         setInterval(refresh, HUD_INTERVAL_MS);
-        return { refresh: refresh, showHello: showHello };
+        return { showHello: showHello };
     })();
 
     /** Replaces the outlines with the viewports of a presence message; a box over the antimeridian
@@ -1128,6 +1139,4 @@
         animating: () => animations.size > 0,
         send: send,
     };
-
-    connect();
 })();

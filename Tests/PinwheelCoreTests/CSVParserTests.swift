@@ -93,7 +93,9 @@ struct CSVParserTests {
 
     @Test("a header without coordinates, an empty input and repeated columns are errors")
     func headerProblems() {
-        #expect(error("name,lon\nx,1\n") == .missingColumn(line: 1, accepted: ["lat", "latitude"], header: ["name", "lon"]))
+        #expect(
+            error("name,lon\nx,1\n")
+                == .missingColumn(line: 1, accepted: ["lat", "latitude"], header: ["name", "lon"]))
         #expect(error("") == .empty)
         #expect(error("\n\n") == .empty)
         #expect(error("lat,lon,Lat\n") == .duplicateColumn(line: 1, column: "Lat"))
@@ -111,10 +113,11 @@ struct CSVParserTests {
         let parsed = try parse("lat,lon\n1,2\n100,2\n3,x\n5,6\n", .skip)
         #expect(parsed.dataset.ids == [0, 3])
         #expect(parsed.skipped == 2)
-        #expect(parsed.errors == [
-            .invalidLatitude(line: 3, column: "lat", value: "100"),
-            .invalidLongitude(line: 4, column: "lon", value: "x"),
-        ])
+        #expect(
+            parsed.errors == [
+                .invalidLatitude(line: 3, column: "lat", value: "100"),
+                .invalidLongitude(line: 4, column: "lon", value: "x"),
+            ])
     }
 
     @Test("error descriptions name line, column and value")

@@ -18,13 +18,19 @@ struct ClientMessageTests {
 
     @Test("the protocol document's examples decode to what they say")
     func documentExamples() throws {
-        #expect(try ClientMessage.decode(viewport) == .viewport(ViewportMessage(
-            seq: 7, bbox: BBox(west: -0.5, south: 51.3, east: 0.3, north: 51.7), zoom: 11.4, width: 1280, height: 800)))
-        #expect(try ClientMessage.decode(#"{"type":"ack","batch":3,"applied":64,"ms":4.2}"#)
-            == .ack(AckMessage(batch: 3, applied: 64, ms: 4.2)))
+        #expect(
+            try ClientMessage.decode(viewport)
+                == .viewport(
+                    ViewportMessage(
+                        seq: 7, bbox: BBox(west: -0.5, south: 51.3, east: 0.3, north: 51.7), zoom: 11.4, width: 1280,
+                        height: 800)))
+        #expect(
+            try ClientMessage.decode(#"{"type":"ack","batch":3,"applied":64,"ms":4.2}"#)
+                == .ack(AckMessage(batch: 3, applied: 64, ms: 4.2)))
         #expect(try ClientMessage.decode(#"{"type":"expand","id":4294967396}"#) == .expand(id: 4_294_967_396))
-        #expect(try ClientMessage.decode(#"{"type":"settings","algorithm":"pca-tree"}"#)
-            == .settings(SettingsMessage(algorithm: .pcaTree)))
+        #expect(
+            try ClientMessage.decode(#"{"type":"settings","algorithm":"pca-tree"}"#)
+                == .settings(SettingsMessage(algorithm: .pcaTree)))
     }
 
     @Test("every client message survives encode then decode")
@@ -33,13 +39,18 @@ struct ClientMessageTests {
         for _ in 0..<500 {
             let west = Double.random(in: -180...180, using: &rng)
             let south = Double.random(in: -90...90, using: &rng)
-            let box = BBox.normalized(west: west, south: south, east: west + Double.random(in: 0...359, using: &rng),
-                                      north: Double.random(in: south...90, using: &rng))
+            let box = BBox.normalized(
+                west: west, south: south, east: west + Double.random(in: 0...359, using: &rng),
+                north: Double.random(in: south...90, using: &rng))
             let messages: [ClientMessage] = [
-                .viewport(ViewportMessage(seq: rng.next() >> 11, bbox: box, zoom: Double.random(in: 0...24, using: &rng),
-                                          width: Int(rng.next() % 16384) + 1, height: Int(rng.next() % 16384) + 1)),
-                .ack(AckMessage(batch: rng.next() >> 11, applied: Int(rng.next() % 10_000),
-                                ms: Double.random(in: 0...1000, using: &rng))),
+                .viewport(
+                    ViewportMessage(
+                        seq: rng.next() >> 11, bbox: box, zoom: Double.random(in: 0...24, using: &rng),
+                        width: Int(rng.next() % 16384) + 1, height: Int(rng.next() % 16384) + 1)),
+                .ack(
+                    AckMessage(
+                        batch: rng.next() >> 11, applied: Int(rng.next() % 10_000),
+                        ms: Double.random(in: 0...1000, using: &rng))),
                 .expand(id: rng.next() >> 11),
                 .settings(SettingsMessage(algorithm: rng.next() % 2 == 0 ? .hierarchical : .pcaTree)),
             ]
@@ -54,17 +65,26 @@ struct ClientMessageTests {
 
     @Test("text that is not JSON is bad-json; JSON that is not an object too")
     func badJSON() {
-        #expect(failure("{\"type\":") == WireError(.badJSON, message: "not JSON: unexpected end of input, expected a value at line 1, column 9"))
+        #expect(
+            failure("{\"type\":")
+                == WireError(
+                    .badJSON, message: "not JSON: unexpected end of input, expected a value at line 1, column 9"))
         #expect(failure("[1,2]")?.code == .badJSON)
         #expect(failure("")?.code == .badJSON)
     }
 
     @Test("a missing or unknown type is reported")
     func types() {
-        #expect(failure(#"{"seq":1}"#) == WireError(.missingField, field: "type", message: "a message needs a \"type\""))
-        #expect(failure(#"{"type":5}"#) == WireError(.invalidField, field: "type", message: "type must be a string, got a number"))
-        #expect(failure(#"{"type":"hover"}"#) == WireError(.unknownType, field: "type",
-            message: "unknown message type \"hover\"; expected viewport, ack, expand or settings"))
+        #expect(
+            failure(#"{"seq":1}"#) == WireError(.missingField, field: "type", message: "a message needs a \"type\""))
+        #expect(
+            failure(#"{"type":5}"#)
+                == WireError(.invalidField, field: "type", message: "type must be a string, got a number"))
+        #expect(
+            failure(#"{"type":"hover"}"#)
+                == WireError(
+                    .unknownType, field: "type",
+                    message: "unknown message type \"hover\"; expected viewport, ack, expand or settings"))
     }
 
     @Test("each missing viewport field is named")
@@ -73,23 +93,37 @@ struct ClientMessageTests {
             let text = viewport.replacingOccurrences(of: "\"\(field)\":", with: "\"x\(field)\":")
             #expect(failure(text) == WireError(.missingField, field: field, message: "viewport needs \"\(field)\""))
         }
-        #expect(failure(#"{"type":"viewport","seq":null,"bbox":[0,0,1,1],"zoom":1,"width":1,"height":1}"#)?.field == "seq")
+        #expect(
+            failure(#"{"type":"viewport","seq":null,"bbox":[0,0,1,1],"zoom":1,"width":1,"height":1}"#)?.field == "seq")
     }
 
     @Test("wrong-typed fields are invalid-field naming the field")
     func wrongTypes() {
-        #expect(failure(viewport.replacingOccurrences(of: "11.4", with: "\"11\"")) == WireError(
-            .invalidField, field: "zoom", message: "zoom must be a number, got a string"))
-        #expect(failure(viewport.replacingOccurrences(of: "[-0.5,51.3,0.3,51.7]", with: "{}")) == WireError(
-            .invalidField, field: "bbox", message: "bbox must be an array, got an object"))
-        #expect(failure(viewport.replacingOccurrences(of: "[-0.5,51.3,0.3,51.7]", with: "[1,2,3]")) == WireError(
-            .invalidField, field: "bbox", message: "bbox must be [west, south, east, north], got 3 numbers"))
-        #expect(failure(viewport.replacingOccurrences(of: "\"seq\":7", with: "\"seq\":7.5")) == WireError(
-            .invalidField, field: "seq", message: "seq must be a whole number, got 7.5"))
-        #expect(failure(viewport.replacingOccurrences(of: "\"seq\":7", with: "\"seq\":-1")) == WireError(
-            .invalidField, field: "seq", message: "seq must be between 0 and 9007199254740991, got -1"))
-        #expect(failure(#"{"type":"settings","algorithm":"kmeans"}"#) == WireError(
-            .invalidField, field: "algorithm", message: "algorithm must be one of hierarchical, pca-tree, got \"kmeans\""))
+        #expect(
+            failure(viewport.replacingOccurrences(of: "11.4", with: "\"11\""))
+                == WireError(
+                    .invalidField, field: "zoom", message: "zoom must be a number, got a string"))
+        #expect(
+            failure(viewport.replacingOccurrences(of: "[-0.5,51.3,0.3,51.7]", with: "{}"))
+                == WireError(
+                    .invalidField, field: "bbox", message: "bbox must be an array, got an object"))
+        #expect(
+            failure(viewport.replacingOccurrences(of: "[-0.5,51.3,0.3,51.7]", with: "[1,2,3]"))
+                == WireError(
+                    .invalidField, field: "bbox", message: "bbox must be [west, south, east, north], got 3 numbers"))
+        #expect(
+            failure(viewport.replacingOccurrences(of: "\"seq\":7", with: "\"seq\":7.5"))
+                == WireError(
+                    .invalidField, field: "seq", message: "seq must be a whole number, got 7.5"))
+        #expect(
+            failure(viewport.replacingOccurrences(of: "\"seq\":7", with: "\"seq\":-1"))
+                == WireError(
+                    .invalidField, field: "seq", message: "seq must be between 0 and 9007199254740991, got -1"))
+        #expect(
+            failure(#"{"type":"settings","algorithm":"kmeans"}"#)
+                == WireError(
+                    .invalidField, field: "algorithm",
+                    message: "algorithm must be one of hierarchical, pca-tree, got \"kmeans\""))
         #expect(failure(#"{"type":"ack","batch":1,"applied":true,"ms":1}"#)?.field == "applied")
         #expect(failure(#"{"type":"ack","batch":1,"applied":1,"ms":-1}"#)?.field == "ms")
         #expect(failure(#"{"type":"expand","id":"5"}"#)?.field == "id")
@@ -97,24 +131,34 @@ struct ClientMessageTests {
 
     @Test("NaN and Infinity are rejected naming the field")
     func nonFinite() {
-        #expect(failure(viewport.replacingOccurrences(of: "11.4", with: "NaN")) == WireError(
-            .invalidField, field: "zoom", message: "zoom must be a finite number, got nan"))
+        #expect(
+            failure(viewport.replacingOccurrences(of: "11.4", with: "NaN"))
+                == WireError(
+                    .invalidField, field: "zoom", message: "zoom must be a finite number, got nan"))
         #expect(failure(viewport.replacingOccurrences(of: "11.4", with: "Infinity"))?.field == "zoom")
         #expect(failure(viewport.replacingOccurrences(of: "11.4", with: "1e999"))?.field == "zoom")
-        #expect(failure(viewport.replacingOccurrences(of: "-0.5,", with: "-Infinity,")) == WireError(
-            .invalidField, field: "bbox", message: "bbox west (bbox[0]) must be a finite number, got -inf"))
+        #expect(
+            failure(viewport.replacingOccurrences(of: "-0.5,", with: "-Infinity,"))
+                == WireError(
+                    .invalidField, field: "bbox", message: "bbox west (bbox[0]) must be a finite number, got -inf"))
     }
 
     @Test("latitudes beyond ±90, zoom beyond 0–24 and sizes beyond 1–16384 are rejected")
     func ranges() {
-        #expect(failure(viewport.replacingOccurrences(of: "51.3,", with: "-95,")) == WireError(
-            .invalidField, field: "bbox", message: "bbox south (bbox[1]) must be between -90 and 90, got -95"))
+        #expect(
+            failure(viewport.replacingOccurrences(of: "51.3,", with: "-95,"))
+                == WireError(
+                    .invalidField, field: "bbox", message: "bbox south (bbox[1]) must be between -90 and 90, got -95"))
         #expect(failure(viewport.replacingOccurrences(of: "51.7]", with: "90.5]"))?.field == "bbox")
-        #expect(failure(viewport.replacingOccurrences(of: "11.4", with: "31")) == WireError(
-            .invalidField, field: "zoom", message: "zoom must be between 0 and 24, got 31"))
+        #expect(
+            failure(viewport.replacingOccurrences(of: "11.4", with: "31"))
+                == WireError(
+                    .invalidField, field: "zoom", message: "zoom must be between 0 and 24, got 31"))
         #expect(failure(viewport.replacingOccurrences(of: "11.4", with: "-0.1"))?.field == "zoom")
-        #expect(failure(viewport.replacingOccurrences(of: "1280", with: "0")) == WireError(
-            .invalidField, field: "width", message: "width must be between 1 and 16384, got 0"))
+        #expect(
+            failure(viewport.replacingOccurrences(of: "1280", with: "0"))
+                == WireError(
+                    .invalidField, field: "width", message: "width must be between 1 and 16384, got 0"))
         #expect(failure(viewport.replacingOccurrences(of: "800", with: "16385"))?.field == "height")
         #expect(failure(viewport.replacingOccurrences(of: "800", with: "-3"))?.field == "height")
     }

@@ -10,7 +10,9 @@ struct DoubleParserTests {
         for _ in 0..<20_000 {
             let d = Double(bitPattern: rng.next())
             guard d.isFinite else { continue }
-            let texts = [d.description, String(format6: d), String(Int64(truncatingIfNeeded: rng.next()) % 1_000_000_000)]
+            let texts = [
+                d.description, String(format6: d), String(Int64(truncatingIfNeeded: rng.next()) % 1_000_000_000),
+            ]
             for t in texts {
                 #expect(DoubleParser.parse(t)?.bitPattern == Double(t)?.bitPattern, "\(t)")
             }

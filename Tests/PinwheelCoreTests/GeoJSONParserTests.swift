@@ -10,7 +10,8 @@ struct GeoJSONParserTests {
 
     @Test("a FeatureCollection of points gives ids, coordinates and property columns")
     func featureCollection() throws {
-        let bytes = collection("""
+        let bytes = collection(
+            """
             {"type":"Feature","id":10,"geometry":{"type":"Point","coordinates":[2.35,48.85]},"properties":{"name":"Paris","pop":2140526}},
             {"type":"Feature","geometry":{"type":"Point","coordinates":[-0.12,51.5]},"properties":{"name":"London","capital":true,"tags":["a"]}},
             {"type":"Feature","geometry":{"type":"Point","coordinates":[13.4,52.5,34]},"properties":null}
@@ -29,25 +30,33 @@ struct GeoJSONParserTests {
 
     @Test("a bad latitude names the feature's line and its JSON path")
     func badLatitude() {
-        let bytes = collection("""
+        let bytes = collection(
+            """
             {"type":"Feature","geometry":{"type":"Point","coordinates":[1,2]}},
             {"type":"Feature","geometry":{"type":"Point","coordinates":[1,95.5]}}
             """)
-        #expect(throws: DataError.invalidLatitude(line: 3, column: "features[1].geometry.coordinates[1]", value: "95.5")) {
+        #expect(
+            throws: DataError.invalidLatitude(line: 3, column: "features[1].geometry.coordinates[1]", value: "95.5")
+        ) {
             try GeoJSONParser.parseFeatureCollection(bytes)
         }
     }
 
     @Test("non-point geometry, a bad id and a non-collection root are described")
     func structure() {
-        let line = collection("""
+        let line = collection(
+            """
             {"type":"Feature","geometry":{"type":"LineString","coordinates":[[1,2],[3,4]]}}
             """)
-        #expect(throws: DataError.invalidFeature(line: 2, column: "features[0].geometry.type",
-                                                  reason: "expected \"Point\", got LineString")) {
+        #expect(
+            throws: DataError.invalidFeature(
+                line: 2, column: "features[0].geometry.type",
+                reason: "expected \"Point\", got LineString")
+        ) {
             try GeoJSONParser.parseFeatureCollection(line)
         }
-        let badID = collection("""
+        let badID = collection(
+            """
             {"type":"Feature","id":-3,"geometry":{"type":"Point","coordinates":[1,2]}}
             """)
         #expect(throws: DataError.invalidID(line: 2, column: "features[0].id", value: "-3")) {
@@ -78,10 +87,11 @@ struct GeoJSONParserTests {
         #expect(parsed.dataset.ids == [0, 1])
         #expect(parsed.dataset.properties.value(row: 1, column: 0) == "b")
         #expect(parsed.skipped == 2)
-        #expect(parsed.errors == [
-            .invalidJSON(line: 4, column: 2, reason: "unexpected 'o', expected a string key"),
-            .invalidLongitude(line: 5, column: "feature.geometry.coordinates[0]", value: "500"),
-        ])
+        #expect(
+            parsed.errors == [
+                .invalidJSON(line: 4, column: 2, reason: "unexpected 'o', expected a string key"),
+                .invalidLongitude(line: 5, column: "feature.geometry.coordinates[0]", value: "500"),
+            ])
         #expect(throws: DataError.invalidJSON(line: 4, column: 2, reason: "unexpected 'o', expected a string key")) {
             try GeoJSONParser.parseNDJSON(Array(text.utf8))
         }

@@ -13,25 +13,44 @@ struct MessageEncoderTests {
         var encoder = MessageEncoder()
         let point = Feature(id: 18, lat: 1.5, lon: 2.5, count: 1, parent: 18, row: 0)
         let odd = Feature(id: 19, lat: -0.000123, lon: 179.99999999999997, count: 1, parent: nil, row: 1)
-        let spread = Feature(id: 20, lat: 10.25, lon: 20.5, count: 1, parent: 4_294_967_396,
-                             anchor: Coordinate(lat: 10, lon: 20), row: 1)
+        let spread = Feature(
+            id: 20, lat: 10.25, lon: 20.5, count: 1, parent: 4_294_967_396,
+            anchor: Coordinate(lat: 10, lon: 20), row: 1)
         let cluster = Feature(id: 4_294_967_396, lat: 48.85, lon: 2.35, count: 12, parent: 8_589_934_692, row: -1)
-        encoder.batch(seq: 7, number: 3, remove: [17, 4_294_967_396], add: [point], update: [], done: false,
-                      context: FeatureContext())
-        #expect(encoder.text == #"{"type":"batch","seq":7,"batch":3,"remove":[17,4294967396],"add":[{"id":18,"lat":1.5,"lon":2.5,"count":1,"parent":18}],"update":[],"done":false}"#)
+        encoder.batch(
+            seq: 7, number: 3, remove: [17, 4_294_967_396], add: [point], update: [], done: false,
+            context: FeatureContext())
+        #expect(
+            encoder.text
+                == #"{"type":"batch","seq":7,"batch":3,"remove":[17,4294967396],"add":[{"id":18,"lat":1.5,"lon":2.5,"count":1,"parent":18}],"update":[],"done":false}"#
+        )
 
-        encoder.batch(seq: 8, number: 4, remove: [], add: [point, odd, spread], update: [cluster], done: true,
-                      context: context)
+        encoder.batch(
+            seq: 8, number: 4, remove: [], add: [point, odd, spread], update: [cluster], done: true,
+            context: context)
         let decoded = try ServerMessage.decode(Array(encoder.message))
-        #expect(decoded == .batch(BatchMessage(seq: 8, batch: 4, remove: [], add: [
-            WireFeature(id: 18, lat: 1.5, lon: 2.5, count: 1, parent: 18, properties: ["name": "Paris", "cc": "FR"]),
-            WireFeature(id: 19, lat: -0.000123, lon: 179.99999999999997, count: 1,
-                        properties: ["name": "Quote \"q\"\n", "cc": "X"]),
-            WireFeature(id: 20, lat: 10.25, lon: 20.5, count: 1, parent: 4_294_967_396, anchor: Coordinate(lat: 10, lon: 20),
-                        properties: ["name": "Quote \"q\"\n", "cc": "X"]),
-        ], update: [
-            WireFeature(id: 4_294_967_396, lat: 48.85, lon: 2.35, count: 12, parent: 8_589_934_692, sums: ["population": 12000]),
-        ], done: true)))
+        #expect(
+            decoded
+                == .batch(
+                    BatchMessage(
+                        seq: 8, batch: 4, remove: [],
+                        add: [
+                            WireFeature(
+                                id: 18, lat: 1.5, lon: 2.5, count: 1, parent: 18,
+                                properties: ["name": "Paris", "cc": "FR"]),
+                            WireFeature(
+                                id: 19, lat: -0.000123, lon: 179.99999999999997, count: 1,
+                                properties: ["name": "Quote \"q\"\n", "cc": "X"]),
+                            WireFeature(
+                                id: 20, lat: 10.25, lon: 20.5, count: 1, parent: 4_294_967_396,
+                                anchor: Coordinate(lat: 10, lon: 20),
+                                properties: ["name": "Quote \"q\"\n", "cc": "X"]),
+                        ],
+                        update: [
+                            WireFeature(
+                                id: 4_294_967_396, lat: 48.85, lon: 2.35, count: 12, parent: 8_589_934_692,
+                                sums: ["population": 12000])
+                        ], done: true)))
     }
 
     @Test("headroom bytes precede the message and are left alone")
@@ -50,24 +69,41 @@ struct MessageEncoderTests {
         var encoder = MessageEncoder()
         let error = WireError(.invalidField, field: "zoom", message: "zoom must be between 0 and 24, got 31")
         encoder.error(error)
-        #expect(encoder.text == #"{"type":"error","code":"invalid-field","field":"zoom","message":"zoom must be between 0 and 24, got 31"}"#)
+        #expect(
+            encoder.text
+                == #"{"type":"error","code":"invalid-field","field":"zoom","message":"zoom must be between 0 and 24, got 31"}"#
+        )
         #expect(try ServerMessage.decode(encoder.text) == .error(error))
 
         encoder.expansion(id: 4_294_967_396, .zoom(9), context: context)
         #expect(encoder.text == #"{"type":"expansion","id":4294967396,"zoom":9}"#)
-        #expect(try ServerMessage.decode(encoder.text) == .expansion(ExpansionMessage(id: 4_294_967_396, result: .zoom(9))))
+        #expect(
+            try ServerMessage.decode(encoder.text) == .expansion(ExpansionMessage(id: 4_294_967_396, result: .zoom(9))))
 
-        let member = Feature(id: 5, lat: 1, lon: 2, count: 1, parent: 4_294_967_396, anchor: Coordinate(lat: 1.5, lon: 2.5), row: 0)
+        let member = Feature(
+            id: 5, lat: 1, lon: 2, count: 1, parent: 4_294_967_396, anchor: Coordinate(lat: 1.5, lon: 2.5), row: 0)
         encoder.expansion(id: 4_294_967_396, .spread([member]), context: FeatureContext())
-        #expect(try ServerMessage.decode(encoder.text) == .expansion(ExpansionMessage(
-            id: 4_294_967_396,
-            result: .spread([WireFeature(id: 5, lat: 1, lon: 2, count: 1, parent: 4_294_967_396, anchor: Coordinate(lat: 1.5, lon: 2.5))]))))
+        #expect(
+            try ServerMessage.decode(encoder.text)
+                == .expansion(
+                    ExpansionMessage(
+                        id: 4_294_967_396,
+                        result: .spread([
+                            WireFeature(
+                                id: 5, lat: 1, lon: 2, count: 1, parent: 4_294_967_396,
+                                anchor: Coordinate(lat: 1.5, lon: 2.5))
+                        ]))))
 
         let hello = HelloMessage(
             session: "7f3a", algorithm: .hierarchical,
-            dataset: .init(name: "geonames-cities", points: 144_600, bounds: BBox(west: -179.9, south: -54.9, east: 179.9, north: 78.2)))
+            dataset: .init(
+                name: "geonames-cities", points: 144_600,
+                bounds: BBox(west: -179.9, south: -54.9, east: 179.9, north: 78.2)))
         encoder.hello(hello)
-        #expect(encoder.text == #"{"type":"hello","protocol":"pinwheel.v1","session":"7f3a","algorithm":"hierarchical","algorithms":["hierarchical","pca-tree"],"dataset":{"name":"geonames-cities","points":144600,"bounds":[-179.9,-54.9,179.9,78.2],"sumColumns":[]},"options":{"minZoom":0,"maxZoom":16,"minPoints":2,"radius":40,"extent":512,"nodeSize":64,"spread":"adaptive","maxClusters":32},"limits":{"viewportHz":10,"pace":0.5,"window":4,"maxMessageBytes":65536,"maxZoom":24,"maxPixels":16384}}"#)
+        #expect(
+            encoder.text
+                == #"{"type":"hello","protocol":"pinwheel.v1","session":"7f3a","algorithm":"hierarchical","algorithms":["hierarchical","pca-tree"],"dataset":{"name":"geonames-cities","points":144600,"bounds":[-179.9,-54.9,179.9,78.2],"sumColumns":[]},"options":{"minZoom":0,"maxZoom":16,"minPoints":2,"radius":40,"extent":512,"nodeSize":64,"spread":"adaptive","maxClusters":32},"limits":{"viewportHz":10,"pace":0.5,"window":4,"maxMessageBytes":65536,"maxZoom":24,"maxPixels":16384}}"#
+        )
         #expect(try ServerMessage.decode(encoder.text) == .hello(hello))
         var empty = hello
         empty.dataset = .init(name: "none", points: 0, bounds: nil, sumColumns: ["a\"b"])
@@ -80,7 +116,11 @@ struct MessageEncoderTests {
         #expect(throws: WireError(.missingField, field: "done", message: "batch needs \"done\"")) {
             try ServerMessage.decode(#"{"type":"batch","seq":1,"batch":1,"remove":[],"add":[],"update":[]}"#)
         }
-        #expect(throws: WireError(.unknownType, field: "type", message: "unknown message type \"viewport\"; expected hello, batch, expansion or error")) {
+        #expect(
+            throws: WireError(
+                .unknownType, field: "type",
+                message: "unknown message type \"viewport\"; expected hello, batch, expansion or error")
+        ) {
             try ServerMessage.decode(#"{"type":"viewport"}"#)
         }
     }
@@ -88,11 +128,14 @@ struct MessageEncoderTests {
     @Test("encoding a batch of 1000 features reuses the buffer: capacity stops growing")
     func reuse() {
         var encoder = MessageEncoder(capacity: 16)
-        let features = (0..<1000).map { Feature(id: UInt64($0), lat: Double($0) / 7, lon: Double($0) / 3, count: 1, parent: nil, row: 0) }
+        let features = (0..<1000).map {
+            Feature(id: UInt64($0), lat: Double($0) / 7, lon: Double($0) / 3, count: 1, parent: nil, row: 0)
+        }
         encoder.batch(seq: 1, number: 1, remove: [], add: features, update: [], done: true, context: context)
         let capacity = encoder.writer.bytes.capacity
         for n in 2...20 {
-            encoder.batch(seq: 1, number: UInt64(n), remove: [], add: features, update: [], done: true, context: context)
+            encoder.batch(
+                seq: 1, number: UInt64(n), remove: [], add: features, update: [], done: true, context: context)
         }
         #expect(encoder.writer.bytes.capacity == capacity)
     }

@@ -307,23 +307,31 @@ struct PCATreeTests {
             east: Mercator.lon(x: centre.x + half), north: Mercator.lat(y: max(0, centre.y - half)))
     }
 
-    @Test("a returned feature's parent is the node one level up, or itself at the root")
+    @Test("a feature's parent is what holds it in the same view one zoom out, or itself if unchanged there")
     func parents() throws {
-        let data = PCATreeTests.blobs(seed: 8, count: 2_000, groups: [5])
+        let data = PCATreeTests.blobs(seed: 8, count: 3_000, groups: [2, 5, 9])
         let tree = try PCATree(dataset: data)
         var rng = SplitMix64(seed: 8)
-        var out: [Feature] = []
-        for _ in 0..<40 {
-            tree.features(in: PCATreeTests.randomBox(&rng), zoom: 3, into: &out)
-            for feature in out {
+        var fine: [Feature] = []
+        var coarse: [Feature] = []
+        var splits = 0
+        for _ in 0..<60 {
+            let row = Int(rng.next() % UInt64(data.count))
+            let centre = (x: Mercator.x(lon: data.lon(row)), y: Mercator.y(lat: data.lat(row)))
+            let half = pow(2, -8 * rng.nextUnit()) * 0.3
+            let zoom = 1 + rng.nextUnit() * 16
+            tree.features(in: PCATreeTests.box(around: centre, half: half), zoom: zoom, into: &fine)
+            tree.features(in: PCATreeTests.box(around: centre, half: 2 * half), zoom: zoom - 1, into: &coarse)
+            let above = Dictionary(uniqueKeysWithValues: coarse.map { ($0.id, $0) })
+            for feature in fine {
                 let parent = try #require(feature.parent)
-                if parent == feature.id {
-                    #expect(feature.count == UInt32(data.count))
-                } else {
-                    #expect(tree.children(of: parent)!.contains { $0.id == feature.id })
-                }
+                let holder = try #require(above[parent], "parent \(parent) of \(feature.id) is not drawn one zoom out")
+                let points = Set(PCATreeTests.pointIDs(of: holder, in: tree))
+                #expect(PCATreeTests.pointIDs(of: feature, in: tree).allSatisfy(points.contains))
+                if parent != feature.id { splits += 1 }
             }
         }
+        #expect(splits > 0)
     }
 
     @Test("a viewport across the antimeridian finds the points on both sides")
@@ -378,7 +386,8 @@ struct PCATreeTests {
         SpreadPlacement().place(around: Coordinate(lat: 48.85, lon: 2.35), count: 5, zoom: 12, into: &expected)
         #expect(out.map(\.id) == [4, 5, 6, 8, 9])
         #expect(out.map { Coordinate(lat: $0.lat, lon: $0.lon) } == expected)
-        #expect(out.allSatisfy { $0.anchor == Coordinate(lat: 48.85, lon: 2.35) && $0.parent == 32 << 32 | 4 })
+        // Spread one zoom out as well, so each member is its own parent.
+        #expect(out.allSatisfy { $0.anchor == Coordinate(lat: 48.85, lon: 2.35) && $0.parent == $0.id })
     }
 
     @Test("a group too large for maxClusters stays one cluster whose expansion is its spread")

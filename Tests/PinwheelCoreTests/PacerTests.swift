@@ -44,9 +44,14 @@ struct PacerTests {
     func ordering() {
         let clock = ManualClock()
         var pacer = P(clock: clock, options: options(batch: 2))
-        _ = drain(&pacer, clock, first: pacer.show(seq: 1, features: [pin(1, lat: 40, lon: 40), pin(2, lat: 41, lon: 41)],
-                                                    viewport: box(40, 40)))
-        let target = [pin(10, lat: 3, lon: 3), pin(11, lat: 1, lon: 1), pin(12, lat: 0.1, lon: 0), pin(13, lat: 2, lon: 2)]
+        _ = drain(
+            &pacer, clock,
+            first: pacer.show(
+                seq: 1, features: [pin(1, lat: 40, lon: 40), pin(2, lat: 41, lon: 41)],
+                viewport: box(40, 40)))
+        let target = [
+            pin(10, lat: 3, lon: 3), pin(11, lat: 1, lon: 1), pin(12, lat: 0.1, lon: 0), pin(13, lat: 2, lon: 2),
+        ]
         let sent = drain(&pacer, clock, first: pacer.show(seq: 2, features: target, viewport: box(0, 0)))
         #expect(sent.map(\.remove) == [[1, 2], [], []])
         #expect(sent.map { $0.add.map(\.id) } == [[], [12, 11], [13, 10]])
@@ -59,9 +64,15 @@ struct PacerTests {
     func split() {
         let clock = ManualClock()
         var pacer = P(clock: clock, options: options(batch: 1))
-        _ = drain(&pacer, clock, first: pacer.show(seq: 1, features: [pin(100, lat: 1, lon: 1, count: 3, parent: 500), pin(7, lat: 30, lon: 30)],
-                                                    viewport: box(0, 0)))
-        let children = [pin(1, lat: 2, lon: 2, parent: 100), pin(2, lat: 0.5, lon: 0.5, parent: 100), pin(3, lat: 1, lon: 1, parent: 100)]
+        _ = drain(
+            &pacer, clock,
+            first: pacer.show(
+                seq: 1, features: [pin(100, lat: 1, lon: 1, count: 3, parent: 500), pin(7, lat: 30, lon: 30)],
+                viewport: box(0, 0)))
+        let children = [
+            pin(1, lat: 2, lon: 2, parent: 100), pin(2, lat: 0.5, lon: 0.5, parent: 100),
+            pin(3, lat: 1, lon: 1, parent: 100),
+        ]
         let sent = drain(&pacer, clock, first: pacer.show(seq: 2, features: children, viewport: box(0, 0)))
         // The leaver first; then the parent with child 2 (nearest) although that exceeds one marker.
         #expect(sent.count == 4)
@@ -75,16 +86,25 @@ struct PacerTests {
     func zoomJump() {
         let clock = ManualClock()
         var pacer = P(clock: clock, options: options(batch: 1))
-        _ = drain(&pacer, clock, first: pacer.show(seq: 1, features: [pin(100, lat: 5, count: 40, parent: 900), pin(7, lat: 30, lon: 30)],
-                                                    viewport: box(0, 0)))
+        _ = drain(
+            &pacer, clock,
+            first: pacer.show(
+                seq: 1, features: [pin(100, lat: 5, count: 40, parent: 900), pin(7, lat: 30, lon: 30)],
+                viewport: box(0, 0)))
         // Three zoom levels finer: the new features' parents are not on screen.
-        let target = [pin(1, lat: 1, parent: 50), pin(2, lat: 3, parent: 50), pin(3, lat: 6, parent: 51), pin(4, lat: 8, parent: 51)]
+        let target = [
+            pin(1, lat: 1, parent: 50), pin(2, lat: 3, parent: 50), pin(3, lat: 6, parent: 51),
+            pin(4, lat: 8, parent: 51),
+        ]
         let sent = drain(&pacer, clock, first: pacer.show(seq: 2, features: target, viewport: box(0, 0)))
         #expect(sent.map(\.remove) == [[7], [], [], [100], []])
         #expect(sent.map { $0.add.map(\.id) } == [[], [1], [2], [3], [4]])
         // A feature in view that nothing replaces still goes, with the last add at the latest.
-        _ = drain(&pacer, clock, first: pacer.show(seq: 3, features: [pin(1, lat: 1, parent: 50), pin(9, lat: 0.5)],
-                                                    viewport: box(0, 0)))
+        _ = drain(
+            &pacer, clock,
+            first: pacer.show(
+                seq: 3, features: [pin(1, lat: 1, parent: 50), pin(9, lat: 0.5)],
+                viewport: box(0, 0)))
         #expect(versions(pacer.client) == versions([pin(1, lat: 1, parent: 50), pin(9, lat: 0.5)]))
     }
 
@@ -92,10 +112,15 @@ struct PacerTests {
     func merge() {
         let clock = ManualClock()
         var pacer = P(clock: clock, options: options(batch: 1))
-        let children = [pin(1, lat: 2, lon: 2, parent: 100), pin(2, lat: 0.5, lon: 0.5, parent: 100),
-                        pin(3, lat: 1, lon: 1, parent: 100), pin(4, lat: 5, lon: 5, parent: 200), pin(5, lat: 6, lon: 6, parent: 200)]
+        let children = [
+            pin(1, lat: 2, lon: 2, parent: 100), pin(2, lat: 0.5, lon: 0.5, parent: 100),
+            pin(3, lat: 1, lon: 1, parent: 100), pin(4, lat: 5, lon: 5, parent: 200),
+            pin(5, lat: 6, lon: 6, parent: 200),
+        ]
         _ = drain(&pacer, clock, first: pacer.show(seq: 1, features: children, viewport: box(0, 0)))
-        let parents = [pin(100, lat: 1, lon: 1, count: 3, parent: 900), pin(200, lat: 5.5, lon: 5.5, count: 2, parent: 900)]
+        let parents = [
+            pin(100, lat: 1, lon: 1, count: 3, parent: 900), pin(200, lat: 5.5, lon: 5.5, count: 2, parent: 900),
+        ]
         let sent = drain(&pacer, clock, first: pacer.show(seq: 2, features: parents, viewport: box(0, 0)))
         #expect(sent.count == 2)
         #expect(sent[0].add.map(\.id) == [100] && sent[0].remove == [1, 2, 3])
@@ -107,8 +132,9 @@ struct PacerTests {
         let clock = ManualClock()
         var pacer = P(clock: clock, options: options(batch: 1, window: 3))
         let target = (1...10).map { pin(FeatureID($0), lat: Double($0)) }
-        let sent = drain(&pacer, clock, first: pacer.show(seq: 1, features: target, viewport: box(0, 0)),
-                         ack: false)
+        let sent = drain(
+            &pacer, clock, first: pacer.show(seq: 1, features: target, viewport: box(0, 0)),
+            ack: false)
         #expect(sent.map(\.number) == [1, 2, 3])
         #expect(pacer.inFlight.count == 3)
         #expect(pacer.poll() == .idle)
@@ -234,9 +260,12 @@ struct PacerTests {
         for seed in 0..<100 as Range<UInt64> {
             var rng = SeededRandom(seed: seed)
             let clock = ManualClock()
-            var pacer = P(clock: clock, options: PacerOptions(pace: Double(rng.next() % 20 + 1) / 10,
-                                                               window: Int(rng.next() % 4) + 1,
-                                                               interval: .milliseconds(Int64(rng.next() % 40) + 5)))
+            var pacer = P(
+                clock: clock,
+                options: PacerOptions(
+                    pace: Double(rng.next() % 20 + 1) / 10,
+                    window: Int(rng.next() % 4) + 1,
+                    interval: .milliseconds(Int64(rng.next() % 40) + 5)))
             var screen = ClientFeatureSet()  // the simulated page, applying batches in order
             var lastTarget: [Feature] = []
             var unacked: [PacedBatch] = []
@@ -264,21 +293,26 @@ struct PacerTests {
                 case 0:
                     let pool = Int(rng.next() % 60) + 1
                     lastTarget = (0..<pool).compactMap { id in
-                        rng.next() % 2 == 0 ? nil
-                            : pin(FeatureID(id), lat: Double(rng.next() % 5), lon: Double(rng.next() % 5),
-                                  count: UInt32(rng.next() % 3 + 1), parent: FeatureID(100 + id / 4))
+                        rng.next() % 2 == 0
+                            ? nil
+                            : pin(
+                                FeatureID(id), lat: Double(rng.next() % 5), lon: Double(rng.next() % 5),
+                                count: UInt32(rng.next() % 3 + 1), parent: FeatureID(100 + id / 4))
                     }
-                    action = pacer.show(seq: UInt64(step), features: lastTarget,
-                                        viewport: box(Double(rng.next() % 5), 0))
+                    action = pacer.show(
+                        seq: UInt64(step), features: lastTarget,
+                        viewport: box(Double(rng.next() % 5), 0))
                 case 1 where !unacked.isEmpty:
                     let b = unacked.removeFirst()
-                    action = pacer.acknowledge(AckMessage(batch: b.number, applied: b.markerCount, ms: Double(rng.next() % 20)))
+                    action = pacer.acknowledge(
+                        AckMessage(batch: b.number, applied: b.markerCount, ms: Double(rng.next() % 20)))
                 default:
                     clock.advance(by: .milliseconds(Int64(rng.next() % 30)))
                     action = pacer.poll()
                 }
                 // A returned batch is already in the pacer's record; compare once the page has it.
-                if case .send = action {} else {
+                if case .send = action {
+                } else {
                     #expect(versions(screen) == versions(pacer.client), "seed \(seed) step \(step)")
                 }
                 #expect(pacer.inFlight.count <= pacer.options.window)

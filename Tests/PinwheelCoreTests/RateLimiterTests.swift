@@ -83,8 +83,9 @@ struct FloodDetectorTests {
         let clock = ManualClock()
         var detector = FloodDetector(clock: clock)
         let start = clock.now
-        #expect(run(101, seconds: 6, detector: &detector, clock: clock)
-            == .close(code: 1008, reason: "more than 100 messages/s for 5 s"))
+        #expect(
+            run(101, seconds: 6, detector: &detector, clock: clock)
+                == .close(code: 1008, reason: "more than 100 messages/s for 5 s"))
         // The verdict comes during the fifth second, not before.
         #expect(start.duration(to: clock.now) >= .seconds(4))
         #expect(start.duration(to: clock.now) < .seconds(5))

@@ -35,8 +35,10 @@ struct StreamingBenchmarks {
         let bytes = try [UInt8](Data(contentsOf: url))
         var rows = 0
         let us = measure(runs: 7) { rows = (try? CSVParser.parse(bytes))?.dataset.count ?? 0 }
-        print(String(format: "parse geonames 145k CSV (%d bytes): best %.1f ms, median %.1f ms", bytes.count,
-                     us.best / 1000, us.median / 1000))
+        print(
+            String(
+                format: "parse geonames 145k CSV (%d bytes): best %.1f ms, median %.1f ms", bytes.count,
+                us.best / 1000, us.median / 1000))
         #expect(rows == 144_563)
     }
 
@@ -47,20 +49,25 @@ struct StreamingBenchmarks {
         let features = (0..<1000).map { k -> Feature in
             let row = Int(rng.next() % UInt64(data.count))
             return k % 10 == 0
-                ? Feature(id: (UInt64(k) << 32) | 7, lat: data.lat(row) + 1e-7 * Double(k), lon: data.lon(row) / 3,
-                          count: UInt32(k), parent: UInt64(k) << 33, row: -1)
-                : Feature(id: FeatureID(data.ids[row]), lat: data.lat(row), lon: data.lon(row), count: 1,
-                          parent: FeatureID(data.ids[row]), row: Int32(row))
+                ? Feature(
+                    id: (UInt64(k) << 32) | 7, lat: data.lat(row) + 1e-7 * Double(k), lon: data.lon(row) / 3,
+                    count: UInt32(k), parent: UInt64(k) << 33, row: -1)
+                : Feature(
+                    id: FeatureID(data.ids[row]), lat: data.lat(row), lon: data.lon(row), count: 1,
+                    parent: FeatureID(data.ids[row]), row: Int32(row))
         }
-        let context = FeatureContext(properties: data.properties, sumColumns: ["population"],
-                                     sums: { f in [Double(f.count) * 1234.5] })
+        let context = FeatureContext(
+            properties: data.properties, sumColumns: ["population"],
+            sums: { f in [Double(f.count) * 1234.5] })
         var encoder = MessageEncoder(headroom: 16)
         let us = measure(runs: 41) {
             encoder.batch(seq: 1, number: 1, remove: [], add: features, update: [], done: true, context: context)
         }
         let bytes = encoder.message.count
-        print(String(format: "encode batch 1000 features (%d bytes): best %.0f µs (%.0f MB/s), median %.0f µs", bytes,
-                     us.best, Double(bytes) / us.best, us.median))
+        print(
+            String(
+                format: "encode batch 1000 features (%d bytes): best %.0f µs (%.0f MB/s), median %.0f µs", bytes,
+                us.best, Double(bytes) / us.best, us.median))
         guard case .batch(let decoded) = try ServerMessage.decode(Array(encoder.message)) else {
             Issue.record("not a batch")
             return
@@ -71,12 +78,14 @@ struct StreamingBenchmarks {
 
     @Test("decode and validate a viewport message")
     func decodeViewport() throws {
-        let text = Array(#"{"type":"viewport","seq":7,"bbox":[-0.5,51.3,0.3,51.7],"zoom":11.4,"width":1280,"height":800}"#.utf8)
+        let text = Array(
+            #"{"type":"viewport","seq":7,"bbox":[-0.5,51.3,0.3,51.7],"zoom":11.4,"width":1280,"height":800}"#.utf8)
         var last: ClientMessage?
         let us = measure(runs: 11) {
             for _ in 0..<1000 { last = try? ClientMessage.decode(text) }
         }
-        print(String(format: "decode viewport message: best %.2f µs, median %.2f µs", us.best / 1000, us.median / 1000))
+        print(
+            String(format: "decode viewport message: best %.2f µs, median %.2f µs", us.best / 1000, us.median / 1000))
         guard case .viewport(let v) = last else {
             Issue.record("not a viewport")
             return
@@ -90,7 +99,9 @@ struct StreamingBenchmarks {
             let clock = ManualClock()
             var pacer = Pacer(clock: clock, options: PacerOptions(window: 1))
             let old = (0..<n).map { pin(FeatureID($0), lat: Double($0 % 100) / 10, lon: Double($0 / 100) / 10) }
-            let new = (n / 3..<n + n / 3).map { pin(FeatureID($0), lat: Double($0 % 100) / 10, lon: Double($0 / 100) / 10) }
+            let new = (n / 3..<n + n / 3).map {
+                pin(FeatureID($0), lat: Double($0 % 100) / 10, lon: Double($0 / 100) / 10)
+            }
             // Send and acknowledge everything so the client has `old`.
             var action = pacer.show(seq: 1, features: old, viewport: box(5, 5))
             while action != .idle {
@@ -103,15 +114,19 @@ struct StreamingBenchmarks {
                 }
             }
             // One unacknowledged (empty) batch fills the window, so the timed calls plan without sending.
-            #expect(pacer.show(seq: 2, features: old, viewport: box(5, 5)) == .send(PacedBatch(seq: 2, number: pacer.inFlight[0].number, done: true)))
+            #expect(
+                pacer.show(seq: 2, features: old, viewport: box(5, 5))
+                    == .send(PacedBatch(seq: 2, number: pacer.inFlight[0].number, done: true)))
             var seq: UInt64 = 3
             var actions: [Pacer<ManualClock>.Action] = []
             let us = measure(runs: 21) {
                 actions.append(pacer.show(seq: seq, features: new, viewport: box(5, 5)))
                 seq += 1
             }
-            print(String(format: "diff+plan %d features, %d changed: best %.0f µs, median %.0f µs", n, 2 * (n / 3),
-                         us.best, us.median))
+            print(
+                String(
+                    format: "diff+plan %d features, %d changed: best %.0f µs, median %.0f µs", n, 2 * (n / 3),
+                    us.best, us.median))
             #expect(actions.allSatisfy { $0 == .idle })
             #expect(pacer.client.count == n && pacer.pendingMarkers == 2 * (n / 3))
         }

@@ -112,8 +112,10 @@ struct StreamingLoopTests {
                 for f in b.add { #expect(page.updateValue(f, forKey: f.id) == nil) }
                 #expect(b.add.allSatisfy { $0.properties["name"] == "a \"pin\"" })
                 if b.done { doneSeqs.append(b.seq) }
-                ClientMessage.ack(AckMessage(batch: b.batch, applied: b.remove.count + b.add.count + b.update.count, ms: 2))
-                    .encode(into: &writer)
+                ClientMessage.ack(
+                    AckMessage(batch: b.batch, applied: b.remove.count + b.add.count + b.update.count, ms: 2)
+                )
+                .encode(into: &writer)
                 session.receive(writer.bytes)
             }
         }
@@ -121,8 +123,10 @@ struct StreamingLoopTests {
         for step in 0..<120 {
             lastSeq = UInt64(step + 1)
             let west = -12 + Double(step) * 0.1
-            let viewport = ClientMessage.viewport(ViewportMessage(
-                seq: lastSeq, bbox: BBox(west: west, south: -5, east: west + 6, north: 3), zoom: 8, width: 800, height: 600))
+            let viewport = ClientMessage.viewport(
+                ViewportMessage(
+                    seq: lastSeq, bbox: BBox(west: west, south: -5, east: west + 6, north: 3), zoom: 8, width: 800,
+                    height: 600))
             viewport.encode(into: &writer)
             session.receive(writer.bytes)
             try pageReads()
@@ -149,8 +153,11 @@ struct StreamingLoopTests {
         let clock = ManualClock()
         var session = Session(clock: clock)
         session.receive(Array(#"{"type":"viewport","seq":1,"bbox":[0,0,1,1],"zoom":31,"width":800,"height":600}"#.utf8))
-        #expect(try ServerMessage.decode(session.outbox[0]) == .error(WireError(
-            .invalidField, field: "zoom", message: "zoom must be between 0 and 24, got 31")))
+        #expect(
+            try ServerMessage.decode(session.outbox[0])
+                == .error(
+                    WireError(
+                        .invalidField, field: "zoom", message: "zoom must be between 0 and 24, got 31")))
         session.receive(Array(#"{"type":"viewport","seq":2,"bbox":[0,0,1,1],"zoom":3,"width":800,"height":600}"#.utf8))
         guard case .batch(let b) = try ServerMessage.decode(session.outbox[1]) else {
             Issue.record("no batch after the error")

@@ -28,8 +28,9 @@ struct ViewportDiffTests {
                 (0..<pool).compactMap { id -> Feature? in
                     guard rng.next() % 3 != 0 else { return nil }
                     // Few positions and counts, so some features keep their version and some change.
-                    return pin(FeatureID(id), lat: Double(rng.next() % 3), lon: Double(rng.next() % 2),
-                               count: UInt32(rng.next() % 2 + 1))
+                    return pin(
+                        FeatureID(id), lat: Double(rng.next() % 3), lon: Double(rng.next() % 2),
+                        count: UInt32(rng.next() % 2 + 1))
                 }
             }
             var client = ClientFeatureSet()
@@ -76,8 +77,12 @@ struct ViewportDiffTests {
         client.insert(pin(2, lat: 1, lon: 1, count: 5))
         client.insert(pin(3, lat: 1, lon: 1, count: 5))
         var diff = ViewportDiff()
-        diff.compute(from: client, to: [pin(1, lat: 1, lon: 1, count: 5), pin(2, lat: 1, lon: 1.5, count: 5),
-                                        pin(3, lat: 1, lon: 1, count: 6), pin(4)])
+        diff.compute(
+            from: client,
+            to: [
+                pin(1, lat: 1, lon: 1, count: 5), pin(2, lat: 1, lon: 1.5, count: 5),
+                pin(3, lat: 1, lon: 1, count: 6), pin(4),
+            ])
         #expect(diff.update.map(\.id) == [2, 3])
         #expect(diff.add.map(\.id) == [4])
         #expect(diff.remove.isEmpty)

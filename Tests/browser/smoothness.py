@@ -139,6 +139,7 @@ def main():
             page.goto(url)
             page.wait_for_function(ready, timeout=30000)
             first_marker = page.evaluate("() => pinwheel.state.firstMarkerMs")
+            startup = page.evaluate("() => pinwheel.state.startup")
             if not args.control:
                 page.wait_for_function("() => pinwheel.settled()", timeout=30000)
             else:
@@ -171,6 +172,7 @@ def main():
         "loadAverage1m": float(load),
         "tourSeconds": args.seconds,
         "firstMarkersMs": first_marker,
+        "startupMs": startup,
         "longTasksDuringTour": len(long_tasks),
         "longestTaskMsDuringTour": round(max(long_tasks, default=0), 1),
         "longTasksDuringLoad": [round(x, 1) for x in load_long_tasks],

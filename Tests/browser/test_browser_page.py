@@ -45,6 +45,39 @@ def test_markers_are_exactly_what_the_server_computed_for_the_viewport(page, ser
     assert page.console_log.errors == []
 
 
+def test_across_the_antimeridian_markers_match_the_server_and_are_drawn_on_screen(page, server):
+    open_map(page, server, -17.0, 179.0, 5, algorithm="hierarchical")
+    viewport = page.evaluate("() => pinwheel.state.lastViewport")
+    west, _, east, _ = viewport["bbox"]
+    assert west > east, "the bbox crosses the antimeridian (west > east)"
+    shown = markers(page)
+    assert len(shown) >= 5
+    assert shown == server_features(server, viewport, "hierarchical")
+    inside = page.evaluate(
+        """() => { const b = pinwheel.map.getBounds();
+                   return Array.from(pinwheel.state.markers.values()).every(e => b.contains(e.layer.getLatLng())); }""")
+    assert inside, "markers on both sides of 180° are drawn in the copy of the world in view"
+    assert page.console_log.errors == []
+
+
+def test_while_dragging_the_page_sends_viewports_at_most_20_times_a_second(page, server):
+    open_map(page, server, *EUROPE)
+    before = page.evaluate("() => pinwheel.state.counters.viewports")
+    page.mouse.move(640, 400)
+    page.mouse.down()
+    start = time.monotonic()
+    for i in range(1, 61):
+        page.mouse.move(640 - 5 * i, 400)
+        page.wait_for_timeout(20)
+    during = page.evaluate("() => pinwheel.state.counters.viewports") - before
+    elapsed = time.monotonic() - start
+    page.mouse.up()
+    wait_settled(page)
+    assert during >= 3, "viewports go out while the drag goes on, not only at its end"
+    assert during <= 20 * elapsed + 1
+    assert page.console_log.errors == []
+
+
 def test_a_pan_applies_a_diff_and_features_that_stay_keep_their_layer(page, server):
     open_map(page, server, *EUROPE)
     before = markers(page)
@@ -262,8 +295,15 @@ def test_a_click_on_a_mall_cluster_shows_its_shops_spread_with_legs(page, server
     page.mouse.click(cluster["x"], cluster["y"])
     page.wait_for_function(f"() => pinwheel.state.spread.size === {shops}")
     assert page.evaluate("() => pinwheel.state.lastExpansion.id") == cluster["id"]
-    assert_spread_with_legs(spread_pins(page, lat, lon, "spread"), lat, lon, shops)
+    pins = spread_pins(page, lat, lon, "spread")
+    assert_spread_with_legs(pins, lat, lon, shops)
     screenshot(page, "page-mall-expanded.png")
+    pin = page.evaluate(
+        """(id) => { const e = pinwheel.state.spread.get(id), p = pinwheel.map.latLngToContainerPoint(e.layer.getLatLng());
+                     return {x: p.x, y: p.y}; }""", pins[0]["id"])
+    page.mouse.click(pin["x"], pin["y"])
+    page.wait_for_selector(".pw-popup h3")
+    assert page.inner_text(".pw-popup h3") == pins[0]["name"]
     assert page.console_log.errors == []
 
 

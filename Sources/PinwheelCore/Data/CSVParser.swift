@@ -62,7 +62,9 @@ public enum CSVParser {
                     }
                 }
                 for (k, f) in fields.enumerated() {
-                    guard let name = text(f) else { throw .invalidUTF8(line: headerLine, column: "header field \(k + 1)") }
+                    guard let name = text(f) else {
+                        throw .invalidUTF8(line: headerLine, column: "header field \(k + 1)")
+                    }
                     header.append(name.trimmingSpaces())
                 }
                 break

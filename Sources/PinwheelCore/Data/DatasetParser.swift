@@ -91,8 +91,10 @@ struct DatasetBuilder {
     }
 
     /// Checks a coordinate pair read from a row.
-    static func check(lat: Double?, latText: @autoclosure () -> String, lon: Double?,
-                      lonText: @autoclosure () -> String, line: Int, latColumn: String, lonColumn: String)
+    static func check(
+        lat: Double?, latText: @autoclosure () -> String, lon: Double?,
+        lonText: @autoclosure () -> String, line: Int, latColumn: String, lonColumn: String
+    )
         throws(DataError) -> (lat: Double, lon: Double)
     {
         guard let lat, lat.isFinite, lat >= -90, lat <= 90 else {
@@ -120,8 +122,9 @@ struct DatasetBuilder {
 
     func finish(columns: [String]) -> ParsedDataset {
         ParsedDataset(
-            dataset: Dataset(ids: ids, coordinates: coordinates,
-                             properties: PropertyTable(columns: columns, values: values)),
+            dataset: Dataset(
+                ids: ids, coordinates: coordinates,
+                properties: PropertyTable(columns: columns, values: values)),
             skipped: skipped, errors: errors)
     }
 }

@@ -17,20 +17,27 @@ public enum GeoJSONParser {
             throw .invalidJSON(line: error.line, column: error.column, reason: error.reason)
         }
         guard case .object(let collection) = root else {
-            throw .invalidFeature(line: 1, column: "root", reason: "expected a FeatureCollection object, got \(root.kindName)")
+            throw .invalidFeature(
+                line: 1, column: "root", reason: "expected a FeatureCollection object, got \(root.kindName)")
         }
         guard case .string("FeatureCollection") = collection["type"] else {
-            throw .invalidFeature(line: lines.line(of: collection.offset), column: "type",
-                                  reason: "expected \"FeatureCollection\"")
+            throw .invalidFeature(
+                line: lines.line(of: collection.offset), column: "type",
+                reason: "expected \"FeatureCollection\"")
         }
         guard case .array(let features) = collection["features"] else {
-            throw .invalidFeature(line: lines.line(of: collection.offset), column: "features",
-                                  reason: "expected an array of features")
+            throw .invalidFeature(
+                line: lines.line(of: collection.offset), column: "features",
+                reason: "expected an array of features")
         }
         var collector = Collector(badRows: badRows)
         for (index, value) in features.enumerated() {
             let line: Int
-            if case .object(let o) = value { line = lines.line(of: o.offset) } else { line = lines.line(of: collection.offset) }
+            if case .object(let o) = value {
+                line = lines.line(of: o.offset)
+            } else {
+                line = lines.line(of: collection.offset)
+            }
             try collector.add(value, index: index, line: line, path: "features[\(index)]")
         }
         return collector.finish()
@@ -53,7 +60,8 @@ public enum GeoJSONParser {
                             let value = try JSONReader.parse(text)
                             try collector.add(value, index: index, line: line, path: "feature")
                         } catch let failure as JSONReader.Failure {
-                            try collector.builder.reject(.invalidJSON(line: line, column: failure.column, reason: failure.reason))
+                            try collector.builder.reject(
+                                .invalidJSON(line: line, column: failure.column, reason: failure.reason))
                         } catch let error as DataError {
                             throw error
                         } catch {
@@ -82,7 +90,8 @@ public enum GeoJSONParser {
 
         mutating func add(_ value: JSONValue, index: Int, line: Int, path: String) throws(DataError) {
             do throws(DataError) {
-                let (id, lat, lon, properties) = try GeoJSONParser.point(from: value, index: index, line: line, path: path)
+                let (id, lat, lon, properties) = try GeoJSONParser.point(
+                    from: value, index: index, line: line, path: path)
                 try builder.claim(id: id, line: line, column: "\(path).id")
                 builder.append(id: id, lat: lat, lon: lon)
                 var row: [(Int, String)] = []
@@ -132,8 +141,9 @@ public enum GeoJSONParser {
             throw .invalidFeature(line: line, column: "\(path).geometry.type", reason: "expected \"Point\", got \(got)")
         }
         guard case .array(let coordinates) = geometry["coordinates"], coordinates.count >= 2 else {
-            throw .invalidFeature(line: line, column: "\(path).geometry.coordinates",
-                                  reason: "expected [longitude, latitude]")
+            throw .invalidFeature(
+                line: line, column: "\(path).geometry.coordinates",
+                reason: "expected [longitude, latitude]")
         }
         func number(_ v: JSONValue) -> Double? { if case .number(let d) = v { d } else { nil } }
         let (lat, lon) = try DatasetBuilder.check(
@@ -152,7 +162,8 @@ public enum GeoJSONParser {
         case .object(let o): properties = o
         case nil, .null: properties = nil
         case let other?:
-            throw .invalidFeature(line: line, column: "\(path).properties", reason: "expected an object, got \(other.kindName)")
+            throw .invalidFeature(
+                line: line, column: "\(path).properties", reason: "expected an object, got \(other.kindName)")
         }
         return (id, lat, lon, properties)
     }

@@ -8,23 +8,96 @@ extension PCATree {
     ///   - zoom: map zoom, fractional allowed: keeps clusters narrower than `radius` pixels closed and
     ///     lays out spread groups.
     ///   - out: receives the features; cleared first, capacity kept.
-    /// - Complexity: O(maxClusters · depth) node visits, whatever the dataset size.
+    /// - Complexity: O(maxClusters · depth) node visits, whatever the dataset size (two cuts: this
+    ///   view, and the same view one zoom out, which names each feature's `parent`).
     public func features(in bbox: BBox, zoom: Double, into out: inout [Feature]) {
         out.removeAll(keepingCapacity: true)
         guard nodeCount > 0 else { return }
         var rects: [MercatorRect] = []
         rects.reserveCapacity(2)
         _ = bbox.mercatorRects(into: &rects)
-        withUnsafeTemporaryAllocation(of: Int32.self, capacity: cutBufferCapacity) { buffer in
-            let found = cut(meeting: rects, zoom: zoom, into: buffer)
-            for entry in buffer[found] {
+        let coarser = PCATree.zoomedOut(rects)
+        let capacity = cutBufferCapacity
+        withUnsafeTemporaryAllocation(of: Int32.self, capacity: 2 * capacity) { buffer in
+            let fine = UnsafeMutableBufferPointer(rebasing: buffer[0..<capacity])
+            let coarse = UnsafeMutableBufferPointer(rebasing: buffer[capacity..<2 * capacity])
+            let found = cut(meeting: rects, zoom: zoom, into: fine)
+            // What the same view one zoom out shows: every feature here descends from one of those.
+            let above = cut(meeting: coarser, zoom: zoom - 1, into: coarse)
+            var seen = UnsafeMutableBufferPointer(rebasing: coarse[above])
+            seen.sort()
+            for entry in fine[found] {
                 if entry >= 0 {
-                    out.append(feature(node: Int(entry)))
-                } else {
-                    out.append(contentsOf: spread(group: Int(~entry), zoom: zoom))
+                    var feature = feature(node: Int(entry))
+                    feature.parent = holder(of: Int(entry), in: seen).map(wireID) ?? feature.id
+                    out.append(feature)
+                    continue
                 }
+                let group = Int(~entry)
+                let start = out.count
+                out.append(contentsOf: spread(group: group, zoom: zoom))
+                // Members spread one zoom out too are their own parents; otherwise they came out of
+                // the group's cluster, or of whatever held the group there.
+                let spreadAbove = PCATree.contains(seen, entry)
+                let parent = spreadAbove ? nil : wireID(holder(of: group, in: seen) ?? group)
+                for i in start..<out.count { out[i].parent = parent ?? out[i].id }
             }
         }
+    }
+
+    /// The node of `seen` (a sorted cut) that holds `node`: its nearest ancestor in the cut, or nil
+    /// when the node itself is there (drawn unchanged one zoom out, it is its own parent).
+    /// - Complexity: O(levels climbed · log maxClusters).
+    private func holder(of node: Int, in seen: UnsafeMutableBufferPointer<Int32>) -> Int? {
+        var k = node
+        while k >= 0 {
+            if PCATree.contains(seen, Int32(k)) || PCATree.contains(seen, ~Int32(k)) { return k == node ? nil : k }
+            k = Int(nodes[k].parent)
+        }
+        // Unreachable: a viewport one zoom out holds an ancestor-or-self of everything a smaller one
+        // shows. The tree parent is the honest fallback.
+        let parent = Int(nodes[node].parent)
+        return parent >= 0 ? parent : nil
+    }
+
+    /// Binary search of a sorted buffer.
+    private static func contains(_ sorted: UnsafeMutableBufferPointer<Int32>, _ value: Int32) -> Bool {
+        var low = 0
+        var high = sorted.count
+        while low < high {
+            let mid = (low + high) / 2
+            if sorted[mid] < value { low = mid + 1 } else { high = mid }
+        }
+        return low < sorted.count && sorted[low] == value
+    }
+
+    /// The same view one zoom out: the viewport's rectangles grown about their centre to twice the
+    /// width and height, clipped vertically and wrapped across the antimeridian.
+    static func zoomedOut(_ rects: [MercatorRect]) -> [MercatorRect] {
+        guard let first = rects.first else { return rects }
+        // Across the antimeridian the two rectangles are one span from the first's west edge.
+        let west = first.minX
+        let east = rects.count == 2 ? rects[1].maxX + 1 : first.maxX
+        let width = east - west
+        let height = first.maxY - first.minY
+        let minY = max(0, first.minY - height / 2)
+        let maxY = min(1, first.maxY + height / 2)
+        let left = west - width / 2
+        let right = east + width / 2
+        if right - left >= 1 { return [MercatorRect(minX: 0, minY: minY, maxX: 1, maxY: maxY)] }
+        if left < 0 {
+            return [
+                MercatorRect(minX: left + 1, minY: minY, maxX: 1, maxY: maxY),
+                MercatorRect(minX: 0, minY: minY, maxX: right, maxY: maxY),
+            ]
+        }
+        if right > 1 {
+            return [
+                MercatorRect(minX: left, minY: minY, maxX: 1, maxY: maxY),
+                MercatorRect(minX: 0, minY: minY, maxX: right - 1, maxY: maxY),
+            ]
+        }
+        return [MercatorRect(minX: left, minY: minY, maxX: right, maxY: maxY)]
     }
 
     /// Scratch entries ``cut(meeting:zoom:into:)`` needs: the current cut, the next one and candidates.

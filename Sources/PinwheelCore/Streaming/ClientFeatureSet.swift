@@ -48,8 +48,9 @@ public struct ClientFeatureSet: Sendable {
     public mutating func insert(_ f: Feature) {
         let slot = entries[f.id]?.slot ?? Int32(ids.count)
         if slot == ids.count { ids.append(f.id) }
-        entries[f.id] = Entry(version: f.version, parent: f.parent ?? ClientFeatureSet.noParent,
-                              lat: Float(f.lat), lon: Float(f.lon), slot: slot)
+        entries[f.id] = Entry(
+            version: f.version, parent: f.parent ?? ClientFeatureSet.noParent,
+            lat: Float(f.lat), lon: Float(f.lon), slot: slot)
     }
 
     /// Records that the client removed a feature.
@@ -64,8 +65,10 @@ public struct ClientFeatureSet: Sendable {
     }
 
     /// Applies a batch as the client will: removes, then updates, then adds.
-    public mutating func apply(remove: some Sequence<FeatureID>, add: some Sequence<Feature>,
-                               update: some Sequence<Feature>) {
+    public mutating func apply(
+        remove: some Sequence<FeatureID>, add: some Sequence<Feature>,
+        update: some Sequence<Feature>
+    ) {
         for id in remove { self.remove(id) }
         for f in update { insert(f) }
         for f in add { insert(f) }

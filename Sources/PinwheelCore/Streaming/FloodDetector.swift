@@ -52,8 +52,9 @@ public struct FloodDetector<Clock: PinwheelClock>: Sendable {
 
     private func verdict() -> Verdict {
         if count > limit && streak + 1 >= seconds {
-            return .close(code: Self.policyViolation,
-                          reason: "more than \(limit) messages/s for \(seconds) s")
+            return .close(
+                code: Self.policyViolation,
+                reason: "more than \(limit) messages/s for \(seconds) s")
         }
         return .allow
     }

@@ -13,8 +13,10 @@ public struct PacedBatch: Equatable, Sendable {
     /// True on the last batch for this viewport.
     public var done: Bool
 
-    public init(seq: UInt64, number: UInt64, remove: [FeatureID] = [], add: [Feature] = [], update: [Feature] = [],
-                done: Bool = false) {
+    public init(
+        seq: UInt64, number: UInt64, remove: [FeatureID] = [], add: [Feature] = [], update: [Feature] = [],
+        done: Bool = false
+    ) {
         self.seq = seq
         self.number = number
         self.remove = remove

@@ -8,9 +8,11 @@
 /// nearest the viewport centre first. A removed cluster that split travels with its nearest child's
 /// add, and the removed children of a merge travel with their parent's add, so the screen never shows
 /// a gap. A removed feature still in view with neither link (a zoom jump of several levels) goes with
-/// the first add at least as far from the centre as itself: it vanishes as the new features reach it. Batches hold about `pace × interval` markers (a split or merge group is never cut) and are
-/// spaced so the client gets `pace` markers per millisecond; acks adapt `pace` through a low-pass filter
-/// to the client's reported cost per marker. At most `window` batches are unacknowledged. A new target
+/// the first add at least as far from the centre as itself: it vanishes as the new features reach it.
+///
+/// Batches hold about `pace × interval` markers (a split or merge group is never cut) and are spaced so
+/// the client gets `pace` markers per millisecond; acks adapt `pace` through a low-pass filter to the
+/// client's reported cost per marker. At most `window` batches are unacknowledged. A new target
 /// drops the unsent rest of the previous one and is diffed against what was sent. The last batch for a
 /// viewport has `done` set; it may be empty.
 public struct Pacer<Clock: PinwheelClock>: Sendable {
@@ -221,7 +223,8 @@ public struct Pacer<Clock: PinwheelClock>: Sendable {
         for (p, entry) in order.enumerated() {
             let isUpdate = entry.index >= diff.add.count
             let f = isUpdate ? diff.update[entry.index - diff.add.count] : diff.add[entry.index]
-            units.append(Unit(removes: base + groupStarts[p]..<base + groupStarts[p + 1], feature: f, isUpdate: isUpdate))
+            units.append(
+                Unit(removes: base + groupStarts[p]..<base + groupStarts[p + 1], feature: f, isUpdate: isUpdate))
         }
         // Scratch sized for an unusually large viewport is not kept: sessions are many and mostly idle.
         // (The plan itself is released once its last batch is sent.)

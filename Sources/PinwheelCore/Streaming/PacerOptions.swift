@@ -17,10 +17,13 @@ public struct PacerOptions: Sendable, Equatable {
     /// Largest number of markers in one batch, except that a split or merge group is never cut.
     public var maxBatch: Int
 
-    public init(pace: Double = 0.5, window: Int = 4, interval: Duration = .milliseconds(50), minPace: Double = 0.05,
-                maxPace: Double = 50, clientShare: Double = 0.5, smoothing: Double = 0.3, maxBatch: Int = 2000) {
-        precondition(pace > 0 && window > 0 && interval > .zero && minPace > 0 && maxPace >= minPace,
-                     "pacer options must be positive")
+    public init(
+        pace: Double = 0.5, window: Int = 4, interval: Duration = .milliseconds(50), minPace: Double = 0.05,
+        maxPace: Double = 50, clientShare: Double = 0.5, smoothing: Double = 0.3, maxBatch: Int = 2000
+    ) {
+        precondition(
+            pace > 0 && window > 0 && interval > .zero && minPace > 0 && maxPace >= minPace,
+            "pacer options must be positive")
         self.pace = min(max(pace, minPace), maxPace)
         self.window = window
         self.interval = interval

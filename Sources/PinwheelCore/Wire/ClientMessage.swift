@@ -117,8 +117,9 @@ public enum ClientMessage: Equatable, Sendable {
             }
             return .settings(settings)
         default:
-            throw WireError(.unknownType, field: "type",
-                            message: "unknown message type \"\(m.type)\"; expected viewport, ack, expand or settings")
+            throw WireError(
+                .unknownType, field: "type",
+                message: "unknown message type \"\(m.type)\"; expected viewport, ack, expand or settings")
         }
     }
 

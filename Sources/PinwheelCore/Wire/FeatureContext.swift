@@ -8,8 +8,10 @@ public struct FeatureContext: Sendable {
     /// The sums of a cluster, in ``sumColumns`` order.
     public var sums: @Sendable (Feature) -> ArraySlice<Double>
 
-    public init(properties: PropertyTable = PropertyTable(), sumColumns: [String] = [],
-                sums: @escaping @Sendable (Feature) -> ArraySlice<Double> = { _ in [] }) {
+    public init(
+        properties: PropertyTable = PropertyTable(), sumColumns: [String] = [],
+        sums: @escaping @Sendable (Feature) -> ArraySlice<Double> = { _ in [] }
+    ) {
         self.properties = properties
         self.sumColumns = sumColumns
         self.sums = sums
@@ -17,7 +19,8 @@ public struct FeatureContext: Sendable {
 
     /// Properties and sums as a clusterer provides them.
     public init(clusterer: some Clusterer) {
-        self.init(properties: clusterer.dataset.properties, sumColumns: clusterer.sumColumns,
-                  sums: { clusterer.sums(of: $0) })
+        self.init(
+            properties: clusterer.dataset.properties, sumColumns: clusterer.sumColumns,
+            sums: { clusterer.sums(of: $0) })
     }
 }

@@ -32,8 +32,10 @@ public struct HelloMessage: Equatable, Sendable {
         /// Clusters in view for the `pca-tree` algorithm.
         public var maxClusters: Int
 
-        public init(minZoom: Int = 0, maxZoom: Int = 16, minPoints: Int = 2, radius: Double = 40, extent: Int = 512,
-                    nodeSize: Int = 64, spread: String = "adaptive", maxClusters: Int = 32) {
+        public init(
+            minZoom: Int = 0, maxZoom: Int = 16, minPoints: Int = 2, radius: Double = 40, extent: Int = 512,
+            nodeSize: Int = 64, spread: String = "adaptive", maxClusters: Int = 32
+        ) {
             self.minZoom = minZoom
             self.maxZoom = maxZoom
             self.minPoints = minPoints
@@ -57,8 +59,10 @@ public struct HelloMessage: Equatable, Sendable {
         public var maxZoom: Double
         public var maxPixels: Int
 
-        public init(viewportHz: Double = 10, pace: Double = 0.5, window: Int = 4, maxMessageBytes: Int = 65_536,
-                    maxZoom: Double = ViewportMessage.maxZoom, maxPixels: Int = ViewportMessage.maxPixels) {
+        public init(
+            viewportHz: Double = 10, pace: Double = 0.5, window: Int = 4, maxMessageBytes: Int = 65_536,
+            maxZoom: Double = ViewportMessage.maxZoom, maxPixels: Int = ViewportMessage.maxPixels
+        ) {
             self.viewportHz = viewportHz
             self.pace = pace
             self.window = window
@@ -75,8 +79,10 @@ public struct HelloMessage: Equatable, Sendable {
     public var options: Options
     public var limits: Limits
 
-    public init(session: String, algorithm: Algorithm, algorithms: [Algorithm] = Algorithm.allCases,
-                dataset: DatasetInfo, options: Options = Options(), limits: Limits = Limits()) {
+    public init(
+        session: String, algorithm: Algorithm, algorithms: [Algorithm] = Algorithm.allCases,
+        dataset: DatasetInfo, options: Options = Options(), limits: Limits = Limits()
+    ) {
         self.session = session
         self.algorithm = algorithm
         self.algorithms = algorithms

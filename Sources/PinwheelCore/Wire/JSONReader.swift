@@ -81,11 +81,21 @@ public struct JSONReader {
             case UInt8(ascii: "{"): return .object(try object(depth: depth + 1))
             case UInt8(ascii: "["): return .array(try array(depth: depth + 1))
             case UInt8(ascii: "\""): return .string(try string())
-            case UInt8(ascii: "t"): try literal("true"); return .bool(true)
-            case UInt8(ascii: "f"): try literal("false"); return .bool(false)
-            case UInt8(ascii: "n"): try literal("null"); return .null
-            case UInt8(ascii: "N"): try literal("NaN"); return .number(.nan)
-            case UInt8(ascii: "I"): try literal("Infinity"); return .number(.infinity)
+            case UInt8(ascii: "t"):
+                try literal("true")
+                return .bool(true)
+            case UInt8(ascii: "f"):
+                try literal("false")
+                return .bool(false)
+            case UInt8(ascii: "n"):
+                try literal("null")
+                return .null
+            case UInt8(ascii: "N"):
+                try literal("NaN")
+                return .number(.nan)
+            case UInt8(ascii: "I"):
+                try literal("Infinity")
+                return .number(.infinity)
             case UInt8(ascii: "-") where i + 1 < bytes.count && bytes[i + 1] == UInt8(ascii: "I"):
                 i += 1
                 try literal("Infinity")

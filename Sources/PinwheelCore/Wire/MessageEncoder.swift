@@ -89,9 +89,11 @@ public struct MessageEncoder: Sendable {
     ///   - remove: ids to remove; `add` and `update`: features to draw.
     ///   - done: true on the last batch for this viewport.
     ///   - context: where properties and sums come from.
-    public mutating func batch(seq: UInt64, number: UInt64, remove: some Collection<FeatureID>,
-                               add: some Collection<Feature>, update: some Collection<Feature>, done: Bool,
-                               context: FeatureContext) {
+    public mutating func batch(
+        seq: UInt64, number: UInt64, remove: some Collection<FeatureID>,
+        add: some Collection<Feature>, update: some Collection<Feature>, done: Bool,
+        context: FeatureContext
+    ) {
         begin()
         writer.raw("{\"type\":\"batch\",\"seq\":")
         writer.integer(seq)
@@ -115,8 +117,9 @@ public struct MessageEncoder: Sendable {
 
     /// Encodes a ``PacedBatch`` from the pacer.
     public mutating func batch(_ b: PacedBatch, context: FeatureContext) {
-        batch(seq: b.seq, number: b.number, remove: b.remove, add: b.add, update: b.update, done: b.done,
-              context: context)
+        batch(
+            seq: b.seq, number: b.number, remove: b.remove, add: b.add, update: b.update, done: b.done,
+            context: context)
     }
 
     /// Encodes `expansion`: the zoom at which a cluster splits, or the spread of a same-coordinate group.

@@ -52,7 +52,8 @@ struct MessageFields {
         guard case .number(let d) = v else { throw invalid(name, "must be a number, got \(v.kindName)") }
         guard d.isFinite else { throw invalid(name, "must be a finite number, got \(d)") }
         if let range, !range.contains(d) {
-            throw invalid(name, "must be between \(format(range.lowerBound)) and \(format(range.upperBound)), got \(format(d))")
+            throw invalid(
+                name, "must be between \(format(range.lowerBound)) and \(format(range.upperBound)), got \(format(d))")
         }
         return d
     }
@@ -62,11 +63,14 @@ struct MessageFields {
         try MessageFields.whole(value(name), name: name, in: range)
     }
 
-    static func whole(_ v: JSONValue, name: String, in range: ClosedRange<Double> = 0...maxWhole) throws(WireError) -> UInt64 {
+    static func whole(_ v: JSONValue, name: String, in range: ClosedRange<Double> = 0...maxWhole) throws(WireError)
+        -> UInt64
+    {
         let d = try number(v, name: name)
         guard d == d.rounded(.towardZero) else { throw invalid(name, "must be a whole number, got \(format(d))") }
         guard range.contains(d) else {
-            throw invalid(name, "must be between \(format(range.lowerBound)) and \(format(range.upperBound)), got \(format(d))")
+            throw invalid(
+                name, "must be between \(format(range.lowerBound)) and \(format(range.upperBound)), got \(format(d))")
         }
         return UInt64(d)
     }
@@ -79,7 +83,9 @@ struct MessageFields {
 
     func bool(_ name: String) throws(WireError) -> Bool {
         let v = try value(name)
-        guard case .bool(let b) = v else { throw MessageFields.invalid(name, "must be true or false, got \(v.kindName)") }
+        guard case .bool(let b) = v else {
+            throw MessageFields.invalid(name, "must be true or false, got \(v.kindName)")
+        }
         return b
     }
 

@@ -11,8 +11,10 @@ public struct WireFeature: Equatable, Sendable {
     /// A cluster's summed columns.
     public var sums: [String: Double]
 
-    public init(id: FeatureID, lat: Double, lon: Double, count: UInt32, parent: FeatureID? = nil,
-                anchor: Coordinate? = nil, properties: [String: String] = [:], sums: [String: Double] = [:]) {
+    public init(
+        id: FeatureID, lat: Double, lon: Double, count: UInt32, parent: FeatureID? = nil,
+        anchor: Coordinate? = nil, properties: [String: String] = [:], sums: [String: Double] = [:]
+    ) {
         self.id = id
         self.lat = lat
         self.lon = lon
@@ -33,7 +35,8 @@ public struct BatchMessage: Equatable, Sendable {
     public var update: [WireFeature]
     public var done: Bool
 
-    public init(seq: UInt64, batch: UInt64, remove: [FeatureID], add: [WireFeature], update: [WireFeature], done: Bool) {
+    public init(seq: UInt64, batch: UInt64, remove: [FeatureID], add: [WireFeature], update: [WireFeature], done: Bool)
+    {
         self.seq = seq
         self.batch = batch
         self.remove = remove
@@ -82,32 +85,39 @@ public enum ServerMessage: Equatable, Sendable {
             let d = try m.object("dataset")
             var bounds: BBox?
             if d.has("bounds") {
-                let b = try d.array("bounds").map { (v) throws(WireError) in try MessageFields.number(v, name: "bounds") }
+                let b = try d.array("bounds").map { (v) throws(WireError) in try MessageFields.number(v, name: "bounds")
+                }
                 guard b.count == 4 else { throw MessageFields.invalid("bounds", "must hold 4 numbers") }
                 bounds = BBox(west: b[0], south: b[1], east: b[2], north: b[3])
             }
             let sumColumns = try d.array("sumColumns").map { (v) throws(WireError) in try string(v, "sumColumns") }
             let o = try m.object("options")
             let l = try m.object("limits")
-            return .hello(HelloMessage(
-                session: try m.string("session"),
-                algorithm: try algorithm(m.value("algorithm"), "algorithm"),
-                algorithms: algorithms,
-                dataset: .init(name: try d.string("name"), points: Int(try d.whole("points")), bounds: bounds,
-                               sumColumns: sumColumns),
-                options: .init(minZoom: Int(try o.whole("minZoom")), maxZoom: Int(try o.whole("maxZoom")),
-                               minPoints: Int(try o.whole("minPoints")), radius: try o.number("radius"),
-                               extent: Int(try o.whole("extent")), nodeSize: Int(try o.whole("nodeSize")),
-                               spread: try o.string("spread"), maxClusters: Int(try o.whole("maxClusters"))),
-                limits: .init(viewportHz: try l.number("viewportHz"), pace: try l.number("pace"),
-                              window: Int(try l.whole("window")), maxMessageBytes: Int(try l.whole("maxMessageBytes")),
-                              maxZoom: try l.number("maxZoom"), maxPixels: Int(try l.whole("maxPixels")))))
+            return .hello(
+                HelloMessage(
+                    session: try m.string("session"),
+                    algorithm: try algorithm(m.value("algorithm"), "algorithm"),
+                    algorithms: algorithms,
+                    dataset: .init(
+                        name: try d.string("name"), points: Int(try d.whole("points")), bounds: bounds,
+                        sumColumns: sumColumns),
+                    options: .init(
+                        minZoom: Int(try o.whole("minZoom")), maxZoom: Int(try o.whole("maxZoom")),
+                        minPoints: Int(try o.whole("minPoints")), radius: try o.number("radius"),
+                        extent: Int(try o.whole("extent")), nodeSize: Int(try o.whole("nodeSize")),
+                        spread: try o.string("spread"), maxClusters: Int(try o.whole("maxClusters"))),
+                    limits: .init(
+                        viewportHz: try l.number("viewportHz"), pace: try l.number("pace"),
+                        window: Int(try l.whole("window")), maxMessageBytes: Int(try l.whole("maxMessageBytes")),
+                        maxZoom: try l.number("maxZoom"), maxPixels: Int(try l.whole("maxPixels")))))
         case "batch":
-            let remove = try m.array("remove").map { (v) throws(WireError) in try MessageFields.whole(v, name: "remove") }
-            return .batch(BatchMessage(
-                seq: try m.whole("seq"), batch: try m.whole("batch"), remove: remove,
-                add: try features(m.array("add"), "add"), update: try features(m.array("update"), "update"),
-                done: try m.bool("done")))
+            let remove = try m.array("remove").map { (v) throws(WireError) in try MessageFields.whole(v, name: "remove")
+            }
+            return .batch(
+                BatchMessage(
+                    seq: try m.whole("seq"), batch: try m.whole("batch"), remove: remove,
+                    add: try features(m.array("add"), "add"), update: try features(m.array("update"), "update"),
+                    done: try m.bool("done")))
         case "expansion":
             let id = try m.whole("id")
             if m.has("zoom") { return .expansion(ExpansionMessage(id: id, result: .zoom(try m.number("zoom")))) }
@@ -120,8 +130,9 @@ public enum ServerMessage: Equatable, Sendable {
             let field = m.has("field") ? try m.string("field") : nil
             return .error(WireError(code, field: field, message: try m.string("message")))
         default:
-            throw WireError(.unknownType, field: "type",
-                            message: "unknown message type \"\(m.type)\"; expected hello, batch, expansion or error")
+            throw WireError(
+                .unknownType, field: "type",
+                message: "unknown message type \"\(m.type)\"; expected hello, batch, expansion or error")
         }
     }
 
@@ -140,7 +151,9 @@ public enum ServerMessage: Equatable, Sendable {
 
     static func algorithm(_ v: JSONValue, _ name: String) throws(WireError) -> Algorithm {
         let s = try string(v, name)
-        guard let a = Algorithm(rawValue: s) else { throw MessageFields.invalid(name, "has an unknown algorithm \"\(s)\"") }
+        guard let a = Algorithm(rawValue: s) else {
+            throw MessageFields.invalid(name, "has an unknown algorithm \"\(s)\"")
+        }
         return a
     }
 
