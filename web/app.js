@@ -73,6 +73,8 @@
     /** Outlines of other sessions' viewports (presence; off with ?presence=0). */
     const PRESENCE_STYLE = { color: '#f472b6', weight: 1.5, opacity: 0.7, fill: true, fillOpacity: 0.04,
                              dashArray: '5 4', interactive: false };
+    const PRESENCE_DOT_STYLE = { radius: 3, color: '#f472b6', weight: 0, fillColor: '#f472b6', fillOpacity: 0.9,
+                                 interactive: false };
 
     // ---- State (read by tests through window.pinwheel.state) -------------------------------------
 
@@ -860,10 +862,11 @@
             } else {
                 sendViewport();
             }
+            // Other sessions' viewports as outlines (`presence`), unless `?presence=0`.
+            if (params.get('presence') !== '0') send({ type: 'settings', presence: true });
         } else if (awaitingAlgorithm && msg.algorithm === wanted) {
             awaitingAlgorithm = false;
             sendViewport();
-            if (params.get('presence') !== '0') send({ type: 'settings', presence: true });
         }
         hud.showHello(msg);
     }
@@ -1113,6 +1116,9 @@
             for (const [west, east] of spans) {
                 L.rectangle([[s, west], [n, east]], PRESENCE_STYLE).addTo(presenceGroup);
             }
+            // A dot at the centre keeps a city-sized view visible when the map shows the world.
+            const lon = w > e ? displayLng((w + e + 360) / 2) : (w + e) / 2;
+            L.circleMarker([(s + n) / 2, lon], PRESENCE_DOT_STYLE).addTo(presenceGroup);
         }
         state.presence = viewports.length;
     }
