@@ -119,7 +119,7 @@ struct MessageEncoderTests {
         #expect(
             throws: WireError(
                 .unknownType, field: "type",
-                message: "unknown message type \"viewport\"; expected hello, batch, expansion or error")
+                message: "unknown message type \"viewport\"; expected hello, batch, expansion, error or presence")
         ) {
             try ServerMessage.decode(#"{"type":"viewport"}"#)
         }

@@ -64,12 +64,26 @@ public struct ExpansionMessage: Equatable, Sendable {
     }
 }
 
+/// Another session's viewport, as a `presence` message shows it.
+public struct PresenceViewport: Equatable, Sendable {
+    public var session: String
+    public var bbox: BBox
+    public var zoom: Double
+
+    public init(session: String, bbox: BBox, zoom: Double) {
+        self.session = session
+        self.bbox = bbox
+        self.zoom = zoom
+    }
+}
+
 /// A message from the server, as a client (the load tool, tests) reads it.
 public enum ServerMessage: Equatable, Sendable {
     case hello(HelloMessage)
     case batch(BatchMessage)
     case expansion(ExpansionMessage)
     case error(WireError)
+    case presence([PresenceViewport])
 
     /// Decodes and checks one server message.
     /// - Throws: ``WireError`` naming what does not match the protocol.
@@ -129,10 +143,12 @@ public enum ServerMessage: Equatable, Sendable {
             }
             let field = m.has("field") ? try m.string("field") : nil
             return .error(WireError(code, field: field, message: try m.string("message")))
+        case "presence":
+            return .presence(try presenceViewports(m.array("viewports")))
         default:
             throw WireError(
                 .unknownType, field: "type",
-                message: "unknown message type \"\(m.type)\"; expected hello, batch, expansion or error")
+                message: "unknown message type \"\(m.type)\"; expected hello, batch, expansion, error or presence")
         }
     }
 
@@ -160,6 +176,21 @@ public enum ServerMessage: Equatable, Sendable {
     static func string(_ v: JSONValue, _ name: String) throws(WireError) -> String {
         guard case .string(let s) = v else { throw MessageFields.invalid(name, "must hold strings, got \(v.kindName)") }
         return s
+    }
+
+    static func presenceViewports(_ list: [JSONValue]) throws(WireError) -> [PresenceViewport] {
+        var out: [PresenceViewport] = []
+        for v in list {
+            guard case .object(let o) = v else { throw MessageFields.invalid("viewports", "must hold objects") }
+            let entry = MessageFields(object: o, type: "a presence viewport")
+            let b = try entry.array("bbox").map { (v) throws(WireError) in try MessageFields.number(v, name: "bbox") }
+            guard b.count == 4 else { throw MessageFields.invalid("bbox", "must hold 4 numbers") }
+            out.append(
+                PresenceViewport(
+                    session: try entry.string("session"), bbox: BBox(west: b[0], south: b[1], east: b[2], north: b[3]),
+                    zoom: try entry.number("zoom")))
+        }
+        return out
     }
 
     static func features(_ list: [JSONValue], _ name: String) throws(WireError) -> [WireFeature] {
