@@ -2,8 +2,12 @@
 computed, diffs apply as diffs, clusters split and merge, spread groups get legs, the HUD moves."""
 
 import csv
+import functools
+import http.server
 import re
+import threading
 import time
+import urllib.parse
 
 import pytest
 
@@ -308,17 +312,26 @@ def test_a_click_on_a_mall_cluster_shows_its_shops_spread_with_legs(page, server
 
 
 def test_a_tiles_parameter_replaces_the_offline_basemap_with_a_raster_tile_server(page, server):
-    # Our own server stands in for a tile server: every tile is Leaflet's layers.png.
-    requested = []
-    page.on("request", lambda r: requested.append(r.url))
-    page.goto(f"{server.url}/?lat=48&lon=10&zoom=5&tiles=/vendor/leaflet/images/layers.png%3Fz%3D{{z}}%26x%3D{{x}}%26y%3D{{y}}"
-              "&attribution=Tiles%20%3Cb%3Etest%3C%2Fb%3E")
-    wait_settled(page)
-    assert page.locator("img.leaflet-tile").count() > 0
-    assert any(re.search(r"/vendor/leaflet/images/layers\.png\?z=5&x=\d+&y=\d+$", u) for u in requested)
-    assert not any(u.endswith("world-110m.json") for u in requested)
-    assert "Tiles <b>test</b>" in page.inner_text(".leaflet-control-attribution"), "attribution is shown as text"
-    assert page.console_log.errors == []
+    # A second HTTP server on another port is another origin, as a real tile server is: every tile
+    # is Leaflet's layers.png. Our page's CSP must let its images through.
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory="/usr/share/javascript/leaflet/images")
+    handler.log_message = lambda *args: None
+    tiles = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=tiles.serve_forever, daemon=True).start()
+    try:
+        tile_url = f"http://127.0.0.1:{tiles.server_address[1]}/layers.png?z={{z}}&x={{x}}&y={{y}}"
+        loaded = []
+        page.on("requestfinished", lambda r: loaded.append(r.url))
+        page.goto(f"{server.url}/?lat=48&lon=10&zoom=5&tiles={urllib.parse.quote(tile_url)}"
+                  "&attribution=Tiles%20%3Cb%3Etest%3C%2Fb%3E")
+        wait_settled(page)
+        page.wait_for_function("() => [...document.querySelectorAll('img.leaflet-tile')].some(i => i.complete && i.naturalWidth > 0)")
+        assert any(re.search(r":\d+/layers\.png\?z=5&x=\d+&y=\d+$", u) for u in loaded)
+        assert not any(u.endswith("world-110m.json") for u in loaded)
+        assert "Tiles <b>test</b>" in page.inner_text(".leaflet-control-attribution"), "attribution is shown as text"
+        assert page.console_log.errors == []
+    finally:
+        tiles.shutdown()
 
 
 def test_by_default_the_offline_natural_earth_basemap_is_drawn(page, server):

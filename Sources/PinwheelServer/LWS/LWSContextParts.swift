@@ -35,4 +35,29 @@ enum LWSContextParts {
         entry.tx_packet_size = txPacketSize
         return entry
     }
+
+    /// The security headers of every HTTP response: lws's best-practice set, except that images may
+    /// come from any http(s) server, so a page given `?tiles=` can draw a raster tile server's tiles.
+    static func securityHeaders(in storage: CStorage) -> UnsafePointer<lws_protocol_vhost_options> {
+        let headers: [(String, String)] = [
+            ("referrer-policy:", "no-referrer"),
+            ("x-frame-options:", "deny"),
+            ("x-content-type-options:", "nosniff"),
+            (
+                "content-security-policy:",
+                "default-src 'none'; img-src 'self' data: https: http:; script-src 'self'; font-src 'self'; "
+                    + "style-src 'self'; connect-src 'self' ws: wss:; frame-ancestors 'none'; base-uri 'none'; "
+                    + "form-action 'self';"
+            ),
+        ]
+        var next: UnsafePointer<lws_protocol_vhost_options>?
+        for (name, value) in headers.reversed() {
+            var option = lws_protocol_vhost_options()
+            option.next = next
+            option.name = storage.string(name)
+            option.value = storage.string(value)
+            next = UnsafePointer(storage.value(option))
+        }
+        return next!
+    }
 }

@@ -98,7 +98,7 @@ extension WebSocketServer {
         if let keepalive = configuration.keepalive {
             vhostInfo.retry_and_idle_policy = LWSContextParts.retryPolicy(keepalive, in: storage)
         }
-        vhostInfo.options = UInt64(LWS_SERVER_OPTION_HTTP_HEADERS_SECURITY_BEST_PRACTICES_ENFORCE)
+        vhostInfo.headers = LWSContextParts.securityHeaders(in: storage)
         if let tls = configuration.tls {
             // lws reads this flag from the vhost's options too; without it the vhost serves plain text.
             vhostInfo.options |= UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT)
