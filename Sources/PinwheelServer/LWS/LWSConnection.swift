@@ -19,6 +19,14 @@ final class LWSConnection {
     // POLLOUTs (the lws client does so before calling WRITEABLE again). Freeing it at once
     // corrupted the tail of a 1 MiB message.
     private var inFlight: [UInt8] = []
+    /// True when permessage-deflate may be active on this connection (negotiated, or offered and
+    /// not known to be refused); `writeQueued` then ends a callback after any message over
+    /// `deflateSafePayload` bytes.
+    var compresses = false
+
+    /// Largest payload whose deflate output always fits lws's 1 KiB deflate tx buffer: incompressible
+    /// text costs a stored-block header and the sync-flush marker on top, well under 64 bytes.
+    static let deflateSafePayload = 960
     /// The close frame the peer sent first, if it did.
     var peerClose: (code: CloseCode, reason: String)?
 
@@ -66,12 +74,12 @@ final class LWSConnection {
     }
 
     /// Writes up to `limit` queued messages, stopping early when lws buffers, the socket is full or
-    /// a message was larger than `txPacketSize`, and carries out a requested close once the queue
-    /// before it is written.
+    /// (with `compresses`) after a message deflate may not emit at once, and carries out a requested
+    /// close once the queue before it is written.
     /// - Returns: the value the lws callback returns (-1 closes).
     /// Lws service thread only.
     func writeQueued(
-        _ wsi: OpaquePointer, outboxes: Outboxes, limit: Int, drainAfter txPacketSize: Int, counters: TransportCounters
+        _ wsi: OpaquePointer, outboxes: Outboxes, limit: Int, counters: TransportCounters
     ) -> Int32 {
         if closeIssued { return 0 }
         if closingFromReceive {
@@ -98,9 +106,16 @@ final class LWSConnection {
                 counters.messagesSent.add(1, ordering: .relaxed)
                 counters.bytesSent.add(payloadCount, ordering: .relaxed)
                 if !more { return 0 }
-                // A message over one packet may leave deflate draining; the next write must wait
-                // for the next WRITEABLE or lws would glue it on as a continuation.
-                if payloadCount > txPacketSize { break }
+                // With permessage-deflate, a message that may not fit in one deflate output
+                // buffer (1 KiB, lws's default tx_buf_size) ends this callback. Its compressed
+                // output then goes out over later POLLOUTs while zlib still holds its input;
+                // another lws_write meanwhile aborts lws 4.1.6 (extension-permessage-deflate.c:415,
+                // assert !tx.avail_in) or glues the next message on as a continuation. lws 4.1.6
+                // happens to report that drain through lws_send_pipe_choked (seen in its ext log),
+                // but no document promises it, so we do not rely on it. Payloads up to
+                // `deflateSafePayload` compress to less than the buffer even when incompressible,
+                // so small messages keep being batched.
+                if compresses && payloadCount > Self.deflateSafePayload { break }
             }
             if lws_partial_buffered(wsi) != 0 || lws_send_pipe_choked(wsi) != 0 { break }
         }

@@ -81,8 +81,7 @@ extension WebSocketClient {
         case LWS_CALLBACK_CLIENT_WRITEABLE:
             guard let connection = connection(of: wsi) else { return -1 }
             return connection.io.writeQueued(
-                wsi, outboxes: outboxes, limit: configuration.writesPerWritable,
-                drainAfter: configuration.txPacketSize, counters: counters)
+                wsi, outboxes: outboxes, limit: configuration.writesPerWritable, counters: counters)
         case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
             connection(of: wsi)?.io.notePeerClose(UnsafeRawBufferPointer(start: input, count: length))
             return 0
@@ -180,6 +179,8 @@ extension WebSocketClient {
         let io = LWSConnection(
             id: request.id, wsi: nil, maxMessageBytes: configuration.maxMessageBytes,
             closeGrace: configuration.closeTimeout)
+        // Offered is enough: a server that declines only costs this client its write batching.
+        io.compresses = configuration.permessageDeflate
         let connection = ClientConnection(io: io, startedAt: request.startedAt)
         if stopping {
             outboxes.unregister(request.id)

@@ -37,8 +37,7 @@ extension WebSocketServer {
         case LWS_CALLBACK_SERVER_WRITEABLE:
             guard let connection = connection(of: wsi) else { return -1 }
             return connection.writeQueued(
-                wsi, outboxes: outboxes, limit: configuration.writesPerWritable,
-                drainAfter: configuration.txPacketSize, counters: counters)
+                wsi, outboxes: outboxes, limit: configuration.writesPerWritable, counters: counters)
         case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
             connection(of: wsi)?.notePeerClose(UnsafeRawBufferPointer(start: input, count: length))
             return 0
@@ -92,6 +91,10 @@ extension WebSocketServer {
         connections[id] = LWSConnection(
             id: id, wsi: wsi, maxMessageBytes: configuration.maxMessageBytes,
             closeGrace: configuration.closeTimeout)
+        // lws accepts permessage-deflate whenever the client offers it and the vhost has it.
+        connections[id]?.compresses =
+            configuration.permessageDeflate
+            && LWSConnection.header(wsi, WSI_TOKEN_EXTENSIONS)?.contains("permessage-deflate") == true
         outboxes.register(id)
         counters.openConnections.add(1, ordering: .relaxed)
         counters.totalConnections.add(1, ordering: .relaxed)
