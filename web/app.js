@@ -56,8 +56,8 @@
         [45, 212, 191], [56, 189, 248], [129, 140, 248], [192, 132, 252], [232, 121, 249], [251, 146, 60],
     ];
     /** Cluster radius in pixels: base plus growth per decade of count, for clusters with room around them. */
-    const CLUSTER_RADIUS_BASE = 11;
-    const CLUSTER_RADIUS_PER_DECADE = 4.5;
+    const CLUSTER_RADIUS_BASE = 10;
+    const CLUSTER_RADIUS_PER_DECADE = 3.6;
     /** Spacing (pixels) at which clusters get the full size; packed closer, they shrink, down to MIN_SCALE. */
     const CLUSTER_ROOMY_SPACING_PX = 44;
     const CLUSTER_MIN_SCALE = 0.6;
