@@ -1,5 +1,11 @@
-/// Coalesces a client's viewports to at most `perSecond` per second: the latest one wins, and the
-/// last one is always processed.
+/// Coalesces a client's viewports to at most `perSecond` per second on average: the latest one wins,
+/// and the last one is always processed.
+///
+/// A generic cell-rate algorithm: each processed value moves a theoretical arrival time one
+/// `spacing` on, and a value is held only when it comes more than `burst - 1` spacings ahead of it.
+/// So a client sending at the limit with network jitter is never held back (with a strict spacing
+/// half its viewports waited a few milliseconds for a timer), while over any span T at most
+/// `T × perSecond + burst` values are processed.
 ///
 /// A state machine over a ``PinwheelClock``: ``offer(_:)`` and ``poll()`` return an ``Action``. On
 /// `.wait(until:)`, call ``poll()`` at that instant (one timer per session is enough: every wait names
@@ -16,19 +22,26 @@ public struct RateLimiter<Clock: PinwheelClock, Value: Sendable>: Sendable {
     }
 
     public let clock: Clock
-    /// Least time between two processed values.
+    /// Average time between two processed values.
     public let spacing: Duration
-    private var lastProcessed: Clock.Instant?
+    /// How far ahead of the average rate values may come: `(burst - 1) × spacing`.
+    public let tolerance: Duration
+    /// When the next value would be due at exactly the average rate; nil before the first.
+    private var theoreticalArrival: Clock.Instant?
     /// The latest value offered and not yet processed.
     public private(set) var pending: Value?
 
     /// - Parameters:
     ///   - clock: where time comes from.
-    ///   - perSecond: values processed per second at most (default 10).
-    public init(clock: Clock, perSecond: Double = 10) {
+    ///   - perSecond: values processed per second on average (default 10).
+    ///   - burst: values that may pass back to back after a quiet spell (default 2), which is also
+    ///     how much jitter a client at the limit may have: up to one spacing.
+    public init(clock: Clock, perSecond: Double = 10, burst: Int = 2) {
         precondition(perSecond > 0, "a rate must be positive")
+        precondition(burst >= 1, "a burst is at least one value")
         self.clock = clock
         spacing = .nanoseconds(Int64((1e9 / perSecond).rounded()))
+        tolerance = spacing * (burst - 1)
     }
 
     /// Offers a value; it replaces any value still held.
@@ -41,12 +54,14 @@ public struct RateLimiter<Clock: PinwheelClock, Value: Sendable>: Sendable {
     public mutating func poll() -> Action {
         guard let value = pending else { return .idle }
         let now = clock.now
-        if let last = lastProcessed {
-            let due = last.advanced(by: spacing)
-            if now < due { return .wait(until: due) }
+        if let due = theoreticalArrival {
+            let earliest = due.advanced(by: .zero - tolerance)
+            if now < earliest { return .wait(until: earliest) }
+            theoreticalArrival = max(due, now).advanced(by: spacing)
+        } else {
+            theoreticalArrival = now.advanced(by: spacing)
         }
         pending = nil
-        lastProcessed = now
         return .process(value)
     }
 }
