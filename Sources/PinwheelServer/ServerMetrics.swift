@@ -20,6 +20,7 @@ public final class ServerMetrics: Sendable {
     private let workerQueue: CoreMetrics.Meter
     private let outboundBytes: CoreMetrics.Meter
     private let firstBatch: CoreMetrics.Timer
+    private let windowWait: CoreMetrics.Timer
     /// Exact percentiles of ``firstBatchMicros``, refreshed at each scrape.
     private let firstBatchP50: Prometheus.Gauge
     private let firstBatchP99: Prometheus.Gauge
@@ -38,11 +39,13 @@ public final class ServerMetrics: Sendable {
     public init() {
         var factory = PrometheusMetricsFactory(registry: registry)
         // Sub-millisecond buckets: the floor this histogram watches is 5 ms at p99.
-        factory.durationHistogramBuckets["pinwheel_viewport_first_batch_seconds"] = [
+        let latencyBuckets: [Duration] = [
             .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5),
             .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
             .seconds(1),
         ]
+        factory.durationHistogramBuckets["pinwheel_viewport_first_batch_seconds"] = latencyBuckets
+        factory.durationHistogramBuckets["pinwheel_viewport_window_wait_seconds"] = latencyBuckets
         self.factory = factory
         sessions = Meter(label: "pinwheel_sessions", factory: factory)
         bytesIn = Counter(label: "pinwheel_bytes_in_total", factory: factory)
@@ -52,6 +55,7 @@ public final class ServerMetrics: Sendable {
         outboundBytes = Meter(
             label: "pinwheel_queue_depth", dimensions: [("queue", "outbound_bytes")], factory: factory)
         firstBatch = CoreMetrics.Timer(label: "pinwheel_viewport_first_batch_seconds", factory: factory)
+        windowWait = CoreMetrics.Timer(label: "pinwheel_viewport_window_wait_seconds", factory: factory)
         firstBatchP50 = registry.makeGauge(
             name: "pinwheel_viewport_first_batch_p50_seconds", help: "Median viewport to first batch, exact")
         firstBatchP99 = registry.makeGauge(
@@ -114,7 +118,13 @@ public final class ServerMetrics: Sendable {
 
     func workerQueueDepth(_ depth: Int) { workerQueue.set(depth) }
 
-    /// Records the time from a viewport's arrival to its first batch being handed to the transport.
+    /// Records how long a viewport's first batch waited for the client's acks (its window was full).
+    func windowWait(_ wait: Duration) {
+        windowWait.recordNanoseconds(wait.nanoseconds)
+    }
+
+    /// Records the server's time from a viewport's arrival to its first batch being handed to the
+    /// transport (without a wait for the client's window).
     func firstBatch(after latency: Duration) {
         firstBatch.recordNanoseconds(latency.nanoseconds)
         let micros = UInt64(max(0, latency.nanoseconds / 1000))

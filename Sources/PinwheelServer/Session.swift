@@ -125,6 +125,7 @@ final class Session: WorkerJob, @unchecked Sendable {
             if message.type == "error" { counters.errors += 1 }
         }
         if let latency = output.firstBatchLatency { server.metrics.firstBatch(after: latency) }
+        if let wait = output.windowWait { server.metrics.windowWait(wait) }
         if let viewport = output.served {
             server.presence.update(connection: connection, bbox: viewport.bbox, zoom: viewport.zoom)
         }
@@ -157,8 +158,11 @@ struct SessionOutput {
     var close: (code: CloseCode, reason: String)?
     /// Post a tick at this time.
     var wakeAt: ContinuousClock.Instant?
-    /// Viewport arrival → first batch handed to the transport, when this event sent a first batch.
+    /// Viewport arrival → first batch handed to the transport, when this event sent a first batch;
+    /// without any wait for the client's window (see `windowWait`).
     var firstBatchLatency: Duration?
+    /// How long a first batch waited for this ack to free the client's window.
+    var windowWait: Duration?
     /// The received message's type for the metrics ("invalid" when it could not be read).
     var receivedType = "invalid"
     /// The viewport this event started serving, for presence.

@@ -22,8 +22,12 @@ struct SessionState {
 
     /// The viewport being served, kept for `settings`, which re-serves it.
     private var served: ViewportMessage?
-    /// Arrival of the served viewport while its first batch is still unsent.
-    private var firstBatchDue: ContinuousClock.Instant?
+    /// The served viewport's first batch while it is unsent: the server's own time spent on it so far,
+    /// and since when it has been running (nil while the client's window holds it: its acks, not the
+    /// server, decide that wait, which is measured apart as `windowWait`).
+    private var firstBatch: (elapsed: Duration, runningSince: ContinuousClock.Instant?)?
+    /// Since when the first batch has waited for an ack to free the client's window.
+    private var windowWaitSince: ContinuousClock.Instant?
     private var pacer: Pacer<ContinuousClock>
     private var limiter: RateLimiter<ContinuousClock, Arrival>
     /// When the timer already asked for fires; nil when none is pending.
@@ -70,6 +74,11 @@ struct SessionState {
             serve(limiter.offer((viewport, receivedAt)), output: &output)
         case .ack(let ack):
             output.receivedType = "ack"
+            if let since = windowWaitSince {
+                output.windowWait = receivedAt - since
+                windowWaitSince = nil
+                firstBatch?.runningSince = receivedAt
+            }
             carryOut(pacer.acknowledge(ack), output: &output)
         case .expand(let id):
             output.receivedType = "expand"
@@ -116,7 +125,8 @@ struct SessionState {
         served = viewport
         output.served = viewport
         clusterer.features(in: viewport.bbox, zoom: viewport.zoom, into: &features)
-        firstBatchDue = receivedAt
+        firstBatch = (.zero, receivedAt)
+        windowWaitSince = nil
         carryOut(pacer.show(seq: viewport.seq, features: features, viewport: viewport.bbox), output: &output)
     }
 
@@ -126,13 +136,18 @@ struct SessionState {
         while case .send(let batch) = action {
             encoder.batch(batch, context: context)
             output.send("batch", Array(encoder.message))
-            if let due = firstBatchDue {
-                output.firstBatchLatency = .now - due
-                firstBatchDue = nil
+            if let first = firstBatch, let since = first.runningSince {
+                output.firstBatchLatency = first.elapsed + (.now - since)
+                firstBatch = nil
             }
             action = pacer.poll()
         }
         if case .wait(let until) = action { wake(at: until, output: &output) }
+        if case .idle = action, pacer.isWindowFull, let first = firstBatch, let since = first.runningSince {
+            let now = ContinuousClock.now
+            firstBatch = (first.elapsed + (now - since), nil)
+            windowWaitSince = now
+        }
     }
 
     private mutating func expand(_ id: FeatureID, output: inout SessionOutput) {

@@ -123,6 +123,30 @@ struct StreamingTests {
         #expect(driver.pending("a").isEmpty, "more than one batch per ack")
     }
 
+    @Test("a first batch held by the client's full window is measured as window wait, not server time")
+    func windowWaitIsMeasuredApart() async throws {
+        let server = try TestServer { $0.window = 1 }
+        let driver = try WSDriver()
+        try await driver.open("a", server)
+        driver.send("a", viewport(1, europe, zoom: 6))
+        let b1 = try await driver.message("a", type: "batch")
+        // The window of one is full: viewport 2's first batch waits for the ack.
+        driver.send("a", viewport(2, europeEast, zoom: 6))
+        try await Task.sleep(for: .milliseconds(400))
+        #expect(driver.pending("a").isEmpty, "a batch came while the window was full")
+        driver.send("a", ["type": "ack", "batch": b1["batch"].int!, "applied": b1["add"].array.count, "ms": 1.0])
+        let b2 = try await driver.message("a", type: "batch")
+        #expect(b2["seq"].int == 2)
+        let metrics = try await server.get("/metrics").body
+        func value(_ name: String) -> Double? {
+            metrics.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Double($0.split(separator: " ")[1]) }
+        }
+        #expect(value("pinwheel_viewport_window_wait_seconds_count") == 1)
+        #expect((value("pinwheel_viewport_window_wait_seconds_sum") ?? 0) >= 0.35)
+        #expect(value("pinwheel_viewport_first_batch_seconds_count") == 2)
+        #expect((value("pinwheel_viewport_first_batch_max_seconds") ?? 1) < 0.35)
+    }
+
     @Test("a client reporting a slow page gets smaller batches")
     func slowAcksShrinkBatches() async throws {
         let server = try TestServer {

@@ -52,6 +52,8 @@ public struct Pacer<Clock: PinwheelClock>: Sendable {
     public private(set) var seq: UInt64?
     /// Batches sent and not yet acknowledged, oldest first.
     public private(set) var inFlight: [InFlight] = []
+    /// True while `window` batches are unacknowledged: nothing more goes until an ack.
+    public var isWindowFull: Bool { inFlight.count >= options.window }
 
     private var nextNumber: UInt64 = 1
     private var nextSendAt: Clock.Instant?
@@ -114,7 +116,7 @@ public struct Pacer<Clock: PinwheelClock>: Sendable {
     /// What to do now.
     public mutating func poll() -> Action {
         guard let seq, !doneSent else { return .idle }
-        if inFlight.count >= options.window { return .idle }
+        if isWindowFull { return .idle }
         let now = clock.now
         if let nextSendAt, now < nextSendAt { return .wait(until: nextSendAt) }
 
