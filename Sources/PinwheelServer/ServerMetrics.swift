@@ -120,14 +120,16 @@ public final class ServerMetrics: Sendable {
 
     /// Records how long a viewport's first batch waited for the client's acks (its window was full).
     func windowWait(_ wait: Duration) {
-        windowWait.recordNanoseconds(wait.nanoseconds)
+        windowWait.recordNanoseconds(max(0, wait.nanoseconds))
     }
 
     /// Records the server's time from a viewport's arrival to its first batch being handed to the
     /// transport (without a wait for the client's window).
     func firstBatch(after latency: Duration) {
-        firstBatch.recordNanoseconds(latency.nanoseconds)
-        let micros = UInt64(max(0, latency.nanoseconds / 1000))
+        // Never negative: swift-prometheus traps rendering a histogram whose sum is negative.
+        let nanoseconds = max(0, latency.nanoseconds)
+        firstBatch.recordNanoseconds(nanoseconds)
+        let micros = UInt64(nanoseconds / 1000)
         firstBatchMicros.withLock { _ = $0.record(micros) }
     }
 

@@ -75,9 +75,12 @@ struct SessionState {
         case .ack(let ack):
             output.receivedType = "ack"
             if let since = windowWaitSince {
-                output.windowWait = receivedAt - since
+                // The ack may have been stamped on the service thread before this worker parked
+                // the batch: then there was no wait.
+                let resumed = max(receivedAt, since)
+                output.windowWait = resumed - since
                 windowWaitSince = nil
-                firstBatch?.runningSince = receivedAt
+                firstBatch?.runningSince = resumed
             }
             carryOut(pacer.acknowledge(ack), output: &output)
         case .expand(let id):

@@ -25,4 +25,15 @@ struct ServerMetricsTests {
         #expect(text.contains("pinwheel_viewport_first_batch_p99_seconds 0.0007"))
         #expect(metrics.firstBatchPercentiles().count == 1)
     }
+
+    @Test("a negative duration (clocks read on two threads) is recorded as zero and still renders")
+    func negativeDurationsRender() {
+        let metrics = ServerMetrics()
+        metrics.windowWait(.microseconds(-30))
+        metrics.firstBatch(after: .microseconds(-5))
+        let text = metrics.render(queuedBytes: 0)
+        #expect(text.contains("pinwheel_viewport_window_wait_seconds_count 1"))
+        #expect(text.contains(#"pinwheel_viewport_window_wait_seconds_bucket{le="0.00025"} 1"#))
+        #expect(text.contains(#"pinwheel_viewport_first_batch_seconds_bucket{le="0.00025"} 1"#))
+    }
 }
