@@ -101,19 +101,29 @@ final class LoadGroup: WebSocketClientDelegate, @unchecked Sendable {
     private func tickLoop() {
         var writer = JSONWriter(capacity: 256)
         var outgoing: [(ConnectionID, [UInt8])] = []
+        var due: [Int] = []
         while !stopTicker.load(ordering: .relaxed) {
             let now = ContinuousClock.now
             state.withLock { s in
-                for k in s.clients.indices {
-                    switch s.clients[k].phase {
-                    case .waiting where now >= s.clients[k].connectAt:
-                        connect(&s, k)
-                    case .touring where s.touring && period != nil && now >= s.clients[k].nextTick:
-                        if let message = tick(&s.clients[k], now: now, writer: &writer) {
-                            outgoing.append(message)
+                // Found through a buffer pointer: reading `s.clients[k].phase` here copied the whole
+                // client (retaining its arrays) for every client every 2 ms, 14 % of the tool's CPU,
+                // under the lock the service thread needs.
+                let touring = s.touring && period != nil
+                due.removeAll(keepingCapacity: true)
+                s.clients.withUnsafeBufferPointer { clients in
+                    for k in clients.indices {
+                        switch clients[k].phase {
+                        case .waiting: if now >= clients[k].connectAt { due.append(k) }
+                        case .touring: if touring && now >= clients[k].nextTick { due.append(k) }
+                        default: break
                         }
-                    default:
-                        break
+                    }
+                }
+                for k in due {
+                    if s.clients[k].phase == .waiting {
+                        connect(&s, k)
+                    } else if let message = tick(&s.clients[k], now: now, writer: &writer) {
+                        outgoing.append(message)
                     }
                 }
             }
