@@ -82,6 +82,7 @@ public final class PinwheelServer: WebSocketServerDelegate, @unchecked Sendable 
         c.host = configuration.host
         c.port = configuration.port
         c.subprotocol = "pinwheel.v1"
+        c.permessageDeflate = configuration.permessageDeflate
         c.staticMounts = [
             StaticMount(urlPath: "/", directory: configuration.webRoot),
             StaticMount(urlPath: "/vendor/leaflet", directory: configuration.leafletRoot, defaultFile: "leaflet.js"),

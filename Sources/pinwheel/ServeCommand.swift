@@ -62,6 +62,9 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "lws event loop: libev (epoll underneath) or poll (scans every socket at each wake-up).")
     var eventLoop = EventLoopBackend.libev.rawValue
 
+    @Flag(help: "Refuse permessage-deflate: less CPU and memory per session, more bytes on the wire.")
+    var noDeflate = false
+
     @Option(help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel = "info"
 
@@ -114,7 +117,8 @@ struct ServeCommand: ParsableCommand {
         configuration.algorithm = Algorithm(rawValue: algorithm) ?? .hierarchical
         configuration.tlsCertificate = tlsCert
         configuration.tlsKey = tlsKey
-        configuration.eventLoop = EventLoopBackend(rawValue: eventLoop) ?? .poll
+        configuration.eventLoop = EventLoopBackend(rawValue: eventLoop) ?? .libev
+        configuration.permessageDeflate = !noDeflate
 
         let source: DatasetSource
         if let data {

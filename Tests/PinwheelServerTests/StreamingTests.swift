@@ -28,6 +28,18 @@ struct StreamingTests {
         #expect(hello["dataset"]["bounds"].array.count == 4)
     }
 
+    @Test("permessage-deflate is accepted when offered, and refused when the server is told not to")
+    func deflateIsAnOption() async throws {
+        for deflate in [true, false] {
+            let server = try TestServer { $0.permessageDeflate = deflate }
+            let driver = try WSDriver()
+            let open = try await driver.connect("a", url: server.wsURL, origin: server.origin)
+            #expect(open["extensions"].array.compactMap(\.string) == (deflate ? ["permessage-deflate"] : []))
+            let hello = try await driver.message("a", type: "hello")
+            #expect(hello["session"].string != nil)
+        }
+    }
+
     @Test("a viewport's batches add up to exactly the core's features for it")
     func viewportUnionEqualsCore() async throws {
         let server = try TestServer()

@@ -6,7 +6,7 @@ test can drive real WebSocket connections without a WebSocket library of its own
 Commands (`id` names a connection):
   {"op":"connect","id":"a","url":"ws://…","subprotocols":["pinwheel.v1"],"origin":"http://…",
    "compression":true,"read":true}
-      -> {"event":"open","id":"a","subprotocol":"pinwheel.v1"} or {"event":"refused","id":"a","error":…}
+      -> {"event":"open","id":"a","subprotocol":"pinwheel.v1","extensions":["permessage-deflate"]} or {"event":"refused","id":"a","error":…}
   {"op":"send","id":"a","text":"…"}               a text frame
   {"op":"send","id":"a","hex":"…","binary":true}  raw bytes as a binary frame (false: as a text frame)
   {"op":"connect",…,"read":false}                 a stalled reader (raw socket, tiny receive buffer)
@@ -242,7 +242,8 @@ async def main():
                 continue
             conn = Connection(cid, ws)
             connections[cid] = conn
-            emit({"event": "open", "id": cid, "subprotocol": ws.subprotocol})
+            emit({"event": "open", "id": cid, "subprotocol": ws.subprotocol,
+                  "extensions": [e.name for e in ws.protocol.extensions]})
             task = asyncio.create_task(conn.pump())
             tasks.add(task)
         elif op == "send":
