@@ -36,6 +36,16 @@ struct LoadEngineTests {
         #expect(side.error == nil)
         #expect(side.sessionsAfter == 50)
         #expect((side.cpuSeconds ?? 0) > 0)
+        // The server's own first-batch figures for this run, read from its histogram.
+        #expect(side.firstBatchCount.map { $0 > 0 && $0 <= Double(report.totals.viewportsSent) } == true)
+        #expect(side.firstBatchWithin5msPercent.map { (0...100).contains($0) } == true)
+        #expect(side.windowWaits != nil && side.firstBatchP99Ms != nil)
+        // The tool's own use over the steady part.
+        let tool = try #require(report.tool)
+        #expect(tool.cpuPercent > 0 && tool.busiestThreadPercent > 0 && tool.busiestThreadPercent <= tool.cpuPercent + 0.001)
+        #expect((0...100).contains(tool.machineIdlePercent) && tool.cores >= 1)
+        let table = LoadTable.render(report)
+        #expect(table.contains("first batch within 5 ms:") && table.contains("tool        CPU"))
         #expect(report.clients.count == 50 && report.clients.allSatisfy { $0.viewportsSent > 0 && !$0.session.isEmpty })
     }
 }

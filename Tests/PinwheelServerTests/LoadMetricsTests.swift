@@ -47,6 +47,31 @@ struct LoadMetricsTests {
         #expect(scrape.value("process_cpu_seconds_total") != nil)
     }
 
+    @Test("a thread's CPU ticks read from its stat line, whose name may hold spaces and parentheses")
+    func threadTicks() {
+        let line = "4242 (pinwheel (load) x) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 31 0 0 20 0 3 0 12345"
+        #expect(ToolUsage.threadTicks(statLine: line) == 281)
+        #expect(ToolUsage.threadTicks(statLine: "garbage") == nil)
+    }
+
+    @Test("a saturated tool thread and a machine without idle CPU are each reported as a warning")
+    func toolWarnings() {
+        let ticks = ToolUsage.ticksPerSecond
+        let start = ContinuousClock.now
+        let a = ToolUsage.Sample(at: start, threadTicks: [1: 0, 2: 0], machineIdle: 0, machineTotal: 0)
+        // Over two seconds: thread 1 used 1.9 s, thread 2 0.2 s; the machine was 5 % idle.
+        let busy = ToolUsage.Sample(
+            at: start + .seconds(2), threadTicks: [1: 1.9 * ticks, 2: 0.2 * ticks], machineIdle: 20, machineTotal: 400)
+        let saturated = ToolUsage.between(a, busy)
+        #expect(abs(saturated.busiestThreadPercent - 95) < 0.01 && abs(saturated.cpuPercent - 105) < 0.01)
+        #expect(abs(saturated.machineIdlePercent - 5) < 0.01)
+        #expect(saturated.warnings.count == 2)
+        #expect(saturated.warnings.first?.contains("95 % of a core") == true)
+        let calm = ToolUsage.Sample(
+            at: start + .seconds(2), threadTicks: [1: 0.5 * ticks, 2: 0.2 * ticks], machineIdle: 200, machineTotal: 400)
+        #expect(ToolUsage.between(a, calm).warnings.isEmpty)
+    }
+
     @Test("large numbers print compactly: 1.2k, 5.6M")
     func tableNumbers() {
         #expect(LoadTable.compact(999) == "999")

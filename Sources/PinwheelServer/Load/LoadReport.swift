@@ -104,7 +104,28 @@ public struct LoadReport: Codable, Sendable {
         public var rssAfterBytes: Double?
         /// RSS growth ÷ sessions added.
         public var rssPerSessionBytes: Double?
+        /// The server's own viewport → first batch over the run (its histogram's difference): the
+        /// share within 5 ms, and how many first batches waited for the client's window.
+        public var firstBatchWithin5msPercent: Double?
+        public var firstBatchCount: Double?
+        public var windowWaits: Double?
+        /// The server's exact median and p99 of viewport → first batch since it started, ms.
+        public var firstBatchP50Ms: Double?
+        public var firstBatchP99Ms: Double?
         public var error: String?
+    }
+
+    /// The load tool's own CPU over the steady part of the run, and the machine's idle share: when the
+    /// tool or the machine was saturated, `warnings` says so, since latencies then measure that too.
+    public struct Tool: Codable, Sendable {
+        /// Percent of one core, every thread of the tool together.
+        public var cpuPercent: Double
+        /// Percent of one core used by the tool's busiest thread.
+        public var busiestThreadPercent: Double
+        /// Idle share of the whole machine's CPU.
+        public var machineIdlePercent: Double
+        public var cores: Int
+        public var warnings: [String]
     }
 
     /// One client's figures.
@@ -137,6 +158,7 @@ public struct LoadReport: Codable, Sendable {
     public var closesDuringRun: [String: Int]
     public var errors: [String: Int]
     public var server: ServerSide?
+    public var tool: Tool?
     public var clients: [Client]
 
     /// Every error counted, including failed connects, closes during the run and unanswered viewports.

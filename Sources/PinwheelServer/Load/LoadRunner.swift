@@ -41,6 +41,7 @@ public final class LoadRunner: Sendable {
         var rates = RateHistograms()
         var previous = LoadProgress()
         var steadySeconds = 0.0
+        var usageAtSteady: ToolUsage.Sample?
         while ContinuousClock.now < tourEnd {
             let next = min(tourEnd, ContinuousClock.now + .seconds(1))
             Thread.sleep(forTimeInterval: max(0, Self.seconds(next - ContinuousClock.now)))
@@ -49,12 +50,15 @@ public final class LoadRunner: Sendable {
             sample.elapsed = now - start
             progress(sample)
             if now > steadyStart + .milliseconds(500) {
+                if usageAtSteady == nil { usageAtSteady = ToolUsage.sample() }
                 let seconds = Self.seconds(sample.elapsed - previous.elapsed)
                 rates.record(sample, since: previous, seconds: seconds)
                 steadySeconds += seconds
             }
             previous = sample
         }
+
+        let tool = usageAtSteady.flatMap { a in ToolUsage.sample().map { ToolUsage.between(a, $0) } }
 
         // Drain: no more viewports; wait for the last answers.
         groups.forEach { $0.endTour() }
@@ -68,8 +72,10 @@ public final class LoadRunner: Sendable {
 
         var clients = groups.flatMap { g in g.state.withLock { $0.clients } }
         clients.sort { $0.index < $1.index }
-        return LoadReportBuilder(options: options, clients: clients).build(
+        var report = LoadReportBuilder(options: options, clients: clients).build(
             elapsed: elapsed, steadySeconds: steadySeconds, rates: rates, server: server.report())
+        report.tool = tool
+        return report
     }
 
     private static func sample(_ groups: [LoadGroup]) -> LoadProgress {

@@ -31,6 +31,13 @@ public enum LoadTable {
         out += "errors      \(report.errors.isEmpty ? "none" : codes(report.errors))\n"
         if let s = report.server {
             out += "server      " + server(s) + "\n"
+            if let latency = serverLatency(s) { out += "            " + latency + "\n" }
+        }
+        if let tool = report.tool {
+            out += "tool        CPU \(fixed(tool.cpuPercent, 1)) % of a core, busiest thread "
+            out += "\(fixed(tool.busiestThreadPercent, 1)) %; machine \(fixed(tool.machineIdlePercent, 1)) % idle "
+            out += "(\(tool.cores) cores)\n"
+            for warning in tool.warnings { out += "WARNING     \(warning)\n" }
         }
         return out
     }
@@ -42,6 +49,17 @@ public enum LoadTable {
             return fixed(value / scale, 1) + suffix
         }
         return fixed(value, value == value.rounded() ? 0 : 1)
+    }
+
+    /// The server's own viewport → first batch, when its /metrics has it.
+    private static func serverLatency(_ s: LoadReport.ServerSide) -> String? {
+        guard let within = s.firstBatchWithin5msPercent, let count = s.firstBatchCount else { return nil }
+        var line = "first batch within 5 ms: \(fixed(within, 2)) % of \(Int(count))"
+        if let p50 = s.firstBatchP50Ms, let p99 = s.firstBatchP99Ms {
+            line += " (p50 \(fixed(p50, 2)) ms, p99 \(fixed(p99, 2)) ms since the server started)"
+        }
+        if let waits = s.windowWaits { line += "; \(Int(waits)) waited for the client's window" }
+        return line
     }
 
     private static func server(_ s: LoadReport.ServerSide) -> String {

@@ -46,6 +46,21 @@ struct ServerSideReader {
         {
             side.rssPerSessionBytes = (r1 - r0) / (s1 - s0)
         }
+        let within = #"pinwheel_viewport_first_batch_seconds_bucket{le="0.005"}"#
+        let count = "pinwheel_viewport_first_batch_seconds_count"
+        if let w0 = before.value(within), let w1 = after.value(within), let c0 = before.value(count),
+            let c1 = after.value(count), c1 > c0
+        {
+            side.firstBatchCount = c1 - c0
+            side.firstBatchWithin5msPercent = 100 * (w1 - w0) / (c1 - c0)
+        }
+        if let w0 = before.value("pinwheel_viewport_window_wait_seconds_count"),
+            let w1 = after.value("pinwheel_viewport_window_wait_seconds_count")
+        {
+            side.windowWaits = w1 - w0
+        }
+        side.firstBatchP50Ms = after.value("pinwheel_viewport_first_batch_p50_seconds").map { $0 * 1000 }
+        side.firstBatchP99Ms = after.value("pinwheel_viewport_first_batch_p99_seconds").map { $0 * 1000 }
         if side.cpuSeconds == nil || side.rssBeforeBytes == nil {
             side.error = "the server's /metrics has no process_cpu_seconds_total or process_resident_memory_bytes"
         }

@@ -1,0 +1,83 @@
+import Foundation
+
+/// CPU used by this process's threads and by the whole machine, read from /proc, so a report can say
+/// when the load tool itself, or the machine, was the bottleneck: client-side latencies then include
+/// the tool's own queueing or a wait for a core, not only the server's answer.
+struct ToolUsage {
+    struct Sample {
+        var at: ContinuousClock.Instant
+        /// Clock ticks of user + system time per thread id.
+        var threadTicks: [Int: Double]
+        /// Machine-wide clock ticks: idle (with I/O wait) and total.
+        var machineIdle: Double
+        var machineTotal: Double
+    }
+
+    /// Units of the tick counts in /proc.
+    static let ticksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
+    /// A busiest thread above this share of a core is saturated: its work queues up.
+    static let saturatedThreadPercent = 85.0
+    /// Less idle CPU than this on the machine means every thread waited for a core now and then.
+    static let busyMachineIdlePercent = 10.0
+
+    /// The current sample; nil where /proc is not readable.
+    static func sample() -> Sample? {
+        guard let stat = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
+            let cpuLine = stat.split(separator: "\n").first, cpuLine.hasPrefix("cpu ")
+        else { return nil }
+        let fields = cpuLine.split(separator: " ").dropFirst().compactMap { Double($0) }
+        guard fields.count >= 5 else { return nil }
+        let total = fields.prefix(8).reduce(0, +)
+        let idle = fields[3] + fields[4]
+        var threads: [Int: Double] = [:]
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        for task in tasks {
+            guard let tid = Int(task),
+                let text = try? String(contentsOfFile: "/proc/self/task/\(task)/stat", encoding: .utf8),
+                let ticks = threadTicks(statLine: text)
+            else { continue }
+            threads[tid] = ticks
+        }
+        return Sample(at: .now, threadTicks: threads, machineIdle: idle, machineTotal: total)
+    }
+
+    /// utime + stime from a /proc/…/stat line (fields 14 and 15; the name before them may hold spaces).
+    static func threadTicks(statLine: String) -> Double? {
+        guard let close = statLine.lastIndex(of: ")") else { return nil }
+        let fields = statLine[statLine.index(after: close)...].split(separator: " ")
+        // After the name: state is field 3, so utime (14) and stime (15) are at offsets 11 and 12.
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
+        return user + system
+    }
+
+    /// The tool's and the machine's use between two samples, with a warning for each bottleneck.
+    static func between(_ a: Sample, _ b: Sample) -> LoadReport.Tool {
+        let seconds = max(0.001, LoadRunner.seconds(b.at - a.at))
+        func percent(_ ticks: Double) -> Double { 100 * ticks / ticksPerSecond / seconds }
+        var process = 0.0
+        var busiest = 0.0
+        for (tid, after) in b.threadTicks {
+            let used = after - (a.threadTicks[tid] ?? 0)
+            process += used
+            busiest = max(busiest, used)
+        }
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        let machineTotal = b.machineTotal - a.machineTotal
+        let idlePercent = machineTotal > 0 ? 100 * (b.machineIdle - a.machineIdle) / machineTotal : 100
+        var tool = LoadReport.Tool(
+            cpuPercent: percent(process), busiestThreadPercent: percent(busiest), machineIdlePercent: idlePercent,
+            cores: cores, warnings: [])
+        if tool.busiestThreadPercent >= saturatedThreadPercent {
+            tool.warnings.append(
+                "pinwheel load's busiest thread used \(Int(tool.busiestThreadPercent.rounded())) % of a core: client-side "
+                    + "latencies include its own queueing. Use fewer clients or a lower --viewport-hz per tool, "
+                    + "or run the tool on another machine.")
+        }
+        if idlePercent < busyMachineIdlePercent {
+            tool.warnings.append(
+                "the machine had \(Int(idlePercent.rounded())) % of its \(cores) cores idle: the server and the tool "
+                    + "waited for cores, and both sides' latencies include that wait.")
+        }
+        return tool
+    }
+}
