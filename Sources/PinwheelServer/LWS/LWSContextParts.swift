@@ -11,19 +11,15 @@ enum LWSContextParts {
         }
     }
 
-    /// zlib's memLevel for what the server compresses; lws uses 8, which made a zlib state of about
-    /// 256 KB. Level 4 gave the same bytes on the wire and CPU within noise (docs/performance.md).
-    static let deflateMemoryLevel = "4"
-
     /// Shrinks the server's deflate state for a connection that negotiated permessage-deflate, before
-    /// its first write (lws creates that state lazily, from these options): memLevel 4, and a fresh
-    /// compression context per message, freed once the message is out (lws's option named
+    /// its first write (lws creates that state lazily, from these options): a fresh compression
+    /// context per message, freed once the message is out (lws's option named
     /// `client_no_context_takeover` is the one that frees the server's own compressor; a peer may
     /// always inflate messages that do not refer to earlier ones, so no negotiation is needed). An
     /// idle browser-like session (hello sent) fell from 37.1 KB to 14.0 KB of server RSS; the lws load
-    /// client, which offers no context takeover itself, always got this.
+    /// client, which offers no context takeover itself, always got this. zlib's memLevel stays lws's 8:
+    /// `LWSConnection.deflateFragment` depends on it.
     static func shrinkDeflateState(_ wsi: OpaquePointer) {
-        _ = lws_set_extension_option(wsi, "permessage-deflate", "mem_level", deflateMemoryLevel)
         _ = lws_set_extension_option(wsi, "permessage-deflate", "client_no_context_takeover", nil)
     }
 
