@@ -8,10 +8,9 @@ struct Clusterers: Sendable {
     /// The options `hello` announces.
     let options: HelloMessage.Options
 
-    /// Builds every algorithm's clusterer with default options.
-    /// - Throws: the core's build error (e.g. too many points), naming what was wrong.
-    init(dataset: Dataset) throws {
-        let clusterOptions = ClusterOptions()
+    /// Builds every algorithm's clusterer with `clusterOptions`.
+    /// - Throws: the core's build error (a bad option, too many points), naming what was wrong.
+    init(dataset: Dataset, options clusterOptions: ClusterOptions = ClusterOptions()) throws {
         var built: [Algorithm: any Clusterer] = [:]
         for algorithm in Algorithm.allCases {
             built[algorithm] = try ClustererFactory.make(algorithm, dataset: dataset, options: clusterOptions)

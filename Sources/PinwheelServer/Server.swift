@@ -30,7 +30,8 @@ public final class PinwheelServer: WebSocketServerDelegate, @unchecked Sendable 
     ///   - logger: where the server logs.
     public convenience init(configuration: ServerConfiguration, dataset: LoadedDataset, logger: Logger) throws {
         try self.init(
-            configuration: configuration, dataset: dataset, clusterers: Clusterers(dataset: dataset.dataset),
+            configuration: configuration, dataset: dataset,
+            clusterers: Clusterers(dataset: dataset.dataset, options: configuration.clusterOptions),
             logger: logger)
     }
 

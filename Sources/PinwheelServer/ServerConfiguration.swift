@@ -36,6 +36,8 @@ public struct ServerConfiguration: Sendable {
     /// quarter of its CPU under load and a quarter of an idle session's memory, at about twice the
     /// bytes on the wire (coordinates in JSON compress only about 2:1).
     public var permessageDeflate = true
+    /// Clustering options for every algorithm (radius, minPoints, …), announced in `hello`.
+    public var clusterOptions = ClusterOptions()
     /// Worker threads that cluster and diff.
     public var workers: Int = 2
 

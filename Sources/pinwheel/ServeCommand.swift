@@ -54,6 +54,12 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "TLS private key (PEM); needs --tls-cert.")
     var tlsKey: String?
 
+    @Option(help: "Cluster radius in pixels of a 512-px tile; the page's 256-px tiles show half (40 is 20 screen px).")
+    var radius = ClusterOptions().radius
+
+    @Option(help: "Fewest points that form a cluster.")
+    var minPoints = ClusterOptions().minPoints
+
     @Option(help: "Simulated tourists touring the map inside the server; open the page to see their viewports.")
     var bots = 0
 
@@ -67,6 +73,13 @@ struct ServeCommand: ParsableCommand {
 
     @Option(help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel = "info"
+
+    private var clusterOptions: ClusterOptions {
+        var options = ClusterOptions()
+        options.radius = radius
+        options.minPoints = minPoints
+        return options
+    }
 
     func validate() throws {
         if data != nil && synthetic != nil { throw ValidationError("--data and --synthetic exclude each other") }
@@ -83,6 +96,13 @@ struct ServeCommand: ParsableCommand {
         if Algorithm(rawValue: algorithm) == nil {
             let names = Algorithm.allCases.map(\.rawValue).joined(separator: ", ")
             throw ValidationError("--algorithm must be one of \(names), got \(algorithm)")
+        }
+        let extent = ClusterOptions().extent
+        if !(radius > 0 && radius <= extent) {
+            throw ValidationError("--radius must be a number of pixels in (0, \(Int(extent))], got \(radius)")
+        }
+        if !(2...1_000_000).contains(minPoints) {
+            throw ValidationError("--min-points must be 2...1000000, got \(minPoints)")
         }
         if (tlsCert == nil) != (tlsKey == nil) { throw ValidationError("--tls-cert and --tls-key go together") }
         if EventLoopBackend(rawValue: eventLoop) == nil {
@@ -119,6 +139,7 @@ struct ServeCommand: ParsableCommand {
         configuration.tlsKey = tlsKey
         configuration.eventLoop = EventLoopBackend(rawValue: eventLoop) ?? .libev
         configuration.permessageDeflate = !noDeflate
+        configuration.clusterOptions = clusterOptions
 
         let source: DatasetSource
         if let data {

@@ -40,6 +40,23 @@ struct StreamingTests {
         }
     }
 
+    @Test("a wider cluster radius is announced in hello and serves fewer, larger clusters")
+    func clusterRadiusIsAnOption() async throws {
+        var counts: [Double: Int] = [:]
+        for radius in [40.0, 160.0] {
+            let server = try TestServer { $0.clusterOptions.radius = radius }
+            let driver = try WSDriver()
+            let hello = try await driver.open("a", server)
+            #expect(hello["options"]["radius"].double == radius)
+            driver.send("a", viewport(1, europe, zoom: 5))
+            var view = ClientView()
+            try await driver.drain("a", seq: 1, into: &view)
+            counts[radius] = view.features.count
+            #expect(view.features.values.reduce(0) { $0 + $1["count"].int! } > 0)
+        }
+        #expect(counts[160]! > 0 && counts[160]! < counts[40]!, "\(counts)")
+    }
+
     @Test("a viewport's batches add up to exactly the core's features for it")
     func viewportUnionEqualsCore() async throws {
         let server = try TestServer()

@@ -25,7 +25,10 @@ final class TestServer: Sendable {
         configure(&configuration)
         var logger = Logger(label: "pinwheel-test")
         logger.logLevel = .warning
-        server = PinwheelServer(configuration: configuration, dataset: Self.dataset, clusterers: Self.clusterers, logger: logger)
+        let clusterers =
+            configuration.clusterOptions == ClusterOptions()
+            ? Self.clusterers : try Clusterers(dataset: Self.dataset.dataset, options: configuration.clusterOptions)
+        server = PinwheelServer(configuration: configuration, dataset: Self.dataset, clusterers: clusterers, logger: logger)
         try server.start()
     }
 
