@@ -97,12 +97,15 @@ struct ServeCommand: ParsableCommand {
             let names = Algorithm.allCases.map(\.rawValue).joined(separator: ", ")
             throw ValidationError("--algorithm must be one of \(names), got \(algorithm)")
         }
-        let extent = ClusterOptions().extent
-        if !(radius > 0 && radius <= extent) {
-            throw ValidationError("--radius must be a number of pixels in (0, \(Int(extent))], got \(radius)")
-        }
-        if !(2...1_000_000).contains(minPoints) {
-            throw ValidationError("--min-points must be 2...1000000, got \(minPoints)")
+        do { try clusterOptions.validate() } catch {
+            // The core's rules, reported under the flag's name.
+            guard case .invalidOption(let name, let value, let expected) = error else { throw error }
+            switch name {
+            case "minPoints": throw ValidationError("--min-points must be \(expected), got \(value)")
+            case "extent":
+                throw ValidationError("--radius must be at most the tile extent, \(value) pixels, got \(radius)")
+            default: throw ValidationError("--\(name) must be \(expected), got \(value)")
+            }
         }
         if (tlsCert == nil) != (tlsKey == nil) { throw ValidationError("--tls-cert and --tls-key go together") }
         if EventLoopBackend(rawValue: eventLoop) == nil {
