@@ -18,19 +18,27 @@ public struct ProcessMetrics: Sendable, Equatable {
         guard let stat = try? String(contentsOfFile: "/proc/self/stat", encoding: .utf8),
             let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8)
         else { return nil }
-        // The command name in parentheses may hold spaces; fields are counted after its ")".
-        guard let close = stat.lastIndex(of: ")") else { return nil }
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        // After ")": state is field 3 of proc(5), so utime (14) and stime (15) sit at offsets 11 and 12.
-        guard fields.count > 12, let utime = Double(fields[11]), let stime = Double(fields[12]) else { return nil }
+        guard let cpuTicks = cpuTicks(statLine: stat) else { return nil }
         let pages = statm.split(separator: " ")
         guard pages.count > 1, let size = Int(pages[0]), let resident = Int(pages[1]) else { return nil }
-        let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
         let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
         let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? 0
         return ProcessMetrics(
-            cpuSeconds: (utime + stime) / ticks, residentBytes: resident * pageSize, virtualBytes: size * pageSize,
+            cpuSeconds: cpuTicks / ticksPerSecond, residentBytes: resident * pageSize, virtualBytes: size * pageSize,
             openDescriptors: descriptors)
+    }
+
+    /// Units of the CPU tick counts in /proc.
+    static let ticksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
+
+    /// utime + stime, in ticks, from a /proc/…/stat line (a process's or a thread's).
+    static func cpuTicks(statLine: String) -> Double? {
+        // The command name in parentheses may hold spaces; fields are counted after its ")".
+        guard let close = statLine.lastIndex(of: ")") else { return nil }
+        let fields = statLine[statLine.index(after: close)...].split(separator: " ")
+        // After ")": state is field 3 of proc(5), so utime (14) and stime (15) sit at offsets 11 and 12.
+        guard fields.count > 12, let utime = Double(fields[11]), let stime = Double(fields[12]) else { return nil }
+        return utime + stime
     }
 
     /// The figures in Prometheus text exposition format, HELP and TYPE lines included.

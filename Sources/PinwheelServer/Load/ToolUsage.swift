@@ -13,8 +13,6 @@ struct ToolUsage {
         var machineTotal: Double
     }
 
-    /// Units of the tick counts in /proc.
-    static let ticksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
     /// A busiest thread above this share of a core is saturated: its work queues up.
     static let saturatedThreadPercent = 85.0
     /// Less idle CPU than this on the machine means every thread waited for a core now and then.
@@ -34,26 +32,17 @@ struct ToolUsage {
         for task in tasks {
             guard let tid = Int(task),
                 let text = try? String(contentsOfFile: "/proc/self/task/\(task)/stat", encoding: .utf8),
-                let ticks = threadTicks(statLine: text)
+                let ticks = ProcessMetrics.cpuTicks(statLine: text)
             else { continue }
             threads[tid] = ticks
         }
         return Sample(at: .now, threadTicks: threads, machineIdle: idle, machineTotal: total)
     }
 
-    /// utime + stime from a /proc/…/stat line (fields 14 and 15; the name before them may hold spaces).
-    static func threadTicks(statLine: String) -> Double? {
-        guard let close = statLine.lastIndex(of: ")") else { return nil }
-        let fields = statLine[statLine.index(after: close)...].split(separator: " ")
-        // After the name: state is field 3, so utime (14) and stime (15) are at offsets 11 and 12.
-        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
-        return user + system
-    }
-
     /// The tool's and the machine's use between two samples, with a warning for each bottleneck.
     static func between(_ a: Sample, _ b: Sample) -> LoadReport.Tool {
         let seconds = max(0.001, LoadRunner.seconds(b.at - a.at))
-        func percent(_ ticks: Double) -> Double { 100 * ticks / ticksPerSecond / seconds }
+        func percent(_ ticks: Double) -> Double { 100 * ticks / ProcessMetrics.ticksPerSecond / seconds }
         var process = 0.0
         var busiest = 0.0
         for (tid, after) in b.threadTicks {
