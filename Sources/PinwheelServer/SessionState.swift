@@ -22,12 +22,8 @@ struct SessionState {
 
     /// The viewport being served, kept for `settings`, which re-serves it.
     private var served: ViewportMessage?
-    /// The served viewport's first batch while it is unsent: the server's own time spent on it so far,
-    /// and since when it has been running (nil while the client's window holds it: its acks, not the
-    /// server, decide that wait, which is measured apart as `windowWait`).
-    private var firstBatch: (elapsed: Duration, runningSince: ContinuousClock.Instant?)?
-    /// Since when the first batch has waited for an ack to free the client's window.
-    private var windowWaitSince: ContinuousClock.Instant?
+    /// The clock of the served viewport's first batch while it is unsent; nil once it is sent.
+    private var firstBatch: FirstBatchClock?
     private var pacer: Pacer<ContinuousClock>
     private var limiter: RateLimiter<ContinuousClock, Arrival>
     /// When the timer already asked for fires; nil when none is pending.
@@ -74,13 +70,12 @@ struct SessionState {
             serve(limiter.offer((viewport, receivedAt)), output: &output)
         case .ack(let ack):
             output.receivedType = "ack"
-            if let since = windowWaitSince {
+            if case .heldByWindow(let elapsed, let since) = firstBatch {
                 // The ack may have been stamped on the service thread before this worker parked
                 // the batch: then there was no wait.
                 let resumed = max(receivedAt, since)
                 output.windowWait = resumed - since
-                windowWaitSince = nil
-                firstBatch?.runningSince = resumed
+                firstBatch = .running(elapsed: elapsed, since: resumed)
             }
             carryOut(pacer.acknowledge(ack), output: &output)
         case .expand(let id):
@@ -128,8 +123,7 @@ struct SessionState {
         served = viewport
         output.served = viewport
         clusterer.features(in: viewport.bbox, zoom: viewport.zoom, into: &features)
-        firstBatch = (.zero, receivedAt)
-        windowWaitSince = nil
+        firstBatch = .running(elapsed: .zero, since: receivedAt)
         carryOut(pacer.show(seq: viewport.seq, features: features, viewport: viewport.bbox), output: &output)
     }
 
@@ -139,17 +133,16 @@ struct SessionState {
         while case .send(let batch) = action {
             encoder.batch(batch, context: context)
             output.send("batch", Array(encoder.message))
-            if let first = firstBatch, let since = first.runningSince {
-                output.firstBatchLatency = first.elapsed + (.now - since)
+            if case .running(let elapsed, let since) = firstBatch {
+                output.firstBatchLatency = elapsed + (.now - since)
                 firstBatch = nil
             }
             action = pacer.poll()
         }
         if case .wait(let until) = action { wake(at: until, output: &output) }
-        if case .idle = action, pacer.isWindowFull, let first = firstBatch, let since = first.runningSince {
+        if case .idle = action, pacer.isWindowFull, case .running(let elapsed, let since) = firstBatch {
             let now = ContinuousClock.now
-            firstBatch = (first.elapsed + (now - since), nil)
-            windowWaitSince = now
+            firstBatch = .heldByWindow(elapsed: elapsed + (now - since), since: now)
         }
     }
 
@@ -182,4 +175,13 @@ struct SessionState {
                 options: options, limits: limits))
         return Array(encoder.message)
     }
+}
+
+/// The server's own time on a viewport's first batch. It stops while the client's window holds the
+/// batch: the client's acks, not the server, decide that wait, which is measured apart.
+private enum FirstBatchClock {
+    /// Running since `since`, after `elapsed` earlier.
+    case running(elapsed: Duration, since: ContinuousClock.Instant)
+    /// Stopped at `elapsed`; the window has held the batch since `since`.
+    case heldByWindow(elapsed: Duration, since: ContinuousClock.Instant)
 }
