@@ -11,18 +11,6 @@ enum LWSContextParts {
         }
     }
 
-    /// Shrinks the server's deflate state for a connection that negotiated permessage-deflate, before
-    /// its first write (lws creates that state lazily, from these options): a fresh compression
-    /// context per message, freed once the message is out (lws's option named
-    /// `client_no_context_takeover` is the one that frees the server's own compressor; a peer may
-    /// always inflate messages that do not refer to earlier ones, so no negotiation is needed). An
-    /// idle browser-like session (hello sent) fell from 37.1 KB to 14.0 KB of server RSS; the lws load
-    /// client, which offers no context takeover itself, always got this. zlib's memLevel stays lws's 8:
-    /// `LWSConnection.deflateFragment` depends on it.
-    static func shrinkDeflateState(_ wsi: OpaquePointer) {
-        _ = lws_set_extension_option(wsi, "permessage-deflate", "client_no_context_takeover", nil)
-    }
-
     /// The extension list: permessage-deflate, or none.
     static func extensions(deflate: Bool) -> UnsafePointer<lws_extension>? {
         deflate ? shim_deflate_extensions() : nil

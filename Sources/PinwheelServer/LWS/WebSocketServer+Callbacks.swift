@@ -95,7 +95,7 @@ extension WebSocketServer {
         connections[id]?.compresses =
             configuration.permessageDeflate
             && LWSConnection.header(wsi, WSI_TOKEN_EXTENSIONS)?.contains("permessage-deflate") == true
-        if connections[id]?.compresses == true { LWSContextParts.shrinkDeflateState(wsi) }
+        connections[id]?.freeCompressorAfterEachMessage(wsi)
         outboxes.register(id)
         counters.openConnections.add(1, ordering: .relaxed)
         counters.totalConnections.add(1, ordering: .relaxed)
