@@ -145,7 +145,7 @@ struct StreamingTests {
         let b2 = try await driver.message("a", type: "batch")
         try await Task.sleep(for: .milliseconds(400))
         #expect(driver.pending("a").isEmpty, "a third batch came without an ack")
-        driver.send("a", ["type": "ack", "batch": b1["batch"].int!, "applied": b1["add"].array.count, "ms": 1.0])
+        driver.ack("a", b1)
         let b3 = try await driver.message("a", type: "batch")
         #expect(b3["batch"].int! == b2["batch"].int! + 1)
         try await Task.sleep(for: .milliseconds(300))
@@ -163,7 +163,7 @@ struct StreamingTests {
         driver.send("a", viewport(2, europeEast, zoom: 6))
         try await Task.sleep(for: .milliseconds(400))
         #expect(driver.pending("a").isEmpty, "a batch came while the window was full")
-        driver.send("a", ["type": "ack", "batch": b1["batch"].int!, "applied": b1["add"].array.count, "ms": 1.0])
+        driver.ack("a", b1)
         let b2 = try await driver.message("a", type: "batch")
         #expect(b2["seq"].int == 2)
         let metrics = try await server.get("/metrics").body

@@ -93,14 +93,17 @@ struct ClientView {
 }
 
 extension WSDriver {
+    /// Acknowledges `batch` as the page does: every add applied, in a millisecond.
+    func ack(_ id: String, _ batch: JSON) {
+        send(id, ["type": "ack", "batch": batch["batch"].int!, "applied": batch["add"].array.count, "ms": 1.0])
+    }
+
     /// Receives and acknowledges batches on `id` until the batch marked done for `seq`.
     func drain(_ id: String, seq: Int, into view: inout ClientView, ack: Bool = true) async throws {
         while true {
             let batch = try await message(id, type: "batch", timeout: .seconds(20))
             view.apply(batch)
-            if ack {
-                send(id, ["type": "ack", "batch": batch["batch"].int!, "applied": batch["add"].array.count, "ms": 1.0])
-            }
+            if ack { self.ack(id, batch) }
             if batch["done"].bool == true && batch["seq"].int == seq { return }
         }
     }
