@@ -22,12 +22,15 @@ let package = Package(
             pkgConfig: "libwebsockets",
             providers: [.apt(["libwebsockets-dev"])]
         ),
+        // lws's permessage-deflate assertions that a peer can reach, contained (see deflate_guard.c).
+        .target(name: "CDeflateGuard"),
         .target(name: "PinwheelCore"),
         .target(
             name: "PinwheelServer",
             dependencies: [
                 "PinwheelCore",
                 "CLibWebSockets",
+                "CDeflateGuard",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

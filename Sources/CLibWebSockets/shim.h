@@ -5,6 +5,9 @@
 #include <libwebsockets.h>
 #include <ev.h>
 
+// lws 4.1.6's permessage-deflate behind a guard; see the comment atop deflate_guard.c.
+#include "../CDeflateGuard/include/deflate_guard.h"
+
 /// LWS_PRE is a function-like macro: the headroom every lws_write buffer needs before its payload.
 static const size_t SHIM_LWS_PRE = LWS_PRE;
 
@@ -18,11 +21,12 @@ static inline void shim_lws_set_log_level(int levels) {
     lws_set_log_level(levels, NULL);
 }
 
-/// The extension list offering permessage-deflate. Swift cannot put lws's extension callback into
-/// the struct's function-pointer field, so the static list lives here, valid for the process lifetime.
+/// The extension list offering permessage-deflate through the guard. Swift cannot put an extension
+/// callback into the struct's function-pointer field, so the static list lives here, valid for the
+/// process lifetime.
 static inline const struct lws_extension *shim_deflate_extensions(void) {
     static const struct lws_extension extensions[] = {
-        { "permessage-deflate", lws_extension_callback_pm_deflate,
+        { "permessage-deflate", deflate_guard_callback,
           "permessage-deflate; client_no_context_takeover; client_max_window_bits" },
         { NULL, NULL, NULL }
     };

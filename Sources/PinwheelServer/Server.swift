@@ -92,7 +92,8 @@ public final class PinwheelServer: WebSocketServerDelegate, @unchecked Sendable 
             "/healthz": { _ in HTTPResponse(text: "ok\n") },
             "/metrics": { [weak self] _ in
                 guard let self else { return HTTPResponse(status: 503, text: "stopping\n") }
-                let text = metrics.render(queuedBytes: transport.stats.queuedBytes)
+                let stats = transport.stats
+                let text = metrics.render(queuedBytes: stats.queuedBytes, deflateGuardTrips: stats.deflateGuardTrips)
                 return HTTPResponse(contentType: "text/plain; version=0.0.4; charset=utf-8", text: text)
             },
         ]

@@ -19,6 +19,7 @@ public final class ServerMetrics: Sendable {
     private let batches: CoreMetrics.Counter
     private let workerQueue: CoreMetrics.Meter
     private let outboundBytes: CoreMetrics.Meter
+    private let deflateGuardTrips: CoreMetrics.Meter
     private let firstBatch: CoreMetrics.Timer
     private let windowWait: CoreMetrics.Timer
     /// Exact percentiles of ``firstBatchMicros``, refreshed at each scrape.
@@ -54,6 +55,7 @@ public final class ServerMetrics: Sendable {
         workerQueue = Meter(label: "pinwheel_queue_depth", dimensions: [("queue", "workers")], factory: factory)
         outboundBytes = Meter(
             label: "pinwheel_queue_depth", dimensions: [("queue", "outbound_bytes")], factory: factory)
+        deflateGuardTrips = Meter(label: "pinwheel_deflate_guard_trips", factory: factory)
         firstBatch = CoreMetrics.Timer(label: "pinwheel_viewport_first_batch_seconds", factory: factory)
         windowWait = CoreMetrics.Timer(label: "pinwheel_viewport_window_wait_seconds", factory: factory)
         firstBatchP50 = registry.makeGauge(
@@ -78,9 +80,13 @@ public final class ServerMetrics: Sendable {
 
     /// The registry's current state in Prometheus text exposition format, then the process's CPU,
     /// memory and descriptors (`ProcessMetrics`).
-    /// - Parameter queuedBytes: bytes waiting in every outbound queue now (the transport's count).
-    public func render(queuedBytes: Int) -> String {
+    /// - Parameters:
+    ///   - queuedBytes: bytes waiting in every outbound queue now (the transport's count).
+    ///   - deflateGuardTrips: connections failed since start because their permessage-deflate stream
+    ///     would have aborted lws (the transport's count).
+    public func render(queuedBytes: Int, deflateGuardTrips trips: Int) -> String {
         outboundBytes.set(queuedBytes)
+        deflateGuardTrips.set(trips)
         let (_, p50, p99, max) = firstBatchPercentiles()
         firstBatchP50.set(Double(p50) / 1e6)
         firstBatchP99.set(Double(p99) / 1e6)

@@ -1,8 +1,11 @@
 """A well-behaved `pinwheel.v1` viewer, as the page behaves: hello, one viewport at a time, every
-batch acknowledged. It measures viewport -> done, the latency the attack scenarios must protect."""
+batch acknowledged with what it applied and how long that took (so the server's pace rises to what a
+fast client absorbs). It measures viewport -> first batch and viewport -> done, the latencies the
+attack scenarios must protect."""
 
 import json
 import time
+from contextlib import ExitStack
 
 from websockets.sync.client import connect
 
@@ -10,11 +13,23 @@ PROTOCOL = "pinwheel.v1"
 
 
 class Viewer:
+    """Use as a context manager: `with Viewer(server.ws_url) as viewer: ...`."""
+
     def __init__(self, ws_url, timeout_s=10):
         self.timeout_s = timeout_s
-        self.ws = connect(ws_url, subprotocols=[PROTOCOL], max_size=None, open_timeout=timeout_s)
+        self._connection = ExitStack()
+        self.ws = self._connection.enter_context(
+            connect(ws_url, subprotocols=[PROTOCOL], max_size=None, open_timeout=timeout_s))
         self.hello = self.receive("hello")
         self.seq = 0
+        # Viewport -> first batch of the last viewport, in seconds.
+        self.first_batch_s = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._connection.close()
 
     def receive(self, wanted):
         while True:
@@ -30,14 +45,17 @@ class Viewer:
         start = time.monotonic()
         self.ws.send(json.dumps({"type": "viewport", "seq": self.seq, "bbox": bbox, "zoom": zoom,
                                  "width": width, "height": height}))
+        self.first_batch_s = None
         while True:
             batch = self.receive("batch")
-            self.ws.send(json.dumps({"type": "ack", "batch": batch["batch"], "applied": 0, "ms": 0.1}))
+            received = time.monotonic()
+            if self.first_batch_s is None and batch["seq"] == self.seq:
+                self.first_batch_s = received - start
+            applied = sum(len(batch.get(k, [])) for k in ("remove", "update", "add"))
+            ms = max(0.05, (time.monotonic() - received) * 1000)
+            self.ws.send(json.dumps({"type": "ack", "batch": batch["batch"], "applied": applied, "ms": ms}))
             if batch["done"] and batch["seq"] == self.seq:
                 return time.monotonic() - start
-
-    def close(self):
-        self.ws.close()
 
 
 def percentile(values, p):

@@ -54,6 +54,14 @@ final class LWSConnection {
         localClose ?? peerClose ?? (.abnormal, "connection dropped")
     }
 
+    /// On CLOSED: when the permessage-deflate guard (Sources/CDeflateGuard) failed this connection
+    /// rather than let lws abort, counts it and says so as the close reason. Lws service thread only.
+    func collectDeflateGuardTrip(_ wsi: OpaquePointer, counters: TransportCounters) {
+        guard deflate_guard_take_trip(wsi) != 0 else { return }
+        counters.deflateGuardTrips.add(1, ordering: .relaxed)
+        localClose = (.abnormal, "permessage-deflate stream that lws 4.1.6 cannot process")
+    }
+
     /// Handles one RECEIVE chunk; calls `deliver` with each complete text message.
     /// - Returns: the value the lws callback returns (-1 closes).
     /// Lws service thread only.

@@ -8,6 +8,7 @@ final class TransportCounters: Sendable {
     let bytesReceived = Atomic<Int>(0)
     let messagesSent = Atomic<Int>(0)
     let bytesSent = Atomic<Int>(0)
+    let deflateGuardTrips = Atomic<Int>(0)
 
     /// A snapshot together with the queue totals. Any thread.
     func snapshot(outboxes: Outboxes) -> TransportStats {
@@ -20,6 +21,7 @@ final class TransportCounters: Sendable {
             messagesSent: messagesSent.load(ordering: .relaxed),
             bytesSent: bytesSent.load(ordering: .relaxed),
             queuedBytes: totals.queuedBytes,
-            overCapacityCloses: totals.overCapacityCloses)
+            overCapacityCloses: totals.overCapacityCloses,
+            deflateGuardTrips: deflateGuardTrips.load(ordering: .relaxed))
     }
 }

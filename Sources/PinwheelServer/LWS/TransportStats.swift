@@ -16,4 +16,7 @@ public struct TransportStats: Sendable, Equatable {
     public var queuedBytes: Int
     /// Connections closed because their outbound queue hit the cap.
     public var overCapacityCloses: Int
+    /// Connections failed because their permessage-deflate stream would have aborted lws
+    /// (Sources/CDeflateGuard).
+    public var deflateGuardTrips: Int
 }

@@ -87,6 +87,7 @@ extension WebSocketClient {
             return 0
         case LWS_CALLBACK_CLIENT_CLOSED:
             if let connection = connection(of: wsi) {
+                connection.io.collectDeflateGuardTrip(wsi, counters: counters)
                 finished(connection, failure: nil)
             }
             loop.breakIfExiting(serviceShouldExit())

@@ -1,0 +1,78 @@
+// Contains the two assertions of lws 4.1.6's permessage-deflate that a peer can reach.
+//
+// extension-permessage-deflate.c asserts `priv->rx.avail_out` (line 351) after it inflates the
+// sync-flush trailer into 5 spare bytes: when a compressed message's last input fills the 1 KiB
+// inflate buffer exactly while zlib still holds 5 or more bytes of a match, the trailer's inflate
+// fills the spare bytes too and the assertion aborts the process. Any client can send such a message
+// (ten Python `websockets` clients sending 60 kB messages abort an unguarded server within seconds).
+// It also asserts `!priv->tx.avail_in` (line 415) on the send side, which LWSConnection's
+// fragmenting avoids and this guard contains if it ever fires.
+//
+// Both assertions sit where the extension holds no lock and no allocation of its own is half done,
+// so returning from them is safe: the guard arms a jump point around lws's callback, and the
+// process's __assert_fail (resolved here before glibc's, since libwebsockets calls it through its
+// PLT) jumps back to it for those assertions only. The callback then reports failure, lws drops that
+// one connection (it sends no Close frame after a failed extension) and every other session goes on.
+// Every other assertion in the process goes to glibc's __assert_fail unchanged.
+#define _GNU_SOURCE
+#include "deflate_guard.h"
+
+#include <dlfcn.h>
+#include <setjmp.h>
+#include <string.h>
+
+#include <libwebsockets.h>
+
+static const char guarded_function[] = "lws_extension_callback_pm_deflate";
+
+// Armed only while lws's callback runs on this thread (the lws service thread).
+static _Thread_local sigjmp_buf *armed;
+// Connections failed and not yet collected: lws closes a failed connection later in the same
+// service pass, possibly after others failed too. A full list forgets the oldest, whose close then
+// reads as a plain drop.
+#define TRIPS_KEPT 64
+static _Thread_local struct lws *tripped[TRIPS_KEPT];
+static _Thread_local unsigned next_trip;
+
+static void note_trip(struct lws *wsi) {
+    tripped[next_trip] = wsi;
+    next_trip = (next_trip + 1) % TRIPS_KEPT;
+}
+
+typedef void (*assert_fail_fn)(const char *, const char *, unsigned int, const char *);
+
+void __assert_fail(const char *assertion, const char *file, unsigned int line, const char *function) {
+    if (armed && function && strcmp(function, guarded_function) == 0) {
+        sigjmp_buf *target = armed;
+        armed = NULL;
+        siglongjmp(*target, 1);
+    }
+    assert_fail_fn glibc = (assert_fail_fn)dlsym(RTLD_NEXT, "__assert_fail");
+    glibc(assertion, file, line, function);
+    __builtin_unreachable();
+}
+
+int deflate_guard_callback(struct lws_context *context, const struct lws_extension *ext, struct lws *wsi,
+                           enum lws_extension_callback_reasons reason, void *user, void *in, size_t len) {
+    if (reason != LWS_EXT_CB_PAYLOAD_RX && reason != LWS_EXT_CB_PAYLOAD_TX)
+        return lws_extension_callback_pm_deflate(context, ext, wsi, reason, user, in, len);
+    sigjmp_buf recovery;
+    if (sigsetjmp(recovery, 0)) {
+        note_trip(wsi);
+        return -1;
+    }
+    armed = &recovery;
+    int result = lws_extension_callback_pm_deflate(context, ext, wsi, reason, user, in, len);
+    armed = NULL;
+    return result;
+}
+
+int deflate_guard_take_trip(struct lws *wsi) {
+    for (unsigned i = 0; wsi && i < TRIPS_KEPT; i++) {
+        if (tripped[i] == wsi) {
+            tripped[i] = NULL;
+            return 1;
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,17 @@
+// The permessage-deflate guard's entry points. CLibWebSockets' shim.h includes this header, so Swift
+// sees them through the one module that imports libwebsockets.
+#ifndef PINWHEEL_DEFLATE_GUARD_H
+#define PINWHEEL_DEFLATE_GUARD_H
+
+#include <libwebsockets.h>
+
+/// lws's permessage-deflate callback, with its two peer-reachable assertions turned into a failed
+/// connection instead of an aborted process.
+int deflate_guard_callback(struct lws_context *context, const struct lws_extension *ext, struct lws *wsi,
+                           enum lws_extension_callback_reasons reason, void *user, void *in, size_t len);
+
+/// 1 when the guard failed `wsi` (and forgets it), else 0. Call on that connection's CLOSED, on the
+/// lws service thread.
+int deflate_guard_take_trip(struct lws *wsi);
+
+#endif

@@ -1,0 +1,104 @@
+"""A client that negotiates permessage-deflate and sends large compressible messages reaches an
+assertion in libwebsockets 4.1.6's inflate path (extension-permessage-deflate.c:351), which aborted
+the whole server. The guard in Sources/CDeflateGuard fails that one connection instead. This test
+reproduces the attack against the real server process and checks that it stays up and keeps serving."""
+
+import asyncio
+import json
+import multiprocessing
+import re
+import time
+import urllib.request
+
+import pytest
+from pinwheel_process import PinwheelServer, pinwheel_binary
+from viewer import Viewer, percentile
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
+
+ATTACKERS = 10
+ATTACK_SECONDS = 8
+MESSAGES_PER_TICK = 9
+TICK_S = 0.1
+LONDON = [-0.5, 51.3, 0.3, 51.7]
+
+
+def attack_message(k):
+    # About 60 kB, highly compressible, each answered with an `error` (unknown type or bad JSON).
+    if k % 2:
+        return json.dumps({"type": "nonsense", "pad": "x" * 60000})
+    return '{"type":"viewport","pad":"' + "ab" * 30000
+
+
+async def attacker(url, deadline, stats):
+    while time.monotonic() < deadline:
+        try:
+            async with connect(url, subprotocols=["pinwheel.v1"], max_size=None, compression="deflate") as ws:
+                stats["connections"] += 1
+                reader = asyncio.create_task(drain(ws))
+                while time.monotonic() < deadline:
+                    for k in range(MESSAGES_PER_TICK):
+                        await ws.send(attack_message(k))
+                    await asyncio.sleep(TICK_S)
+                reader.cancel()
+        except (ConnectionClosed, OSError):
+            stats["dropped"] += 1
+
+
+async def drain(ws):
+    try:
+        async for _ in ws:
+            pass
+    except ConnectionClosed:
+        pass
+
+
+def run_attack(url, outcome):
+    """In a process of its own, so the attackers' compression does not slow the viewer's Python."""
+    stats = {"connections": 0, "dropped": 0}
+
+    async def main():
+        deadline = time.monotonic() + ATTACK_SECONDS
+        await asyncio.gather(*(attacker(url, deadline, stats) for _ in range(ATTACKERS)))
+
+    asyncio.run(main())
+    outcome.update(stats)
+
+
+def metric(server, name):
+    text = urllib.request.urlopen(f"{server.url}/metrics", timeout=5).read().decode()
+    match = re.search(rf"^{name} (\S+)$", text, re.M)
+    return float(match.group(1)) if match else 0.0
+
+
+@pytest.fixture
+def server():
+    s = PinwheelServer(pinwheel_binary()).start()
+    yield s
+    s.stop()
+    s.log.close()
+
+
+def test_deflate_flood_fails_the_attackers_and_the_server_keeps_serving(server):
+    with Viewer(server.ws_url) as viewer:  # negotiates permessage-deflate too, as browsers do
+        assert "permessage-deflate" in (viewer.ws.response.headers.get("Sec-WebSocket-Extensions") or "")
+        latencies, outcome = [], multiprocessing.Manager().dict()
+        attack = multiprocessing.Process(target=run_attack, args=(server.ws_url, outcome))
+        attack.start()
+        while attack.is_alive():
+            latencies.append(viewer.viewport_done_seconds(LONDON, 9 + len(latencies) % 2))
+            time.sleep(0.05)
+        attack.join()
+        after = viewer.viewport_done_seconds(LONDON, 10)
+
+    assert server.process.poll() is None, "the server exited during the attack"
+    # The attack really reached lws's assertion: the guard failed connections instead of aborting.
+    assert metric(server, "pinwheel_deflate_guard_trips") >= 1, outcome
+    assert outcome["connections"] > ATTACKERS, outcome
+    # The well-behaved viewer was served throughout, and still is.
+    print(f"viewer during the attack: {len(latencies)} viewports, p99 {percentile(latencies, 99) * 1000:.1f} ms; "
+          f"{dict(outcome)}")
+    assert len(latencies) >= 20
+    assert percentile(latencies, 99) < 0.1, sorted(latencies)[-5:]
+    assert after < 0.1
+    assert urllib.request.urlopen(f"{server.url}/healthz", timeout=5).read().strip() == b"ok"
