@@ -3,6 +3,7 @@ import struct Histogram.Histogram
 import class Prometheus.PrometheusCollectorRegistry
 import struct Prometheus.PrometheusMetricsFactory
 import class Prometheus.Gauge
+import struct Prometheus.MetricNameDescriptor
 import Synchronization
 
 /// The server's counters, exported at `/metrics` in Prometheus text format.
@@ -59,11 +60,11 @@ public final class ServerMetrics: Sendable {
         firstBatch = CoreMetrics.Timer(label: "pinwheel_viewport_first_batch_seconds", factory: factory)
         windowWait = CoreMetrics.Timer(label: "pinwheel_viewport_window_wait_seconds", factory: factory)
         firstBatchP50 = registry.makeGauge(
-            name: "pinwheel_viewport_first_batch_p50_seconds", help: "Median viewport to first batch, exact")
+            descriptor: Self.firstBatchDescriptor("p50", help: "Median viewport to first batch, exact"))
         firstBatchP99 = registry.makeGauge(
-            name: "pinwheel_viewport_first_batch_p99_seconds", help: "99th percentile viewport to first batch, exact")
+            descriptor: Self.firstBatchDescriptor("p99", help: "99th percentile viewport to first batch, exact"))
         firstBatchMax = registry.makeGauge(
-            name: "pinwheel_viewport_first_batch_max_seconds", help: "Slowest viewport to first batch")
+            descriptor: Self.firstBatchDescriptor("max", help: "Slowest viewport to first batch"))
         var incoming: [String: CoreMetrics.Counter] = [:]
         for type in Self.clientTypes {
             incoming[type] = Counter(
@@ -76,6 +77,13 @@ public final class ServerMetrics: Sendable {
                 label: "pinwheel_messages_out_total", dimensions: [("type", type)], factory: factory)
         }
         messagesOut = outgoing
+    }
+
+    // pinwheel_viewport_first_batch_<statistic>_seconds
+    private static func firstBatchDescriptor(_ statistic: String, help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(
+            namespace: "pinwheel", subsystem: "viewport", metricName: "first_batch_\(statistic)", unitName: "seconds",
+            helpText: help)
     }
 
     /// The registry's current state in Prometheus text exposition format, then the process's CPU,
