@@ -1,13 +1,18 @@
 // swift-tools-version: 6.2
 import PackageDescription
 
+// The arrows point one way (docs/architecture.md):
+//   pinwheel -> PinwheelServer | PinwheelLoad -> PinwheelTransport -> CLibWebSockets (+ CDeflateGuard)
+//   and every module -> PinwheelCore, which does no I/O.
 let package = Package(
     name: "pinwheel",
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "pinwheel", targets: ["pinwheel"]),
         .library(name: "PinwheelCore", targets: ["PinwheelCore"]),
+        .library(name: "PinwheelTransport", targets: ["PinwheelTransport"]),
         .library(name: "PinwheelServer", targets: ["PinwheelServer"]),
+        .library(name: "PinwheelLoad", targets: ["PinwheelLoad"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -25,15 +30,24 @@ let package = Package(
         // lws's permessage-deflate assertions that a peer can reach, contained (see deflate_guard.c).
         .target(name: "CDeflateGuard"),
         .target(name: "PinwheelCore"),
+        // The libwebsockets wrapper: the only module that imports CLibWebSockets.
+        .target(name: "PinwheelTransport", dependencies: ["PinwheelCore", "CLibWebSockets", "CDeflateGuard"]),
         .target(
             name: "PinwheelServer",
             dependencies: [
                 "PinwheelCore",
-                "CLibWebSockets",
-                "CDeflateGuard",
+                "PinwheelTransport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ]
+        ),
+        .target(
+            name: "PinwheelLoad",
+            dependencies: [
+                "PinwheelCore",
+                "PinwheelTransport",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ]
         ),
@@ -42,11 +56,23 @@ let package = Package(
             dependencies: [
                 "PinwheelCore",
                 "PinwheelServer",
+                "PinwheelLoad",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(name: "PinwheelCoreTests", dependencies: ["PinwheelCore"]),
-        .testTarget(name: "PinwheelServerTests", dependencies: ["PinwheelServer", "PinwheelCore"]),
+        .testTarget(
+            name: "PinwheelTransportTests", dependencies: ["PinwheelTransport", "PinwheelCore", "PinwheelTestSupport"]),
+        // A real server on a free port, for the server's and the load tool's tests.
+        .target(
+            name: "PinwheelTestSupport", dependencies: ["PinwheelServer", "PinwheelTransport", "PinwheelCore"],
+            path: "Tests/PinwheelTestSupport"),
+        .testTarget(
+            name: "PinwheelServerTests",
+            dependencies: ["PinwheelServer", "PinwheelTransport", "PinwheelCore", "PinwheelTestSupport"]),
+        .testTarget(
+            name: "PinwheelLoadTests",
+            dependencies: ["PinwheelLoad", "PinwheelServer", "PinwheelTransport", "PinwheelCore", "PinwheelTestSupport"]),
     ]
 )

@@ -1,4 +1,4 @@
-// What Swift cannot import from libwebsockets 4.1.6, made importable. See ../../docs/architecture.md.
+// What Swift cannot import from libwebsockets 4.1.6, made importable. See ../../docs/libwebsockets.md.
 #ifndef PINWHEEL_LWS_SHIM_H
 #define PINWHEEL_LWS_SHIM_H
 

@@ -1,4 +1,5 @@
 import Foundation
+import PinwheelCore
 
 /// This process's CPU time, resident memory and open descriptors, read from /proc/self, in the
 /// standard Prometheus `process_*` names, so `pinwheel load` (or any scraper) can tell the server's
@@ -18,7 +19,7 @@ public struct ProcessMetrics: Sendable, Equatable {
         guard let stat = try? String(contentsOfFile: "/proc/self/stat", encoding: .utf8),
             let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8)
         else { return nil }
-        guard let cpuTicks = cpuTicks(statLine: stat) else { return nil }
+        guard let cpuTicks = ProcStatLine.cpuTicks(stat) else { return nil }
         let pages = statm.split(separator: " ")
         guard pages.count > 1, let size = Int(pages[0]), let resident = Int(pages[1]) else { return nil }
         let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
@@ -29,17 +30,7 @@ public struct ProcessMetrics: Sendable, Equatable {
     }
 
     /// Units of the CPU tick counts in /proc.
-    static let ticksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
-
-    /// utime + stime, in ticks, from a /proc/…/stat line (a process's or a thread's).
-    static func cpuTicks(statLine: String) -> Double? {
-        // The command name in parentheses may hold spaces; fields are counted after its ")".
-        guard let close = statLine.lastIndex(of: ")") else { return nil }
-        let fields = statLine[statLine.index(after: close)...].split(separator: " ")
-        // After ")": state is field 3 of proc(5), so utime (14) and stime (15) sit at offsets 11 and 12.
-        guard fields.count > 12, let utime = Double(fields[11]), let stime = Double(fields[12]) else { return nil }
-        return utime + stime
-    }
+    private static let ticksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
 
     /// The figures in Prometheus text exposition format, HELP and TYPE lines included.
     public var prometheusText: String {

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PinwheelCore
+import PinwheelTransport
 import Synchronization
 
 /// The Pinwheel server: the lws transport, one ``Session`` per WebSocket, the worker threads that
@@ -9,7 +10,7 @@ import Synchronization
 ///
 /// The transport's delegate methods run on the lws service thread and only hand events to sessions;
 /// everything slow runs on ``Workers``.
-public final class PinwheelServer: WebSocketServerDelegate, @unchecked Sendable {
+public final class Server: WebSocketServerDelegate, @unchecked Sendable {
     public let configuration: ServerConfiguration
     public let dataset: LoadedDataset
     public let metrics = ServerMetrics()

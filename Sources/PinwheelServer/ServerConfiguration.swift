@@ -1,4 +1,5 @@
 import PinwheelCore
+import PinwheelTransport
 
 /// Everything `pinwheel serve` can set, with the defaults the protocol's `hello` announces.
 public struct ServerConfiguration: Sendable {

@@ -1,5 +1,6 @@
 import Foundation
 import PinwheelCore
+import PinwheelTransport
 import Synchronization
 
 /// One browser tab's WebSocket: what it has, what it wants, and how fast it can take it.
@@ -25,7 +26,7 @@ final class Session: WorkerJob, @unchecked Sendable {
     }
 
     let connection: ConnectionID
-    private let server: PinwheelServer
+    private let server: Server
     private let inbox = Mutex(Inbox())
     /// Counts messages as they arrive on the service thread, so a flood is judged by arrival time.
     private let flood = Mutex(FloodDetector(clock: ContinuousClock()))
@@ -42,7 +43,7 @@ final class Session: WorkerJob, @unchecked Sendable {
         var bytesOut = 0
     }
 
-    init(connection: ConnectionID, server: PinwheelServer) {
+    init(connection: ConnectionID, server: Server) {
         self.connection = connection
         self.server = server
         let algorithm = server.configuration.algorithm

@@ -1,4 +1,5 @@
 import PinwheelCore
+import PinwheelTransport
 
 /// A session's state machine: decoded messages in, messages to send and timers out.
 ///

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
-import PinwheelServer
+import PinwheelLoad
+import PinwheelTransport
 
 /// `pinwheel load`: many simulated people touring a Pinwheel server's map over real WebSockets.
 struct LoadCommand: ParsableCommand {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import PinwheelTransport
 
 @main
 struct Pinwheel: ParsableCommand {

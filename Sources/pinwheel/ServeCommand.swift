@@ -3,7 +3,9 @@ import Dispatch
 import Foundation
 import Logging
 import PinwheelCore
+import PinwheelLoad
 import PinwheelServer
+import PinwheelTransport
 
 /// `pinwheel serve`: the WebSocket server and the page, on one port.
 struct ServeCommand: ParsableCommand {
@@ -156,7 +158,7 @@ struct ServeCommand: ParsableCommand {
         let dataset = try source.load()
         logger.info("loaded \(dataset.name): \(dataset.dataset.count) points in \(ContinuousClock.now - started)")
 
-        let server = try PinwheelServer(configuration: configuration, dataset: dataset, logger: logger)
+        let server = try Server(configuration: configuration, dataset: dataset, logger: logger)
         try server.start()
         let scheme = tlsCert == nil ? "http" : "https"
         // Unbuffered, so a test or script reading our stdout sees the line at once.
@@ -183,7 +185,7 @@ struct ServeCommand: ParsableCommand {
     }
 
     /// `--bots N`: N tourists on loopback (or on the bound address), with an origin the server accepts.
-    private func startBots(server: PinwheelServer, secure: Bool, logger: Logger) throws -> TouristBots? {
+    private func startBots(server: Server, secure: Bool, logger: Logger) throws -> TouristBots? {
         guard bots > 0 else { return nil }
         let address = host == "0.0.0.0" || host == "::" ? "127.0.0.1" : urlHost(host)
         let ownOrigin = "\(secure ? "https" : "http")://\(address):\(server.port)"

@@ -1,5 +1,6 @@
 import Foundation
 import PinwheelCore
+import PinwheelTestSupport
 import Testing
 
 @testable import PinwheelServer

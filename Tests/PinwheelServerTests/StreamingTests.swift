@@ -1,5 +1,7 @@
 import Foundation
 import PinwheelCore
+import PinwheelTestSupport
+import PinwheelTransport
 import Testing
 
 @testable import PinwheelServer

@@ -1,5 +1,6 @@
 import Foundation
 import PinwheelCore
+import PinwheelTransport
 import Synchronization
 
 /// Where every session is looking, shared with the sessions that opted in (`settings` with

@@ -1,4 +1,5 @@
 import Foundation
+import PinwheelTransport
 import Synchronization
 import Testing
 

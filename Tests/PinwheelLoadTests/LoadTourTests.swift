@@ -2,6 +2,7 @@ import Foundation
 import PinwheelCore
 import Testing
 
+@testable import PinwheelLoad
 @testable import PinwheelServer
 
 @Suite("Tour: seeded simulated people")

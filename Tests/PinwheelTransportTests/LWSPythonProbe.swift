@@ -1,4 +1,5 @@
 import Foundation
+import PinwheelTestSupport
 import Testing
 
 /// What the Python `websockets` probe saw; an independent client to check the server against.

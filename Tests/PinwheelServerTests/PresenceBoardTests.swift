@@ -1,11 +1,14 @@
 import PinwheelCore
-import Testing
+import PinwheelTestSupport
+import PinwheelTransport
 import Synchronization
+import Testing
+
 
 @testable import PinwheelServer
 
 @Suite("PresenceBoard: other sessions' viewports for the multi-client demo")
-struct LoadPresenceBoardTests {
+struct PresenceBoardTests {
     static let box = BBox(west: 2, south: 48, east: 3, north: 49)
 
     /// The sessions each connection's message shows, in the order shown.

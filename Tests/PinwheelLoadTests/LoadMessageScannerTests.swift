@@ -1,6 +1,7 @@
 import PinwheelCore
 import Testing
 
+@testable import PinwheelLoad
 @testable import PinwheelServer
 
 @Suite("MessageScanner: what the load client reads from server messages")

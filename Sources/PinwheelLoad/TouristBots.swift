@@ -1,3 +1,5 @@
+import PinwheelTransport
+
 /// Simulated tourists inside `pinwheel serve --bots N`: real WebSocket sessions on the server's own
 /// port, touring like `pinwheel load`'s clients, so one browser with presence on sees a lively map.
 public final class TouristBots: Sendable {

@@ -1,6 +1,7 @@
 import Foundation
 import PinwheelCore
-import PinwheelServer
+import PinwheelTestSupport
+import PinwheelTransport
 import Synchronization
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
-import PinwheelServer
+import PinwheelTestSupport
+import PinwheelTransport
 import Testing
 
 @Suite("WebSocketClient on lws", .serialized)

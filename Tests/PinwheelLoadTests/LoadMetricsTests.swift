@@ -1,5 +1,6 @@
 import Testing
 
+@testable import PinwheelLoad
 @testable import PinwheelServer
 
 @Suite("Server-side figures for pinwheel load")
@@ -47,16 +48,9 @@ struct LoadMetricsTests {
         #expect(scrape.value("process_cpu_seconds_total") != nil)
     }
 
-    @Test("CPU ticks read from a stat line, whose name may hold spaces and parentheses")
-    func cpuTicks() {
-        let line = "4242 (pinwheel (load) x) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 31 0 0 20 0 3 0 12345"
-        #expect(ProcessMetrics.cpuTicks(statLine: line) == 281)
-        #expect(ProcessMetrics.cpuTicks(statLine: "garbage") == nil)
-    }
-
     @Test("a saturated tool thread and a machine without idle CPU are each reported as a warning")
     func toolWarnings() {
-        let ticks = ProcessMetrics.ticksPerSecond
+        let ticks = ToolUsage.ticksPerSecond
         let start = ContinuousClock.now
         let a = ToolUsage.Sample(at: start, threadTicks: [1: 0, 2: 0], machineIdle: 0, machineTotal: 0)
         // Over two seconds: thread 1 used 1.9 s, thread 2 0.2 s; the machine was 5 % idle.

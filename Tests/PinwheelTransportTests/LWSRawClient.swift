@@ -1,4 +1,5 @@
 import Foundation
+import PinwheelTransport
 
 /// A Python process holding a raw WebSocket connection that completes the handshake and then
 /// neither reads nor writes: a client that stopped reading, or one that went silent.

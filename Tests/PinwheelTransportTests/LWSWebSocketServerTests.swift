@@ -1,5 +1,6 @@
 import Foundation
-import PinwheelServer
+import PinwheelTestSupport
+import PinwheelTransport
 import Synchronization
 import Testing
 

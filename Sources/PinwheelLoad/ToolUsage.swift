@@ -1,4 +1,5 @@
 import Foundation
+import PinwheelCore
 
 /// CPU used by this process's threads and by the whole machine, read from /proc, so a report can say
 /// when the load tool itself, or the machine, was the bottleneck: client-side latencies then include
@@ -12,6 +13,9 @@ struct ToolUsage {
         var machineIdle: Double
         var machineTotal: Double
     }
+
+    /// Units of the CPU tick counts in /proc.
+    static let ticksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
 
     /// A busiest thread above this share of a core is saturated: its work queues up.
     static let saturatedThreadPercent = 85.0
@@ -32,7 +36,7 @@ struct ToolUsage {
         for task in tasks {
             guard let tid = Int(task),
                 let text = try? String(contentsOfFile: "/proc/self/task/\(task)/stat", encoding: .utf8),
-                let ticks = ProcessMetrics.cpuTicks(statLine: text)
+                let ticks = ProcStatLine.cpuTicks(text)
             else { continue }
             threads[tid] = ticks
         }
@@ -42,7 +46,7 @@ struct ToolUsage {
     /// The tool's and the machine's use between two samples, with a warning for each bottleneck.
     static func between(_ a: Sample, _ b: Sample) -> LoadReport.Tool {
         let seconds = max(0.001, LoadRunner.seconds(b.at - a.at))
-        func percent(_ ticks: Double) -> Double { 100 * ticks / ProcessMetrics.ticksPerSecond / seconds }
+        func percent(_ ticks: Double) -> Double { 100 * ticks / ticksPerSecond / seconds }
         var process = 0.0
         var busiest = 0.0
         for (tid, after) in b.threadTicks {

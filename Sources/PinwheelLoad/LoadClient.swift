@@ -1,4 +1,5 @@
 import PinwheelCore
+import PinwheelTransport
 
 /// One simulated person's connection and figures. Owned by its `LoadGroup`, under the group's lock.
 struct LoadClient {

@@ -1,5 +1,6 @@
 import Foundation
-import PinwheelServer
+import PinwheelTestSupport
+import PinwheelTransport
 import Testing
 
 @Suite("Transport configuration, TLS and event loops", .serialized)

@@ -1,3 +1,5 @@
+import PinwheelTransport
+
 /// What `pinwheel load` runs: how many clients, for how long, moving how.
 public struct LoadOptions: Sendable {
     /// The server's WebSocket URL, e.g. `ws://127.0.0.1:8080/`.

@@ -1,8 +1,11 @@
 import Foundation
 import PinwheelCore
+import PinwheelTestSupport
+import PinwheelTransport
 import Synchronization
 import Testing
 
+@testable import PinwheelLoad
 @testable import PinwheelServer
 
 @Suite("pinwheel load against a real server", .serialized)

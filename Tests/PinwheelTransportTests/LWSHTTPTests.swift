@@ -1,5 +1,6 @@
 import Foundation
-import PinwheelServer
+import PinwheelTestSupport
+import PinwheelTransport
 import Testing
 
 @Suite("HTTP on the WebSocket port", .serialized)

@@ -1,5 +1,6 @@
 import Foundation
 import PinwheelCore
+import PinwheelTransport
 import Synchronization
 
 /// A share of the load clients on one lws client context: its service thread receives and

@@ -1,3 +1,5 @@
+import PinwheelTransport
+
 /// Reads the target's /metrics before and after a run and turns the difference into the server's
 /// CPU and memory per session.
 struct ServerSideReader {

@@ -1,14 +1,14 @@
 /// A parsed `ws://` or `wss://` URL.
-struct WebSocketURL: Equatable {
-    var secure: Bool
-    var host: String
-    var port: Int
+public struct WebSocketURL: Equatable, Sendable {
+    public var secure: Bool
+    public var host: String
+    public var port: Int
     /// Path and query, starting with "/".
-    var path: String
+    public var path: String
 
     /// Parses `ws://host[:port][/path]` or `wss://…`; IPv6 hosts go in brackets.
     /// - Throws: `TransportError.invalidURL` for anything else.
-    init(_ text: String) throws {
+    public init(_ text: String) throws {
         let rest: Substring
         if text.hasPrefix("ws://") {
             secure = false
@@ -48,7 +48,7 @@ struct WebSocketURL: Equatable {
     }
 
     /// The Host header value: the host, plus the port unless it is the scheme's default.
-    var hostHeader: String {
+    public var hostHeader: String {
         let name = host.contains(":") ? "[\(host)]" : host
         return port == (secure ? 443 : 80) ? name : "\(name):\(port)"
     }

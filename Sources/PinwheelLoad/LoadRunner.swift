@@ -1,5 +1,6 @@
 import Foundation
 import struct Histogram.Histogram
+import PinwheelTransport
 
 /// Runs a load test: opens the clients over the ramp, lets them tour for the duration, waits for the
 /// last answers, reads the server's /metrics before and after, and reports.
