@@ -158,8 +158,7 @@ final class LoadGroup: WebSocketClientDelegate, @unchecked Sendable {
         // A ticker that fell behind skips ticks rather than bursting to catch up.
         if c.nextTick < now { c.nextTick = now + period }
         guard let viewport = c.tour?.next() else { return nil }
-        writer.reset()
-        viewport.write(seq: c.nextSeq, into: &writer)
+        viewport.message(seq: c.nextSeq).encode(into: &writer)
         c.inFlight.append(LoadClient.InFlight(seq: c.nextSeq, sentAt: now))
         c.nextSeq += 1
         c.figures.viewportsSent += 1
@@ -180,7 +179,7 @@ final class LoadGroup: WebSocketClientDelegate, @unchecked Sendable {
             }
         }
         if options.presence {
-            client.send(#"{"type":"settings","presence":true}"#, to: connection)
+            client.send(ClientMessage.settings(SettingsMessage(presence: true)).json, to: connection)
         }
     }
 
@@ -224,15 +223,9 @@ final class LoadGroup: WebSocketClientDelegate, @unchecked Sendable {
             }
         }
         if let ack {
-            ackWriter.reset()
-            ackWriter.raw(#"{"type":"ack","batch":"#)
-            ackWriter.integer(scanner.batch)
-            ackWriter.raw(#","applied":"#)
-            ackWriter.integer(ack)
-            ackWriter.raw(#","ms":"#)
             // What a quick page spends: a fixed cost plus a little per marker.
-            ackWriter.number(((0.2 + 0.01 * Double(ack)) * 100).rounded() / 100)
-            ackWriter.byte(UInt8(ascii: "}"))
+            let ms = ((0.2 + 0.01 * Double(ack)) * 100).rounded() / 100
+            ClientMessage.ack(AckMessage(batch: UInt64(scanner.batch), applied: ack, ms: ms)).encode(into: &ackWriter)
             client.send(ackWriter.bytes, to: connection)
         }
     }
@@ -269,30 +262,18 @@ final class LoadGroup: WebSocketClientDelegate, @unchecked Sendable {
         }
     }
 
-    /// The session id and dataset bounds of a `hello`.
+    /// The session id and dataset bounds of a `hello`; nil for an empty dataset or a message that is
+    /// not a valid `hello`.
     static func readHello(_ text: [UInt8]) -> (bounds: BBox, session: String)? {
-        guard case .object(let hello)? = try? JSONReader.parse(text),
-            case .object(let dataset)? = hello["dataset"],
-            case .array(let raw)? = dataset["bounds"], raw.count == 4
-        else { return nil }
-        var numbers: [Double] = []
-        for value in raw {
-            guard case .number(let n) = value, n.isFinite else { return nil }
-            numbers.append(n)
+        guard case .hello(let hello) = try? ServerMessage.decode(text), let bounds = hello.dataset.bounds else {
+            return nil
         }
-        var session = ""
-        if case .string(let s)? = hello["session"] { session = s }
-        return (BBox(west: numbers[0], south: numbers[1], east: numbers[2], north: numbers[3]), session)
+        return (bounds, hello.session)
     }
 
     /// The session ids a `presence` message shows.
     static func readPresence(_ text: [UInt8]) -> [String]? {
-        guard case .object(let message)? = try? JSONReader.parse(text),
-            case .array(let viewports)? = message["viewports"]
-        else { return nil }
-        return viewports.compactMap { entry in
-            if case .object(let o) = entry, case .string(let session)? = o["session"] { return session }
-            return nil
-        }
+        guard case .presence(let viewports) = try? ServerMessage.decode(text) else { return nil }
+        return viewports.map(\.session)
     }
 }

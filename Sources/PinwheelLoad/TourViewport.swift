@@ -36,25 +36,13 @@ public struct TourViewport: Equatable, Sendable {
         self.height = height
     }
 
-    /// Appends the `viewport` message for this view with sequence number `seq`.
-    public func write(seq: Int, into writer: inout JSONWriter) {
-        writer.raw(#"{"type":"viewport","seq":"#)
-        writer.integer(seq)
-        writer.raw(#","bbox":["#)
-        writer.number(Self.rounded(bbox.west))
-        writer.byte(UInt8(ascii: ","))
-        writer.number(Self.rounded(bbox.south))
-        writer.byte(UInt8(ascii: ","))
-        writer.number(Self.rounded(bbox.east))
-        writer.byte(UInt8(ascii: ","))
-        writer.number(Self.rounded(bbox.north))
-        writer.raw(#"],"zoom":"#)
-        writer.number(Self.rounded(zoom))
-        writer.raw(#","width":"#)
-        writer.integer(width)
-        writer.raw(#","height":"#)
-        writer.integer(height)
-        writer.byte(UInt8(ascii: "}"))
+    /// The `viewport` message for this view with sequence number `seq`.
+    public func message(seq: Int) -> ClientMessage {
+        let box = BBox(
+            west: Self.rounded(bbox.west), south: Self.rounded(bbox.south), east: Self.rounded(bbox.east),
+            north: Self.rounded(bbox.north))
+        return .viewport(
+            ViewportMessage(seq: UInt64(seq), bbox: box, zoom: Self.rounded(zoom), width: width, height: height))
     }
 
     // Six decimals (~0.1 m) keep messages short, as a page rounding its map bounds would.

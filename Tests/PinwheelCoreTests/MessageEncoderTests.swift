@@ -140,3 +140,21 @@ struct MessageEncoderTests {
         #expect(encoder.writer.bytes.capacity == capacity)
     }
 }
+
+@Suite("Presence encoding")
+struct PresenceEncodingTests {
+    @Test("a presence message joined from entries decodes to those viewports, in order")
+    func roundTrip() throws {
+        let viewports = [
+            PresenceViewport(session: "7f3a", bbox: BBox(west: -0.5, south: 51.3, east: 0.3, north: 51.7), zoom: 11.4),
+            PresenceViewport(session: "9c01", bbox: BBox(west: 170, south: -20, east: -170, north: 10), zoom: 3),
+        ]
+        var writer = JSONWriter(capacity: 64)
+        let entries = viewports.map { v -> [UInt8] in
+            PresenceEncoding.entry(v, into: &writer)
+            return writer.bytes
+        }
+        #expect(try ServerMessage.decode(PresenceEncoding.message(entries)) == .presence(viewports))
+        #expect(try ServerMessage.decode(PresenceEncoding.message([])) == .presence([]))
+    }
+}

@@ -100,40 +100,18 @@ public final class PresenceBoard: Sendable {
             var fragments: [(connection: ConnectionID, json: [UInt8])] = []
             var writer = JSONWriter(capacity: 128)
             for (connection, entry) in recent {
-                writer.reset()
-                Self.write(session: String(connection.rawValue, radix: 16), entry: entry, into: &writer)
+                let viewport = PresenceViewport(
+                    session: String(connection.rawValue, radix: 16), bbox: entry.bbox, zoom: entry.zoom)
+                PresenceEncoding.entry(viewport, into: &writer)
                 fragments.append((connection, writer.bytes))
             }
             var messages: [(ConnectionID, [UInt8])] = []
             for connection in due.keys {
-                var message = Array(#"{"type":"presence","viewports":["#.utf8)
-                var shown = 0
-                for fragment in fragments where fragment.connection != connection && shown < maxShown {
-                    if shown > 0 { message.append(UInt8(ascii: ",")) }
-                    message.append(contentsOf: fragment.json)
-                    shown += 1
-                }
-                message.append(contentsOf: "]}".utf8)
-                messages.append((connection, message))
+                let shown = fragments.lazy.filter { $0.connection != connection }.prefix(maxShown).map(\.json)
+                messages.append((connection, PresenceEncoding.message(shown)))
                 s.watchers[connection] = s.version
             }
             return messages
         }
-    }
-
-    private static func write(session: String, entry: Entry, into writer: inout JSONWriter) {
-        writer.raw(#"{"session":"#)
-        writer.string(session)
-        writer.raw(#","bbox":["#)
-        writer.number(entry.bbox.west)
-        writer.byte(UInt8(ascii: ","))
-        writer.number(entry.bbox.south)
-        writer.byte(UInt8(ascii: ","))
-        writer.number(entry.bbox.east)
-        writer.byte(UInt8(ascii: ","))
-        writer.number(entry.bbox.north)
-        writer.raw(#"],"zoom":"#)
-        writer.number(entry.zoom)
-        writer.byte(UInt8(ascii: "}"))
     }
 }
