@@ -26,5 +26,6 @@ public struct HTTPResponse: Sendable, Equatable {
     }
 }
 
-/// Answers one HTTP request. Runs on the lws service thread: it must be quick and must not block.
+/// Answers one HTTP request. Runs on a Dispatch global queue, never on the lws service thread, so it
+/// may read files or render metrics; the transport sends the answer when it returns.
 public typealias HTTPHandler = @Sendable (HTTPRequest) -> HTTPResponse

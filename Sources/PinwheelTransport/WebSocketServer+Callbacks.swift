@@ -133,6 +133,7 @@ extension WebSocketServer {
                 _ = outboxes.requestClose(id, code: stop.code, reason: stop.reason, dropQueued: true)
             }
         }
+        finishHTTP()
         for (id, close) in outboxes.takeWakeList() {
             if let connection = connections[id], let wsi = connection.wsi {
                 connection.wake(wsi, close: close)

@@ -161,5 +161,6 @@ extension WebSocketServer {
         delegate = nil
         connections = [:]
         httpResponses = [:]
+        httpWaiting = [:]
     }
 }

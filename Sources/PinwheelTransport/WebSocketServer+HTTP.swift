@@ -1,9 +1,19 @@
 import CLibWebSockets
+import Dispatch
 
-/// A dynamic response on its way out: headers are sent, `body` from `offset` is not. Lws service thread only.
+/// A dynamic response on its way out: its headers once `headersSent`, then `body` from `offset`.
+/// Lws service thread only.
 struct PendingHTTPResponse {
-    var body: [UInt8]
+    var response: HTTPResponse
+    var headersSent = false
     var offset = 0
+}
+
+/// A route handler's answer, handed from the thread that ran it to the service thread.
+struct FinishedHTTPRequest: Sendable {
+    var key: UInt
+    var request: UInt64
+    var response: HTTPResponse
 }
 
 /// The C callback of protocols[0]: route mounts reach the server; everything else (static files,
@@ -21,7 +31,7 @@ func serverHTTPCallback(
     case LWS_CALLBACK_HTTP_WRITEABLE:
         return server.writeHTTPBody(wsi)
     case LWS_CALLBACK_CLOSED_HTTP:
-        server.httpResponses[UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(wsi)))] = nil
+        server.forgetHTTP(wsi)
         return lws_callback_http_dummy(wsi, reason, user, input, length)
     default:
         return lws_callback_http_dummy(wsi, reason, user, input, length)
@@ -32,50 +42,84 @@ extension WebSocketServer {
     // Bytes of body per HTTP_WRITEABLE, so a large /metrics page cannot hold up the loop.
     private static let httpChunk = 16 * 1024
 
-    /// LWS_CALLBACK_HTTP on a route mount: runs the handler and sends the headers; the body follows
-    /// in HTTP_WRITEABLE. Paths that only share the mount's prefix, and missing static files (which
-    /// lws sends to the 404 document path), get 404. Lws service thread only.
+    /// LWS_CALLBACK_HTTP on a route mount: hands the request to its handler on another thread, so a
+    /// handler that reads /proc or renders metrics never holds up the loop; the answer comes back
+    /// through ``finishHTTP()``. Paths that only share the mount's prefix, and missing static files
+    /// (which lws sends to the 404 document path), get 404 at once. Lws service thread only.
     func answerHTTP(_ wsi: OpaquePointer) -> Int32 {
-        let response: HTTPResponse
-        if let path = LWSConnection.header(wsi, WSI_TOKEN_GET_URI) {
-            let query = LWSConnection.header(wsi, WSI_TOKEN_HTTP_URI_ARGS) ?? ""
-            response =
-                routes[path]?(HTTPRequest(path: path, query: query)) ?? HTTPResponse(status: 404, text: "not found\n")
-        } else {
-            response = HTTPResponse(status: 405, text: "only GET is served here\n")
+        guard let path = LWSConnection.header(wsi, WSI_TOKEN_GET_URI) else {
+            return respond(wsi, HTTPResponse(status: 405, text: "only GET is served here\n"))
         }
-        // Written by hand: lws_return_http_status(404) would chase the 404 document back here.
-        let headroom = Int(SHIM_LWS_PRE)
-        var headers = [UInt8](repeating: 0, count: headroom + 2048)
-        let failed = headers.withUnsafeMutableBufferPointer { buffer -> Bool in
-            let start = buffer.baseAddress! + headroom
-            var cursor: UnsafeMutablePointer<UInt8>? = start
-            let end = buffer.baseAddress! + buffer.count - 1
-            return lws_add_http_common_headers(
-                wsi, UInt32(response.status), response.contentType, lws_filepos_t(response.body.count), &cursor, end)
-                != 0
-                || lws_finalize_write_http_header(wsi, start, &cursor, end) != 0
+        guard let handler = routes[path] else {
+            return respond(wsi, HTTPResponse(status: 404, text: "not found\n"))
         }
-        if failed { return 1 }
-        if response.body.isEmpty {
-            return lws_http_transaction_completed(wsi) != 0 ? -1 : 0
+        let request = HTTPRequest(path: path, query: LWSConnection.header(wsi, WSI_TOKEN_HTTP_URI_ARGS) ?? "")
+        let key = Self.key(wsi)
+        lastHTTPRequest += 1
+        let number = lastHTTPRequest
+        httpWaiting[key] = number
+        DispatchQueue.global().async { [self] in
+            let response = handler(request)
+            finishedHTTP.withLock { $0.append(FinishedHTTPRequest(key: key, request: number, response: response)) }
+            loop.wake()
         }
-        httpResponses[Self.key(wsi)] = PendingHTTPResponse(body: response.body)
-        lws_callback_on_writable(wsi)
         return 0
     }
 
-    /// HTTP_WRITEABLE: the next chunk of a pending body; the last one completes the transaction
+    /// EVENT_WAIT_CANCELLED: queues the answers handlers finished for the connections still waiting
+    /// for them. Lws service thread only.
+    func finishHTTP() {
+        let finished = finishedHTTP.withLock { list in
+            defer { list.removeAll() }
+            return list
+        }
+        for finished in finished {
+            // The connection closed meanwhile, or its address now belongs to a newer request.
+            guard httpWaiting[finished.key] == finished.request, let wsi = OpaquePointer(bitPattern: finished.key) else {
+                continue
+            }
+            httpWaiting[finished.key] = nil
+            httpResponses[finished.key] = PendingHTTPResponse(response: finished.response)
+            lws_callback_on_writable(wsi)
+        }
+    }
+
+    /// CLOSED_HTTP: drops what was pending for the connection. Lws service thread only.
+    func forgetHTTP(_ wsi: OpaquePointer) {
+        let key = Self.key(wsi)
+        httpWaiting[key] = nil
+        httpResponses[key] = nil
+    }
+
+    /// Sends a response's headers now and its body from HTTP_WRITEABLE. Lws service thread only.
+    private func respond(_ wsi: OpaquePointer, _ response: HTTPResponse) -> Int32 {
+        httpResponses[Self.key(wsi)] = PendingHTTPResponse(response: response)
+        return writeHTTPBody(wsi)
+    }
+
+    /// HTTP_WRITEABLE: the headers, then the body in chunks; the last one completes the transaction
     /// (keep-alive connections then wait for the next request). Lws service thread only.
     func writeHTTPBody(_ wsi: OpaquePointer) -> Int32 {
         let key = Self.key(wsi)
         guard var pending = httpResponses[key] else { return 0 }
-        let count = min(Self.httpChunk, pending.body.count - pending.offset)
-        let isLast = pending.offset + count == pending.body.count
+        let body = pending.response.body
+        if !pending.headersSent {
+            guard Self.writeHeaders(wsi, pending.response) else { return -1 }
+            pending.headersSent = true
+            if body.isEmpty {
+                httpResponses[key] = nil
+                return lws_http_transaction_completed(wsi) != 0 ? -1 : 0
+            }
+            httpResponses[key] = pending
+            lws_callback_on_writable(wsi)
+            return 0
+        }
+        let count = min(Self.httpChunk, body.count - pending.offset)
+        let isLast = pending.offset + count == body.count
         let headroom = Int(SHIM_LWS_PRE)
         var chunk = [UInt8](repeating: 0, count: headroom + count)
         chunk.withUnsafeMutableBufferPointer { buffer in
-            pending.body.withUnsafeBufferPointer { body in
+            body.withUnsafeBufferPointer { body in
                 (buffer.baseAddress! + headroom).update(from: body.baseAddress! + pending.offset, count: count)
             }
         }
@@ -91,6 +135,21 @@ extension WebSocketServer {
         httpResponses[key] = pending
         lws_callback_on_writable(wsi)
         return 0
+    }
+
+    // Written by hand: lws_return_http_status(404) would chase the 404 document back here.
+    private static func writeHeaders(_ wsi: OpaquePointer, _ response: HTTPResponse) -> Bool {
+        let headroom = Int(SHIM_LWS_PRE)
+        var headers = [UInt8](repeating: 0, count: headroom + 2048)
+        return headers.withUnsafeMutableBufferPointer { buffer -> Bool in
+            let start = buffer.baseAddress! + headroom
+            var cursor: UnsafeMutablePointer<UInt8>? = start
+            let end = buffer.baseAddress! + buffer.count - 1
+            return lws_add_http_common_headers(
+                wsi, UInt32(response.status), response.contentType, lws_filepos_t(response.body.count), &cursor, end)
+                == 0
+                && lws_finalize_write_http_header(wsi, start, &cursor, end) == 0
+        }
     }
 
     private static func key(_ wsi: OpaquePointer) -> UInt {

@@ -28,6 +28,7 @@ public final class WebSocketServer: @unchecked Sendable {
     private let lifecycle = Mutex(Lifecycle.idle)
     private let boundPort = Atomic<Int>(0)
     let stopClose = Mutex((code: CloseCode.goingAway, reason: "server shutting down"))
+    let finishedHTTP = Mutex<[FinishedHTTPRequest]>([])
 
     // Lws service thread only (written by `start` before the thread exists).
     var delegate: (any WebSocketServerDelegate)?
@@ -35,6 +36,9 @@ public final class WebSocketServer: @unchecked Sendable {
     var lastID: UInt64 = 0
     var closingAll = false
     var httpResponses: [UInt: PendingHTTPResponse] = [:]
+    /// Route requests whose handler is still running, by connection address: the request's number.
+    var httpWaiting: [UInt: UInt64] = [:]
+    var lastHTTPRequest: UInt64 = 0
     var routes: [String: HTTPHandler]
     var storage: CStorage?
 

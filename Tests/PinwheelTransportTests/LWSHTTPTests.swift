@@ -50,6 +50,29 @@ struct LWSHTTPTests {
         #expect(ContinuousClock.now - started < .seconds(2))
     }
 
+    @Test("a slow route handler runs off the service thread: WebSocket traffic goes on while it works")
+    func slowRouteDoesNotHoldTheLoop() throws {
+        let (server, _) = try makeServer { configuration in
+            configuration.routes["/slow"] = { _ in
+                Thread.sleep(forTimeInterval: 1.5)
+                return HTTPResponse(text: "done\n")
+            }
+        }
+        defer { server.stop() }
+        let (client, events) = try makeClient()
+        defer { client.stop() }
+        let id = try client.connect(to: "ws://127.0.0.1:\(server.port)/", subprotocol: "pinwheel.v1")
+        #expect(eventually { events.isOpen(id) })
+        let slow = Thread { _ = try? curl(["http://127.0.0.1:\(server.port)/slow"]) }
+        slow.start()
+        Thread.sleep(forTimeInterval: 0.2)
+        let started = ContinuousClock.now
+        client.send("while the route works", to: id)
+        #expect(eventually(timeout: .seconds(1)) { events.messages(id).contains("echo:while the route works") })
+        #expect(ContinuousClock.now - started < .seconds(1))
+        #expect(try curl(["http://127.0.0.1:\(server.port)/slow"]) == "done\n")
+    }
+
     @Test("routes answer exact paths with their status, content type and body, also over one kept-alive connection")
     func routes() throws {
         let web = try makeWebDirectory()
