@@ -37,16 +37,20 @@ struct ClientMessageTests {
     func roundTrip() throws {
         var rng = SeededRandom(seed: 3)
         for _ in 0..<500 {
+            // A bbox the map's size can show at its zoom (a quarter of what the span rule allows).
+            let zoom = Double.random(in: 0...24, using: &rng)
+            let width = Int(rng.next() % 16384) + 1
+            let height = Int(rng.next() % 16384) + 1
+            let worldPixels = 256 * pow(2, zoom)
+            let lonSpan = min(359, 360 * Double(width) / 2 / worldPixels)
             let west = Double.random(in: -180...180, using: &rng)
-            let south = Double.random(in: -90...90, using: &rng)
+            let south = Double.random(in: -80...79, using: &rng)
+            let northY = Mercator.y(lat: south) - min(1, Double(height) / 2 / worldPixels)
             let box = BBox.normalized(
-                west: west, south: south, east: west + Double.random(in: 0...359, using: &rng),
-                north: Double.random(in: south...90, using: &rng))
+                west: west, south: south, east: west + Double.random(in: 0...lonSpan, using: &rng),
+                north: max(south, Mercator.lat(y: max(0, northY))))
             let messages: [ClientMessage] = [
-                .viewport(
-                    ViewportMessage(
-                        seq: rng.next() >> 11, bbox: box, zoom: Double.random(in: 0...24, using: &rng),
-                        width: Int(rng.next() % 16384) + 1, height: Int(rng.next() % 16384) + 1)),
+                .viewport(ViewportMessage(seq: rng.next() >> 11, bbox: box, zoom: zoom, width: width, height: height)),
                 .ack(
                     AckMessage(
                         batch: rng.next() >> 11, applied: Int(rng.next() % 10_000),
@@ -163,15 +167,45 @@ struct ClientMessageTests {
         #expect(failure(viewport.replacingOccurrences(of: "800", with: "-3"))?.field == "height")
     }
 
+    @Test("a bbox far larger than width × height pixels can show at its zoom is invalid-field bbox")
+    func impossibleSpan() {
+        let world = #"{"type":"viewport","seq":1,"bbox":[-180,-85,180,85],"zoom":16,"width":16384,"height":16384}"#
+        #expect(
+            failure(world)
+                == WireError(
+                    .invalidField, field: "bbox",
+                    message: "bbox spans 360° of longitude; a 16384-px-wide map at zoom 16 shows at most 0.709° "
+                        + "(its width twice over plus 256 px)"))
+        let tall = #"{"type":"viewport","seq":1,"bbox":[0,-60,0.01,60],"zoom":10,"width":1280,"height":800}"#
+        #expect(failure(tall)?.field == "bbox")
+        #expect(failure(tall)?.message.hasPrefix("bbox spans latitudes -60° to 60°") == true)
+    }
+
+    @Test("what a browser map reports passes the span rule, up to twice its size plus a tile")
+    func realisticSpans() throws {
+        // Leaflet over London at a fractional zoom, and the whole world on a wide screen at zoom 0.
+        #expect(throws: Never.self) { try ClientMessage.decode(viewport) }
+        let world = #"{"type":"viewport","seq":1,"bbox":[-180,-90,180,90],"zoom":0,"width":1920,"height":1080}"#
+        #expect(throws: Never.self) { try ClientMessage.decode(world) }
+        // At zoom 10 the world is 262,144 px wide: a 1000-px map may ask for (2 × 1000 + 256) px.
+        let most = 360 * (2 * 1000 + 256) / 262_144.0
+        let edge = #"{"type":"viewport","seq":1,"bbox":[0,0,\#(most - 1e-9),0.1],"zoom":10,"width":1000,"height":500}"#
+        #expect(throws: Never.self) { try ClientMessage.decode(edge) }
+        let over = #"{"type":"viewport","seq":1,"bbox":[0,0,\#(most * 1.01),0.1],"zoom":10,"width":1000,"height":500}"#
+        #expect(failure(over)?.field == "bbox")
+    }
+
     @Test("a bbox wider than the world becomes the whole world; longitudes wrap")
     func normalises() throws {
         let wide = viewport.replacingOccurrences(of: "[-0.5,51.3,0.3,51.7]", with: "[-400,-10,400,10]")
+            .replacingOccurrences(of: "11.4", with: "1")
         guard case .viewport(let v) = try ClientMessage.decode(wide) else {
             Issue.record("not a viewport")
             return
         }
         #expect(v.bbox == BBox(west: -180, south: -10, east: 180, north: 10))
         let wrapped = viewport.replacingOccurrences(of: "[-0.5,51.3,0.3,51.7]", with: "[170,0,190,1]")
+            .replacingOccurrences(of: "11.4", with: "5")
         guard case .viewport(let w) = try ClientMessage.decode(wrapped) else { return }
         #expect(w.bbox.crossesAntimeridian && w.bbox.west == 170 && w.bbox.east == -170)
     }

@@ -125,8 +125,8 @@ struct StreamingLoopTests {
             let west = -12 + Double(step) * 0.1
             let viewport = ClientMessage.viewport(
                 ViewportMessage(
-                    seq: lastSeq, bbox: BBox(west: west, south: -5, east: west + 6, north: 3), zoom: 8, width: 800,
-                    height: 600))
+                    seq: lastSeq, bbox: BBox(west: west, south: -5, east: west + 6, north: 3), zoom: 8, width: 1600,
+                    height: 1200))
             viewport.encode(into: &writer)
             session.receive(writer.bytes)
             try pageReads()

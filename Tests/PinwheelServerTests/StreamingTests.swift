@@ -186,7 +186,7 @@ struct StreamingTests {
         }
         let driver = try WSDriver()
         try await driver.open("a", server)
-        driver.send("a", viewport(1, europe, zoom: 8))
+        driver.send("a", viewport(1, europe, zoom: 8, width: 3840, height: 2160))
         let first = try await driver.message("a", type: "batch")
         var sizes = [first["add"].array.count + first["remove"].array.count]
         var last = first

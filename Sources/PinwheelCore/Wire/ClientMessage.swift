@@ -94,7 +94,9 @@ public enum ClientMessage: Equatable, Sendable {
             let width = try m.whole("width", in: pixels)
             let height = try m.whole("height", in: pixels)
             let bbox = BBox.normalized(west: edges[0], south: edges[1], east: edges[2], north: edges[3])
-            return .viewport(ViewportMessage(seq: seq, bbox: bbox, zoom: zoom, width: Int(width), height: Int(height)))
+            let viewport = ViewportMessage(seq: seq, bbox: bbox, zoom: zoom, width: Int(width), height: Int(height))
+            if let problem = viewport.spanProblem { throw MessageFields.invalid("bbox", problem) }
+            return .viewport(viewport)
         case "ack":
             let batch = try m.whole("batch")
             let applied = try m.whole("applied")
