@@ -102,6 +102,9 @@
         lastViewport: null,
         /** Viewport sent → its done batch applied, in milliseconds (last completed viewport). */
         settledMs: null,
+        /** `{limit, available}` when the last completed viewport held more features than the server
+         *  serves for one (the nearest the centre came); null otherwise. */
+        capped: null,
         /** Batches received and not yet applied and acknowledged. */
         inFlight: 0,
         /** Longest work of one animation frame, in milliseconds: applying batches, stepping animations. */
@@ -567,6 +570,7 @@
             for (const s of viewportSentAt.keys()) if (s <= msg.seq) viewportSentAt.delete(s);
             for (const s of viewportZoom.keys()) if (s < msg.seq) viewportZoom.delete(s);
             state.doneSeq = Math.max(state.doneSeq, msg.seq);
+            state.capped = msg.capped || null;
         }
         if (state.firstMarkerMs === null && state.markers.size) {
             state.firstMarkerMs = Math.round(performance.now());
@@ -1031,7 +1035,7 @@
         const el = {
             root: $('hud'), conn: $('hud-conn'), dataset: $('hud-dataset'), points: $('hud-points'),
             clusters: $('hud-clusters'), adds: $('hud-adds'), removes: $('hud-removes'), updates: $('hud-updates'),
-            bytes: $('hud-bytes'), settled: $('hud-settled'), inflight: $('hud-inflight'),
+            bytes: $('hud-bytes'), settled: $('hud-settled'), inflight: $('hud-inflight'), capped: $('hud-capped'),
             algorithm: $('set-algorithm'), pace: $('set-pace'), paceOut: $('set-pace-out'),
             rate: $('set-rate'), rateOut: $('set-rate-out'),
         };
@@ -1065,6 +1069,11 @@
             el.bytes.textContent = formatBytes(c.bytes);
             el.settled.textContent = state.settledMs === null ? '–' : `${state.settledMs} ms`;
             el.inflight.textContent = String(state.inFlight);
+            el.capped.hidden = !state.capped;
+            if (state.capped) {
+                const { limit, available } = state.capped;
+                el.capped.textContent = `Showing the ${limit.toLocaleString('en')} nearest of ${available.toLocaleString('en')} — zoom in for the rest`;
+            }
         }
 
         function showHello(msg) {

@@ -104,6 +104,9 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
             c.allowedOrigins = .allowList(configuration.allowedOrigins)
         }
         c.maxMessageBytes = configuration.maxMessageBytes
+        // SIGTERM must end the process within 2 s: clients that do not answer the Close in a second
+        // are dropped.
+        c.stopTimeout = .seconds(1)
         c.maxQueuedBytesPerConnection = configuration.maxQueuedBytes
         if let cert = configuration.tlsCertificate, let key = configuration.tlsKey {
             c.tls = TLSFiles(certificatePath: cert, privateKeyPath: key)

@@ -17,6 +17,8 @@ public struct ServerConfiguration: Sendable {
     public var maxSessions: Int = 10_000
     /// Viewports served per second per session; faster ones are coalesced (latest wins).
     public var viewportHz: Double = 10
+    /// Most features one viewport is served; past it, those nearest the viewport's centre.
+    public var maxFeatures: Int = 10_000
     /// Markers per millisecond of client time the pacer budgets for, before acks refine it.
     public var pace: Double = 0.5
     /// Unacknowledged batches allowed in flight per session.

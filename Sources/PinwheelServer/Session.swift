@@ -67,16 +67,21 @@ final class Session: WorkerJob, @unchecked Sendable {
         if schedule { server.schedule(self) }
     }
 
-    /// Runs the queued events; worker threads only.
+    /// Runs the events queued so far as one turn, then goes to the back of the workers' queue if
+    /// more arrived: each session gets one turn at a time, so none holds a worker while others wait.
+    /// Worker threads only.
     func run() {
-        // A bounded number of rounds per turn keeps one chatty session from holding a worker.
-        for _ in 0..<4 {
-            let events = inbox.withLock { box -> [Event] in
-                defer { box.events.removeAll(keepingCapacity: true) }
-                return box.events
-            }
-            if events.isEmpty { break }
-            for event in events { handle(event) }
+        let events = inbox.withLock { box -> [Event] in
+            defer { box.events.removeAll(keepingCapacity: true) }
+            return box.events
+        }
+        var output = SessionOutput()
+        for event in events where !state.closed && output.close == nil {
+            handle(event, output: &output)
+        }
+        if !state.closed {
+            state.flush(output: &output)
+            deliver(output)
         }
         let more = inbox.withLock { box -> Bool in
             if box.events.isEmpty {
@@ -88,14 +93,13 @@ final class Session: WorkerJob, @unchecked Sendable {
         if more { server.schedule(self) }
     }
 
-    private func handle(_ event: Event) {
-        var output = SessionOutput()
+    private func handle(_ event: Event, output: inout SessionOutput) {
         switch event {
         case .opened:
             state.opened(output: &output)
         case .message(let bytes, let receivedAt):
-            state.received(bytes, at: receivedAt, clusterers: server.clusterers, output: &output)
-            server.metrics.received(type: output.receivedType, bytes: bytes.count)
+            let type = state.received(bytes, at: receivedAt, clusterers: server.clusterers, output: &output)
+            server.metrics.received(type: type, bytes: bytes.count)
             counters.messagesIn += 1
         case .tick:
             state.tick(output: &output)
@@ -106,9 +110,7 @@ final class Session: WorkerJob, @unchecked Sendable {
             let c = counters
             server.logger.debug(
                 "session \(connection) ended: \(c.messagesIn) messages in (\(c.errors) errors), \(c.messagesOut) out (\(c.batches) batches, \(c.bytesOut) bytes)")
-            return
         }
-        deliver(output)
     }
 
     /// Carries out what the state machine decided: sends, timers, closes.
@@ -125,8 +127,8 @@ final class Session: WorkerJob, @unchecked Sendable {
             if message.type == "batch" { counters.batches += 1 }
             if message.type == "error" { counters.errors += 1 }
         }
-        if let latency = output.firstBatchLatency { server.metrics.firstBatch(after: latency) }
-        if let wait = output.windowWait { server.metrics.windowWait(wait) }
+        for latency in output.firstBatchLatencies { server.metrics.firstBatch(after: latency) }
+        for wait in output.windowWaits { server.metrics.windowWait(wait) }
         if let viewport = output.served {
             server.presence.update(connection: connection, bbox: viewport.bbox, zoom: viewport.zoom)
         }
@@ -146,7 +148,7 @@ final class Session: WorkerJob, @unchecked Sendable {
     }
 }
 
-/// What one event made a session do.
+/// What one turn of events made a session do.
 struct SessionOutput {
     struct Message {
         var type: String
@@ -159,14 +161,12 @@ struct SessionOutput {
     var close: (code: CloseCode, reason: String)?
     /// Post a tick at this time.
     var wakeAt: ContinuousClock.Instant?
-    /// Viewport arrival → first batch handed to the transport, when this event sent a first batch;
-    /// without any wait for the client's window (see `windowWait`).
-    var firstBatchLatency: Duration?
-    /// How long a first batch waited for this ack to free the client's window.
-    var windowWait: Duration?
-    /// The received message's type for the metrics ("invalid" when it could not be read).
-    var receivedType = "invalid"
-    /// The viewport this event started serving, for presence.
+    /// Viewport arrival → first batch handed to the transport, for each first batch sent; without
+    /// any wait for the client's window (see `windowWaits`).
+    var firstBatchLatencies: [Duration] = []
+    /// How long first batches waited for an ack to free the client's window.
+    var windowWaits: [Duration] = []
+    /// The viewport this turn started serving, for presence.
     var served: ViewportMessage?
     /// A `settings` opted in to (true) or out of (false) presence.
     var presence: Bool?

@@ -4,8 +4,10 @@ import PinwheelTransport
 /// A session's state machine: decoded messages in, messages to send and timers out.
 ///
 /// It owns the pacer (which holds what the client has and the unsent rest of the served viewport's
-/// difference), the viewport rate limiter and the current algorithm. Worker threads only (see
-/// ``Session``).
+/// difference), the viewport rate limiter and the current algorithm. The costly step, clustering a
+/// viewport and planning its batches, runs once per turn in ``flush(output:)``, for the latest
+/// viewport the limiter released: viewports superseded within a turn are never computed. Worker
+/// threads only (see ``Session``).
 struct SessionState {
     /// A viewport and when the service thread received it.
     typealias Arrival = (viewport: ViewportMessage, receivedAt: ContinuousClock.Instant)
@@ -23,6 +25,10 @@ struct SessionState {
 
     /// The viewport being served, kept for `settings`, which re-serves it.
     private var served: ViewportMessage?
+    /// The viewport the limiter released this turn, computed at ``flush(output:)``.
+    private var due: Arrival?
+    /// The viewport being served had more features than `maxFeatures`: the count, until its last batch.
+    private var capped: (seq: UInt64, available: Int)?
     /// The clock of the served viewport's first batch while it is unsent; nil once it is sent.
     private var firstBatch: FirstBatchClock?
     private var pacer: Pacer<ContinuousClock>
@@ -54,45 +60,57 @@ struct SessionState {
     }
 
     /// A complete text message from the client.
+    /// - Returns: the message's type for the metrics ("invalid" when it could not be read).
     mutating func received(
         _ bytes: [UInt8], at receivedAt: ContinuousClock.Instant, clusterers: Clusterers, output: inout SessionOutput
-    ) {
+    ) -> String {
         let message: ClientMessage
         do {
             message = try ClientMessage.decode(bytes)
         } catch {
             encoder.error(error)
             output.send("error", Array(encoder.message))
-            return
+            return "invalid"
         }
         switch message {
         case .viewport(let viewport):
-            output.receivedType = "viewport"
             serve(limiter.offer((viewport, receivedAt)), output: &output)
+            return "viewport"
         case .ack(let ack):
-            output.receivedType = "ack"
             if case .heldByWindow(let elapsed, let since) = firstBatch {
                 // The ack may have been stamped on the service thread before this worker parked
                 // the batch: then there was no wait.
                 let resumed = max(receivedAt, since)
-                output.windowWait = resumed - since
+                output.windowWaits.append(resumed - since)
                 firstBatch = .running(elapsed: elapsed, since: resumed)
             }
             carryOut(pacer.acknowledge(ack), output: &output)
+            return "ack"
         case .expand(let id):
-            output.receivedType = "expand"
             expand(id, output: &output)
+            return "expand"
         case .settings(let settings):
-            output.receivedType = "settings"
             output.presence = settings.presence
-            guard let newAlgorithm = settings.algorithm else { return }
+            guard let newAlgorithm = settings.algorithm else { return "settings" }
             algorithm = newAlgorithm
             clusterer = clusterers.clusterer(for: algorithm)
             context = FeatureContext(clusterer: clusterer)
             output.send("hello", hello())
-            // Re-serve the current view with the new algorithm, diffed against what the client has.
-            if let served { show(served, receivedAt: receivedAt, output: &output) }
+            // Re-serve the current view with the new algorithm, diffed against what the client has,
+            // through the limiter like a viewport, so flipping algorithms costs no more than panning.
+            // A newer viewport held or released already is served with the new algorithm anyway.
+            if let served, due == nil, limiter.pending == nil {
+                serve(limiter.offer((served, receivedAt)), output: &output)
+            }
+            return "settings"
         }
+    }
+
+    /// The end of a turn: clusters and plans the latest viewport released during it.
+    mutating func flush(output: inout SessionOutput) {
+        guard let arrival = due else { return }
+        due = nil
+        show(arrival.viewport, receivedAt: arrival.receivedAt, output: &output)
     }
 
     /// A timer fired: a held-back viewport may be due, or the pacer may send again.
@@ -110,7 +128,7 @@ struct SessionState {
     ) {
         switch action {
         case .process(let arrival):
-            show(arrival.viewport, receivedAt: heldBack ? .now : arrival.receivedAt, output: &output)
+            due = (arrival.viewport, heldBack ? .now : arrival.receivedAt)
         case .wait(let until):
             wake(at: until, output: &output)
         case .idle:
@@ -119,11 +137,14 @@ struct SessionState {
     }
 
     /// Clusters a viewport and hands it to the pacer, which drops the unsent rest of the previous one
-    /// and diffs against what was actually sent.
+    /// and diffs against what was actually sent. Past `maxFeatures`, keeps those nearest the centre.
     private mutating func show(_ viewport: ViewportMessage, receivedAt: ContinuousClock.Instant, output: inout SessionOutput) {
         served = viewport
         output.served = viewport
         clusterer.features(in: viewport.bbox, zoom: viewport.zoom, into: &features)
+        let available = FeatureCap.keepNearest(
+            &features, limit: configuration.maxFeatures, centre: viewport.bbox.center)
+        capped = available > features.count ? (viewport.seq, available) : nil
         firstBatch = .running(elapsed: .zero, since: receivedAt)
         carryOut(pacer.show(seq: viewport.seq, features: features, viewport: viewport.bbox), output: &output)
     }
@@ -132,10 +153,14 @@ struct SessionState {
     private mutating func carryOut(_ first: Pacer<ContinuousClock>.Action, output: inout SessionOutput) {
         var action = first
         while case .send(let batch) = action {
-            encoder.batch(batch, context: context)
+            var cap: BatchMessage.Capped?
+            if batch.done, let capped, capped.seq == batch.seq {
+                cap = BatchMessage.Capped(limit: configuration.maxFeatures, available: capped.available)
+            }
+            encoder.batch(batch, capped: cap, context: context)
             output.send("batch", Array(encoder.message))
             if case .running(let elapsed, let since) = firstBatch {
-                output.firstBatchLatency = elapsed + (.now - since)
+                output.firstBatchLatencies.append(elapsed + (.now - since))
                 firstBatch = nil
             }
             action = pacer.poll()
@@ -169,7 +194,7 @@ struct SessionState {
             name: dataset.name, points: dataset.dataset.count, bounds: dataset.bounds, sumColumns: clusterer.sumColumns)
         let limits = HelloMessage.Limits(
             viewportHz: configuration.viewportHz, pace: configuration.pace, window: configuration.window,
-            maxMessageBytes: configuration.maxMessageBytes)
+            maxMessageBytes: configuration.maxMessageBytes, maxFeatures: configuration.maxFeatures)
         encoder.hello(
             HelloMessage(
                 session: String(connection.rawValue, radix: 16), algorithm: algorithm, dataset: info,

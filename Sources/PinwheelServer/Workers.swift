@@ -55,10 +55,15 @@ final class Workers: Sendable {
         available.signal()
     }
 
-    /// Lets the threads finish the queued jobs, then ends them; any thread but a worker.
+    /// Drops the queued jobs (their sessions are closing), lets the threads finish the ones they are
+    /// running, then ends them; any thread but a worker.
     func stop() {
         let alreadyStopping = queue.withLock { q in
-            defer { q.stopping = true }
+            defer {
+                q.stopping = true
+                q.jobs.removeAll()
+                q.head = 0
+            }
             return q.stopping
         }
         guard !alreadyStopping else { return }

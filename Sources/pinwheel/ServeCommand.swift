@@ -38,6 +38,9 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "Viewports served per second per client (latest wins).")
     var viewportHz = 10.0
 
+    @Option(help: "Most features one viewport is served; past it, those nearest the viewport's centre.")
+    var maxFeatures = 10_000
+
     @Option(help: "Markers per millisecond of client time, before acks refine it.")
     var pace = 0.5
 
@@ -92,6 +95,7 @@ struct ServeCommand: ParsableCommand {
             throw ValidationError("--bots must be 0 up to --max-sessions - 1 (\(maxSessions - 1)), got \(bots)")
         }
         if !(viewportHz > 0 && viewportHz.isFinite) { throw ValidationError("--viewport-hz must be positive") }
+        if maxFeatures < 1 { throw ValidationError("--max-features must be at least 1, got \(maxFeatures)") }
         if !(pace > 0 && pace.isFinite) { throw ValidationError("--pace must be positive") }
         if window < 1 { throw ValidationError("--window must be at least 1, got \(window)") }
         if maxMessageBytes < 256 { throw ValidationError("--max-message-bytes must be at least 256") }
@@ -136,6 +140,7 @@ struct ServeCommand: ParsableCommand {
         configuration.allowedOrigins = allowedOrigins
         configuration.maxSessions = maxSessions
         configuration.viewportHz = viewportHz
+        configuration.maxFeatures = maxFeatures
         configuration.pace = pace
         configuration.window = window
         configuration.maxMessageBytes = maxMessageBytes

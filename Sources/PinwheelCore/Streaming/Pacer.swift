@@ -154,15 +154,7 @@ public struct Pacer<Clock: PinwheelClock>: Sendable {
         unitRemoves.removeAll(keepingCapacity: true)
         cursor = 0
 
-        let center = viewport.center
-        let cx = Mercator.x(lon: center.lon)
-        let cy = Mercator.y(lat: center.lat)
-        func distance(lat: Double, lon: Double) -> Double {
-            var dx = abs(Mercator.x(lon: lon) - cx)
-            if dx > 0.5 { dx = 1 - dx }  // the short way round the antimeridian
-            let dy = Mercator.y(lat: lat) - cy
-            return dx * dx + dy * dy
-        }
+        let distance = CentreDistance(viewport.center)
         // Adds have indices 0..<add.count, updates follow.
         order.removeAll(keepingCapacity: true)
         for (k, f) in diff.add.enumerated() { order.append((distance(lat: f.lat, lon: f.lon), f.id, k)) }

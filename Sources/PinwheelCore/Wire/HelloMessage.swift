@@ -58,10 +58,13 @@ public struct HelloMessage: Equatable, Sendable {
         public var maxMessageBytes: Int
         public var maxZoom: Double
         public var maxPixels: Int
+        /// Most features one viewport is served; past it, the nearest the centre (see ``BatchMessage/Capped``).
+        public var maxFeatures: Int
 
         public init(
             viewportHz: Double = 10, pace: Double = 0.5, window: Int = 4, maxMessageBytes: Int = 65_536,
-            maxZoom: Double = ViewportMessage.maxZoom, maxPixels: Int = ViewportMessage.maxPixels
+            maxZoom: Double = ViewportMessage.maxZoom, maxPixels: Int = ViewportMessage.maxPixels,
+            maxFeatures: Int = 10_000
         ) {
             self.viewportHz = viewportHz
             self.pace = pace
@@ -69,6 +72,7 @@ public struct HelloMessage: Equatable, Sendable {
             self.maxMessageBytes = maxMessageBytes
             self.maxZoom = maxZoom
             self.maxPixels = maxPixels
+            self.maxFeatures = maxFeatures
         }
     }
 

@@ -79,6 +79,8 @@ public struct MessageEncoder: Sendable {
         writer.number(l.maxZoom)
         writer.raw(",\"maxPixels\":")
         writer.integer(l.maxPixels)
+        writer.raw(",\"maxFeatures\":")
+        writer.integer(l.maxFeatures)
         writer.raw("}}")
     }
 
@@ -88,11 +90,12 @@ public struct MessageEncoder: Sendable {
     ///   - number: the session-wide batch number an `ack` names.
     ///   - remove: ids to remove; `add` and `update`: features to draw.
     ///   - done: true on the last batch for this viewport.
+    ///   - capped: on the last batch of a viewport that had more features than the limit.
     ///   - context: where properties and sums come from.
     public mutating func batch(
         seq: UInt64, number: UInt64, remove: some Collection<FeatureID>,
         add: some Collection<Feature>, update: some Collection<Feature>, done: Bool,
-        context: FeatureContext
+        capped: BatchMessage.Capped? = nil, context: FeatureContext
     ) {
         begin()
         writer.raw("{\"type\":\"batch\",\"seq\":")
@@ -112,14 +115,21 @@ public struct MessageEncoder: Sendable {
         features(update, context)
         writer.raw(",\"done\":")
         writer.bool(done)
+        if let capped {
+            writer.raw(",\"capped\":{\"limit\":")
+            writer.integer(capped.limit)
+            writer.raw(",\"available\":")
+            writer.integer(capped.available)
+            writer.byte(UInt8(ascii: "}"))
+        }
         writer.byte(UInt8(ascii: "}"))
     }
 
     /// Encodes a ``PacedBatch`` from the pacer.
-    public mutating func batch(_ b: PacedBatch, context: FeatureContext) {
+    public mutating func batch(_ b: PacedBatch, capped: BatchMessage.Capped? = nil, context: FeatureContext) {
         batch(
             seq: b.seq, number: b.number, remove: b.remove, add: b.add, update: b.update, done: b.done,
-            context: context)
+            capped: capped, context: context)
     }
 
     /// Encodes `expansion`: the zoom at which a cluster splits, or the spread of a same-coordinate group.

@@ -28,21 +28,37 @@ public struct WireFeature: Equatable, Sendable {
 
 /// A `batch` as a client reads it.
 public struct BatchMessage: Equatable, Sendable {
+    /// On the last batch of a viewport that had more features than the server serves for one:
+    /// `limit` of the `available` ones were sent, those nearest the viewport's centre.
+    public struct Capped: Equatable, Sendable {
+        public var limit: Int
+        public var available: Int
+
+        public init(limit: Int, available: Int) {
+            self.limit = limit
+            self.available = available
+        }
+    }
+
     public var seq: UInt64
     public var batch: UInt64
     public var remove: [FeatureID]
     public var add: [WireFeature]
     public var update: [WireFeature]
     public var done: Bool
+    public var capped: Capped?
 
-    public init(seq: UInt64, batch: UInt64, remove: [FeatureID], add: [WireFeature], update: [WireFeature], done: Bool)
-    {
+    public init(
+        seq: UInt64, batch: UInt64, remove: [FeatureID], add: [WireFeature], update: [WireFeature], done: Bool,
+        capped: Capped? = nil
+    ) {
         self.seq = seq
         self.batch = batch
         self.remove = remove
         self.add = add
         self.update = update
         self.done = done
+        self.capped = capped
     }
 }
 
@@ -123,7 +139,8 @@ public enum ServerMessage: Equatable, Sendable {
                     limits: .init(
                         viewportHz: try l.number("viewportHz"), pace: try l.number("pace"),
                         window: Int(try l.whole("window")), maxMessageBytes: Int(try l.whole("maxMessageBytes")),
-                        maxZoom: try l.number("maxZoom"), maxPixels: Int(try l.whole("maxPixels")))))
+                        maxZoom: try l.number("maxZoom"), maxPixels: Int(try l.whole("maxPixels")),
+                        maxFeatures: Int(try l.whole("maxFeatures")))))
         case "batch":
             let remove = try m.array("remove").map { (v) throws(WireError) in try MessageFields.whole(v, name: "remove")
             }
@@ -131,7 +148,7 @@ public enum ServerMessage: Equatable, Sendable {
                 BatchMessage(
                     seq: try m.whole("seq"), batch: try m.whole("batch"), remove: remove,
                     add: try features(m.array("add"), "add"), update: try features(m.array("update"), "update"),
-                    done: try m.bool("done")))
+                    done: try m.bool("done"), capped: try capped(m)))
         case "expansion":
             let id = try m.whole("id")
             if m.has("zoom") { return .expansion(ExpansionMessage(id: id, result: .zoom(try m.number("zoom")))) }
@@ -163,6 +180,12 @@ public enum ServerMessage: Equatable, Sendable {
     /// Decodes one message held in a string.
     public static func decode(_ text: String) throws(WireError) -> ServerMessage {
         try decode(Array(text.utf8))
+    }
+
+    static func capped(_ m: MessageFields) throws(WireError) -> BatchMessage.Capped? {
+        guard m.has("capped") else { return nil }
+        let c = try m.object("capped")
+        return BatchMessage.Capped(limit: Int(try c.whole("limit")), available: Int(try c.whole("available")))
     }
 
     static func algorithm(_ v: JSONValue, _ name: String) throws(WireError) -> Algorithm {
