@@ -38,6 +38,9 @@ final class LWSConnection {
     static let deflateFragment = 16 * 1024 - 1024
     /// The close frame the peer sent first, if it did.
     var peerClose: (code: CloseCode, reason: String)?
+    /// Set once lws started closing (our close, the peer's, or lws's own on a protocol error): no
+    /// data frame may follow a Close (RFC 6455 §5.5.1).
+    private var closing = false
 
     /// How long a close we start may take before lws drops the connection.
     let closeGrace: Duration
@@ -103,6 +106,7 @@ final class LWSConnection {
             closeIssued = true
             return -1
         }
+        if closing || peerClose != nil { return 0 }
         inFlight = []
         // The rest of a fragmented message first; nothing else may go between its fragments.
         if fragmenting != nil { return writeFragment(wsi, counters: counters) }
@@ -217,14 +221,33 @@ final class LWSConnection {
     }
 
     /// Records the peer's close frame (`WS_PEER_INITIATED_CLOSE`): 2 bytes of code, then the reason.
+    /// lws echoes the payload after this callback, having already turned codes RFC 6455 §7.4 forbids
+    /// below 5000 into 1002; codes of 5000 and above are rewritten here, in place, the same way.
+    /// - Returns: the callback's value: -1 fails a connection whose close payload is a single byte
+    ///   (no valid close has one), which lws would otherwise echo.
     /// Lws service thread only.
-    func notePeerClose(_ payload: UnsafeRawBufferPointer) {
+    func notePeerClose(_ payload: UnsafeMutableRawBufferPointer) -> Int32 {
         guard payload.count >= 2 else {
             peerClose = (.noStatus, "")
-            return
+            return payload.isEmpty ? 0 : -1
         }
         let code = UInt16(payload[0]) << 8 | UInt16(payload[1])
         peerClose = (CloseCode(rawValue: code), String(decoding: payload[2...], as: UTF8.self))
+        if code >= 5000 {
+            payload[0] = UInt8(CloseCode.protocolError.rawValue >> 8)
+            payload[1] = UInt8(CloseCode.protocolError.rawValue & 0xFF)
+        }
+        return 0
+    }
+
+    /// lws started closing the connection (WS_SERVER_DROP_PROTOCOL, just before it sends its Close):
+    /// writes stop, and a timer drops the connection if the peer has not completed the handshake
+    /// within `grace`. lws's own waits are 5 s for each half of the handshake.
+    /// Lws service thread only.
+    func closeStarted(_ wsi: OpaquePointer, grace: Duration) {
+        closing = true
+        let micros = grace.components.seconds * 1_000_000 + grace.components.attoseconds / 1_000_000_000_000
+        lws_set_timer_usecs(wsi, lws_usec_t(micros))
     }
 
     /// Sets the code and reason of the close frame lws sends when the callback returns -1; the

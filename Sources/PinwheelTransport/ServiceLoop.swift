@@ -27,6 +27,13 @@ final class ServiceLoop: Sendable {
     // pthread_self() of the service thread, 0 until it runs.
     private let serviceThread = Atomic<UInt>(0)
     private let exitSignal = DispatchSemaphore(value: 0)
+    // libev only: lws 4.1.6's libev backend re-arms its single timer with ev_timer_set on a running
+    // watcher, which libev ignores, so a deadline earlier than the armed one (a close handshake's
+    // grace, a timeout set from a callback) waits for unrelated traffic; on an idle server, forever.
+    // Waking the loop every `timerTick` runs lws's due timers within that. Set by `start` before the
+    // service thread runs, cancelled by that thread as it retires: never touched by two at once.
+    nonisolated(unsafe) private var ticker: DispatchSourceTimer?
+    static let timerTick: Duration = .milliseconds(100)
 
     init(backend: EventLoopBackend) {
         self.backend = backend
@@ -93,6 +100,15 @@ final class ServiceLoop: Sendable {
         thread.name = name
         thread.stackSize = 4 << 20
         thread.start()
+        if backend == .libev {
+            let timer = DispatchSource.makeTimerSource(queue: .global())
+            let tick = DispatchTimeInterval.milliseconds(Int(Self.timerTick.components.seconds * 1000)
+                + Int(Self.timerTick.components.attoseconds / 1_000_000_000_000_000))
+            timer.schedule(deadline: .now() + tick, repeating: tick)
+            timer.setEventHandler { [weak self] in self?.wake() }
+            timer.resume()
+            ticker = timer
+        }
     }
 
     /// Makes `lws_service` return soon, raising LWS_CALLBACK_EVENT_WAIT_CANCELLED. Any thread;
@@ -142,6 +158,7 @@ final class ServiceLoop: Sendable {
     // Service thread only: stops new wakes and waits out the ones in flight, so no thread calls
     // lws_cancel_service on a context being destroyed (store, then check wakers: they cannot both miss).
     private func retire() {
+        ticker?.cancel()
         contextBits.store(0, ordering: .sequentiallyConsistent)
         while wakers.load(ordering: .sequentiallyConsistent) != 0 {
             sched_yield()

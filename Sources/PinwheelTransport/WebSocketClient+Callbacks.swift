@@ -83,8 +83,8 @@ extension WebSocketClient {
             return connection.io.writeQueued(
                 wsi, outboxes: outboxes, limit: configuration.writesPerWritable, counters: counters)
         case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
-            connection(of: wsi)?.io.notePeerClose(UnsafeRawBufferPointer(start: input, count: length))
-            return 0
+            let payload = UnsafeMutableRawBufferPointer(start: input, count: length)
+            return connection(of: wsi)?.io.notePeerClose(payload) ?? 0
         case LWS_CALLBACK_CLIENT_CLOSED:
             if let connection = connection(of: wsi) {
                 connection.io.collectDeflateGuardTrip(wsi, counters: counters)

@@ -39,8 +39,14 @@ extension WebSocketServer {
             return connection.writeQueued(
                 wsi, outboxes: outboxes, limit: configuration.writesPerWritable, counters: counters)
         case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
-            connection(of: wsi)?.notePeerClose(UnsafeRawBufferPointer(start: input, count: length))
+            let payload = UnsafeMutableRawBufferPointer(start: input, count: length)
+            return connection(of: wsi)?.notePeerClose(payload) ?? 0
+        case LWS_CALLBACK_WS_SERVER_DROP_PROTOCOL:
+            connection(of: wsi)?.closeStarted(wsi, grace: configuration.closeTimeout)
             return 0
+        case LWS_CALLBACK_TIMER:
+            // The close handshake's grace ran out (the only timer we set): -1 drops the connection.
+            return -1
         case LWS_CALLBACK_CLOSED:
             closed(wsi)
             loop.breakIfExiting(serviceShouldExit())

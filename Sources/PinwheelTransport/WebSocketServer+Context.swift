@@ -60,6 +60,9 @@ extension WebSocketServer {
         protocols[0].callback = serverHTTPCallback
         protocols[1] = LWSContextParts.protocolEntry(
             name: configuration.subprotocol, txPacketSize: configuration.txPacketSize, in: storage)
+        // Any per-session size makes lws call WS_SERVER_DROP_PROTOCOL when it starts a close,
+        // including the closes it starts itself on a protocol error (see LWSConnection.closeStarted).
+        protocols[1].per_session_data_size = MemoryLayout<UInt64>.size
         protocols[1].callback = serverWebSocketCallback
 
         // pvo {subprotocol: {default: 1}}: clients that name no subprotocol are bound to ours, not to http.

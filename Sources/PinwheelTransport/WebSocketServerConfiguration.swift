@@ -28,9 +28,10 @@ public struct WebSocketServerConfiguration: Sendable {
     public var txPacketSize: Int = 64 * 1024
     /// Messages written per WRITEABLE callback at most, so one busy connection cannot starve the rest.
     public var writesPerWritable: Int = 8
-    /// How long a closing connection may take to accept our close frame before lws drops it
-    /// (a peer that stopped reading never would).
-    public var closeTimeout: Duration = .seconds(3)
+    /// How long a closing connection may take to complete the close handshake (take our Close and
+    /// answer it, or take the answer to its own) before the server drops it: a peer that stopped
+    /// reading never would, and RFC 6455 §7.1.1 wants the server to close TCP promptly.
+    public var closeTimeout: Duration = .milliseconds(500)
     /// How long `stop` waits for clients to answer the 1001 close before dropping them.
     public var stopTimeout: Duration = .seconds(2)
     /// lws log levels (LLL_* bits) sent to stderr; the default keeps errors only.
