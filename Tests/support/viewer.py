@@ -1,7 +1,8 @@
 """A well-behaved `pinwheel.v1` viewer, as the page behaves: hello, one viewport at a time, every
 batch acknowledged with what it applied and how long that took (so the server's pace rises to what a
-fast client absorbs). It measures viewport -> first batch and viewport -> done, the latencies the
-attack scenarios must protect."""
+fast client absorbs), and no more viewports a second than the server's `viewportHz`, as the page
+sends them. It measures viewport -> first batch and viewport -> done, the latencies the attack
+scenarios must protect."""
 
 import json
 import time
@@ -21,6 +22,8 @@ class Viewer:
         self.ws = self._connection.enter_context(
             connect(ws_url, subprotocols=[PROTOCOL], max_size=None, open_timeout=timeout_s))
         self.hello = self.receive("hello")
+        self.spacing_s = 1 / self.hello["limits"]["viewportHz"]
+        self.last_sent = -self.spacing_s
         self.seq = 0
         # Viewport -> first batch of the last viewport, in seconds.
         self.first_batch_s = None
@@ -42,7 +45,8 @@ class Viewer:
     def viewport_done_seconds(self, bbox, zoom, width=1280, height=800):
         """Sends one viewport and acknowledges its batches until `done`; returns the seconds it took."""
         self.seq += 1
-        start = time.monotonic()
+        time.sleep(max(0.0, self.last_sent + self.spacing_s - time.monotonic()))
+        start = self.last_sent = time.monotonic()
         self.ws.send(json.dumps({"type": "viewport", "seq": self.seq, "bbox": bbox, "zoom": zoom,
                                  "width": width, "height": height}))
         self.first_batch_s = None
