@@ -5,9 +5,9 @@ import PinwheelTransport
 ///
 /// It owns the pacer (which holds what the client has and the unsent rest of the served viewport's
 /// difference), the viewport rate limiter and the current algorithm. The costly step, clustering a
-/// viewport and planning its batches, runs once per turn in ``flush(output:)``, for the latest
-/// viewport the limiter released: viewports superseded within a turn are never computed. Worker
-/// threads only (see ``Session``).
+/// viewport and planning its batches, runs in ``flush(output:)`` for the latest viewport the limiter
+/// released, at the end of a turn or before the next message of another kind: a viewport superseded
+/// by the next one in the same turn is never computed. Worker threads only (see ``Session``).
 struct SessionState {
     /// A viewport and when the service thread received it.
     typealias Arrival = (viewport: ViewportMessage, receivedAt: ContinuousClock.Instant)
@@ -68,10 +68,13 @@ struct SessionState {
         do {
             message = try ClientMessage.decode(bytes)
         } catch {
+            flush(output: &output)
             encoder.error(error)
             output.send("error", Array(encoder.message))
             return "invalid"
         }
+        // Only runs of viewports coalesce: anything else is answered after the viewports before it.
+        if case .viewport = message {} else { flush(output: &output) }
         switch message {
         case .viewport(let viewport):
             serve(limiter.offer((viewport, receivedAt)), output: &output)

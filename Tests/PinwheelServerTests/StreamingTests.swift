@@ -134,23 +134,44 @@ struct StreamingTests {
         #expect(Set(view.removedIDs) == firstIDs.subtracting(expected.keys))
     }
 
+    /// Sends a message the server answers with an `error` and waits for that answer: a session answers
+    /// in order, so whatever its earlier messages made it send has arrived by then.
+    func roundTrip(_ driver: WSDriver, _ id: String) async throws {
+        driver.send(id, ["type": "probe"])
+        #expect(try await driver.message(id, type: "error")["code"].string == "unknown-type")
+    }
+
     @Test("acks drive the pace: no more than the window is in flight")
     func acksDrivePace() async throws {
+        // The same view on a server with a window of 3 is the control: its third batch arrives in
+        // the time the window of 2 holds ours back, so the absence below is the window's doing.
         let server = try TestServer {
             $0.window = 2
-            $0.pace = 0.01
+            $0.pace = 0.2
+        }
+        let control = try TestServer {
+            $0.window = 3
+            $0.pace = 0.2
         }
         let driver = try WSDriver()
         try await driver.open("a", server)
+        try await driver.open("c", control)
         driver.send("a", viewport(1, europe, zoom: 6))
+        driver.send("c", viewport(1, europe, zoom: 6))
         let b1 = try await driver.message("a", type: "batch")
         let b2 = try await driver.message("a", type: "batch")
-        try await Task.sleep(for: .milliseconds(400))
+        #expect(b2["done"].bool == false, "the view fits two batches; pick a larger one or a slower pace")
+        let c1 = try await driver.message("c", type: "batch")
+        for _ in 0..<2 { _ = try await driver.message("c", type: "batch") }
+        try await roundTrip(driver, "a")
         #expect(driver.pending("a").isEmpty, "a third batch came without an ack")
         driver.ack("a", b1)
+        driver.ack("c", c1)
         let b3 = try await driver.message("a", type: "batch")
         #expect(b3["batch"].int! == b2["batch"].int! + 1)
-        try await Task.sleep(for: .milliseconds(300))
+        // Again with the control, one ack each: its window of 3 lets a fourth batch through.
+        _ = try await driver.message("c", type: "batch")
+        try await roundTrip(driver, "a")
         #expect(driver.pending("a").isEmpty, "more than one batch per ack")
     }
 
@@ -163,8 +184,10 @@ struct StreamingTests {
         let b1 = try await driver.message("a", type: "batch")
         // The window of one is full: viewport 2's first batch waits for the ack.
         driver.send("a", viewport(2, europeEast, zoom: 6))
-        try await Task.sleep(for: .milliseconds(400))
+        try await roundTrip(driver, "a")
         #expect(driver.pending("a").isEmpty, "a batch came while the window was full")
+        // The client takes its time to acknowledge: the server's own time must not include it.
+        try await Task.sleep(for: .milliseconds(400))
         driver.ack("a", b1)
         let b2 = try await driver.message("a", type: "batch")
         #expect(b2["seq"].int == 2)

@@ -32,9 +32,6 @@ public struct BBox: Hashable, Sendable {
     /// True when the box crosses the antimeridian.
     public var crossesAntimeridian: Bool { west > east }
 
-    /// True when the box covers every longitude.
-    public var spansAllLongitudes: Bool { west <= -180 && east >= 180 }
-
     /// The box's centre; on an antimeridian box the longitude is wrapped back into -180...180.
     public var center: Coordinate {
         let width = crossesAntimeridian ? east + 360 - west : east - west
@@ -90,7 +87,4 @@ public struct MercatorRect: Hashable, Sendable {
         x >= minX && x <= maxX && y >= minY && y <= maxY
     }
 
-    @inlinable public func intersects(_ other: MercatorRect) -> Bool {
-        minX <= other.maxX && other.minX <= maxX && minY <= other.maxY && other.minY <= maxY
-    }
 }
