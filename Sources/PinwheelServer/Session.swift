@@ -6,7 +6,8 @@ import Synchronization
 /// One browser tab's WebSocket: what it has, what it wants, and how fast it can take it.
 ///
 /// Events arrive from the lws service thread (``post(_:)``) and from timers; a worker runs them in
-/// order (``run()``), one worker at a time per session, so ``SessionState`` needs no lock of its own.
+/// order (``run()``), one worker at a time per session, through the core's ``SessionMachine``, and
+/// carries out what it decides: this type holds no protocol logic of its own.
 final class Session: WorkerJob, @unchecked Sendable {
     enum Event {
         /// The handshake finished: send `hello`.
@@ -31,7 +32,9 @@ final class Session: WorkerJob, @unchecked Sendable {
     /// Counts messages as they arrive on the service thread, so a flood is judged by arrival time.
     private let flood = Mutex(FloodDetector(clock: ContinuousClock()))
     /// Worker-only: touched inside ``run()`` alone, which never runs on two threads at once.
-    private var state: SessionState
+    private var machine: SessionMachine<ContinuousClock>
+    /// Worker-only: set once the connection is gone or the transport refused a message.
+    private var closed = false
     /// Worker-only: what this session did, logged when it ends.
     private var counters = Counters()
 
@@ -46,10 +49,17 @@ final class Session: WorkerJob, @unchecked Sendable {
     init(connection: ConnectionID, server: Server) {
         self.connection = connection
         self.server = server
-        let algorithm = server.configuration.algorithm
-        state = SessionState(
-            connection: connection, configuration: server.configuration, dataset: server.dataset,
-            options: server.clusterers.options, algorithm: algorithm, clusterer: server.clusterers.clusterer(for: algorithm))
+        let configuration = server.configuration
+        let clusterers = server.clusterers
+        let options = SessionOptions(
+            viewportHz: configuration.viewportHz, pace: configuration.pace, window: configuration.window,
+            maxFeatures: configuration.maxFeatures, maxMessageBytes: configuration.maxMessageBytes)
+        let dataset = HelloMessage.DatasetInfo(
+            name: server.dataset.name, points: server.dataset.dataset.count, bounds: server.dataset.bounds)
+        machine = SessionMachine(
+            clock: ContinuousClock(), options: options, session: String(connection.rawValue, radix: 16),
+            dataset: dataset, clusterOptions: clusterers.options, clusterers: { clusterers.clusterer(for: $0) },
+            algorithm: configuration.algorithm)
     }
 
     /// Counts an arriving message; `.close` when the client has flooded for long enough. Any thread.
@@ -75,13 +85,13 @@ final class Session: WorkerJob, @unchecked Sendable {
             defer { box.events.removeAll(keepingCapacity: true) }
             return box.events
         }
-        var output = SessionOutput()
-        for event in events where !state.closed && output.close == nil {
-            handle(event, output: &output)
+        var actions = SessionActions<ContinuousClock>()
+        for event in events where !closed {
+            handle(event, actions: &actions)
         }
-        if !state.closed {
-            state.flush(output: &output)
-            deliver(output)
+        if !closed {
+            machine.flush(actions: &actions)
+            carryOut(actions)
         }
         let more = inbox.withLock { box -> Bool in
             if box.events.isEmpty {
@@ -93,18 +103,18 @@ final class Session: WorkerJob, @unchecked Sendable {
         if more { server.schedule(self) }
     }
 
-    private func handle(_ event: Event, output: inout SessionOutput) {
+    private func handle(_ event: Event, actions: inout SessionActions<ContinuousClock>) {
         switch event {
         case .opened:
-            state.opened(output: &output)
+            machine.opened(actions: &actions)
         case .message(let bytes, let receivedAt):
-            let type = state.received(bytes, at: receivedAt, clusterers: server.clusterers, output: &output)
+            let type = machine.received(bytes, at: receivedAt, actions: &actions)
             server.metrics.received(type: type, bytes: bytes.count)
             counters.messagesIn += 1
         case .tick:
-            state.tick(output: &output)
+            machine.tick(actions: &actions)
         case .closed:
-            state.closed = true
+            closed = true
             // Here, after every earlier event of this session, so no later update brings it back.
             server.presence.remove(connection: connection)
             let c = counters
@@ -113,13 +123,12 @@ final class Session: WorkerJob, @unchecked Sendable {
         }
     }
 
-    /// Carries out what the state machine decided: sends, timers, closes.
-    private func deliver(_ output: SessionOutput) {
-        guard !state.closed else { return }
-        for message in output.messages {
+    /// Carries out what the state machine decided: sends, measurements, presence, timers.
+    private func carryOut(_ actions: SessionActions<ContinuousClock>) {
+        for message in actions.messages {
             guard server.send(message.bytes, type: message.type, to: connection) else {
                 // The transport refused: the connection is closing (gone or not reading).
-                state.closed = true
+                closed = true
                 return
             }
             counters.messagesOut += 1
@@ -127,51 +136,18 @@ final class Session: WorkerJob, @unchecked Sendable {
             if message.type == "batch" { counters.batches += 1 }
             if message.type == "error" { counters.errors += 1 }
         }
-        for latency in output.firstBatchLatencies { server.metrics.firstBatch(after: latency) }
-        for wait in output.windowWaits { server.metrics.windowWait(wait) }
-        if let viewport = output.served {
+        for latency in actions.firstBatchLatencies { server.metrics.firstBatch(after: latency) }
+        for wait in actions.windowWaits { server.metrics.windowWait(wait) }
+        if let viewport = actions.served {
             server.presence.update(connection: connection, bbox: viewport.bbox, zoom: viewport.zoom)
         }
-        if let presence = output.presence { server.presence.watch(connection: connection, enabled: presence) }
-        if let close = output.close {
-            state.closed = true
-            server.close(connection, code: close.code, reason: close.reason)
-            return
-        }
-        if let deadline = output.wakeAt {
+        if let presence = actions.presence { server.presence.watch(connection: connection, enabled: presence) }
+        if let deadline = actions.wakeAt {
             let delay = max(.zero, deadline - .now)
             let nanos = Int(delay.nanoseconds)
             DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanos)) { [weak self] in
                 self?.post(.tick)
             }
         }
-    }
-}
-
-/// What one turn of events made a session do.
-struct SessionOutput {
-    struct Message {
-        var type: String
-        var bytes: [UInt8]
-    }
-
-    /// Messages to send, in order.
-    var messages: [Message] = []
-    /// Close the connection after sending them.
-    var close: (code: CloseCode, reason: String)?
-    /// Post a tick at this time.
-    var wakeAt: ContinuousClock.Instant?
-    /// Viewport arrival → first batch handed to the transport, for each first batch sent; without
-    /// any wait for the client's window (see `windowWaits`).
-    var firstBatchLatencies: [Duration] = []
-    /// How long first batches waited for an ack to free the client's window.
-    var windowWaits: [Duration] = []
-    /// The viewport this turn started serving, for presence.
-    var served: ViewportMessage?
-    /// A `settings` opted in to (true) or out of (false) presence.
-    var presence: Bool?
-
-    mutating func send(_ type: String, _ bytes: [UInt8]) {
-        messages.append(Message(type: type, bytes: bytes))
     }
 }

@@ -1,0 +1,221 @@
+/// One viewer's session as a state machine: decoded client messages and timer ticks in, messages to
+/// send and timers to set out (``SessionActions``). The server runs it on a worker thread and carries
+/// out what it decides; tests drive it with a ``ManualClock`` and never sleep.
+///
+/// It owns the pacer (what the client has and the unsent rest of the served viewport's difference),
+/// the viewport rate limiter and the current algorithm. The costly step, clustering a viewport and
+/// planning its batches, runs in ``flush(actions:)`` for the latest viewport the limiter released, at
+/// the end of a turn or before the next message of another kind: a viewport superseded by the next
+/// one in the same turn is never computed.
+public struct SessionMachine<Clock: PinwheelClock> {
+    /// A viewport and when it was received.
+    public typealias Arrival = (viewport: ViewportMessage, receivedAt: Clock.Instant)
+
+    public let clock: Clock
+    public let options: SessionOptions
+    /// The id `hello` announces.
+    public let session: String
+    private let dataset: HelloMessage.DatasetInfo
+    private let clusterOptions: HelloMessage.Options
+    private let clusterers: @Sendable (Algorithm) -> any Clusterer
+    public private(set) var algorithm: Algorithm
+    private var clusterer: any Clusterer
+    /// Properties and sums of the current clusterer, for encoding features.
+    private var context: FeatureContext
+
+    /// The viewport being served, kept for `settings`, which re-serves it.
+    private var served: ViewportMessage?
+    /// The viewport the limiter released this turn, computed at ``flush(actions:)``.
+    private var due: Arrival?
+    /// The viewport being served had more features than `maxFeatures`: the count, until its last batch.
+    private var capped: (seq: UInt64, available: Int)?
+    /// The clock of the served viewport's first batch while it is unsent; nil once it is sent.
+    private var firstBatch: FirstBatchClock?
+    private var pacer: Pacer<Clock>
+    private var limiter: RateLimiter<Clock, Arrival>
+    /// When the timer already asked for fires; nil when none is pending.
+    private var tickDue: Clock.Instant?
+    private var features: [Feature] = []
+    private var encoder = MessageEncoder(capacity: 16 * 1024)
+
+    /// - Parameters:
+    ///   - dataset: what `hello` says of the dataset (its `sumColumns` come from the clusterer).
+    ///   - clusterOptions: the clustering options `hello` announces.
+    ///   - clusterers: the clusterer of each algorithm, built once and shared by every session.
+    ///   - algorithm: the session's first algorithm.
+    public init(
+        clock: Clock, options: SessionOptions, session: String, dataset: HelloMessage.DatasetInfo,
+        clusterOptions: HelloMessage.Options, clusterers: @escaping @Sendable (Algorithm) -> any Clusterer,
+        algorithm: Algorithm
+    ) {
+        self.clock = clock
+        self.options = options
+        self.session = session
+        self.dataset = dataset
+        self.clusterOptions = clusterOptions
+        self.clusterers = clusterers
+        self.algorithm = algorithm
+        clusterer = clusterers(algorithm)
+        context = FeatureContext(clusterer: clusterer)
+        pacer = Pacer(clock: clock, options: PacerOptions(pace: options.pace, window: options.window))
+        limiter = RateLimiter(clock: clock, perSecond: options.viewportHz)
+    }
+
+    /// The handshake is done: greet.
+    public mutating func opened(actions: inout SessionActions<Clock>) {
+        actions.send("hello", hello())
+    }
+
+    /// A complete text message from the client.
+    /// - Returns: the message's type for the metrics ("invalid" when it could not be read).
+    public mutating func received(
+        _ bytes: [UInt8], at receivedAt: Clock.Instant, actions: inout SessionActions<Clock>
+    ) -> String {
+        let message: ClientMessage
+        do {
+            message = try ClientMessage.decode(bytes)
+        } catch {
+            flush(actions: &actions)
+            encoder.error(error)
+            actions.send("error", Array(encoder.message))
+            return "invalid"
+        }
+        // Only runs of viewports coalesce: anything else is answered after the viewports before it.
+        if case .viewport = message {} else { flush(actions: &actions) }
+        switch message {
+        case .viewport(let viewport):
+            serve(limiter.offer((viewport, receivedAt)), actions: &actions)
+            return "viewport"
+        case .ack(let ack):
+            if case .heldByWindow(let elapsed, let since) = firstBatch {
+                // The ack may have been stamped before this turn parked the batch: then there was no wait.
+                let resumed = max(receivedAt, since)
+                actions.windowWaits.append(since.duration(to: resumed))
+                firstBatch = .running(elapsed: elapsed, since: resumed)
+            }
+            carryOut(pacer.acknowledge(ack), actions: &actions)
+            return "ack"
+        case .expand(let id):
+            expand(id, actions: &actions)
+            return "expand"
+        case .settings(let settings):
+            actions.presence = settings.presence
+            guard let newAlgorithm = settings.algorithm else { return "settings" }
+            algorithm = newAlgorithm
+            clusterer = clusterers(algorithm)
+            context = FeatureContext(clusterer: clusterer)
+            actions.send("hello", hello())
+            // Re-serve the current view with the new algorithm, diffed against what the client has,
+            // through the limiter like a viewport, so flipping algorithms costs no more than panning.
+            // A newer viewport held or released already is served with the new algorithm anyway.
+            if let served, due == nil, limiter.pending == nil {
+                serve(limiter.offer((served, receivedAt)), actions: &actions)
+            }
+            return "settings"
+        }
+    }
+
+    /// A timer fired: a held-back viewport may be due, or the pacer may send again.
+    public mutating func tick(actions: inout SessionActions<Clock>) {
+        tickDue = nil
+        serve(limiter.poll(), heldBack: true, actions: &actions)
+        carryOut(pacer.poll(), actions: &actions)
+    }
+
+    /// The end of a turn: clusters and plans the latest viewport released during it.
+    public mutating func flush(actions: inout SessionActions<Clock>) {
+        guard let arrival = due else { return }
+        due = nil
+        show(arrival.viewport, receivedAt: arrival.receivedAt, actions: &actions)
+    }
+
+    /// Carries out the rate limiter's decision.
+    /// - Parameter heldBack: true when the viewport waited for the limiter's timer; its latency then
+    ///   counts from its release, as `viewportHz` (not the server's speed) decided the wait.
+    private mutating func serve(
+        _ action: RateLimiter<Clock, Arrival>.Action, heldBack: Bool = false, actions: inout SessionActions<Clock>
+    ) {
+        switch action {
+        case .process(let arrival):
+            due = (arrival.viewport, heldBack ? clock.now : arrival.receivedAt)
+        case .wait(let until):
+            wake(at: until, actions: &actions)
+        case .idle:
+            break
+        }
+    }
+
+    /// Clusters a viewport and hands it to the pacer, which drops the unsent rest of the previous one
+    /// and diffs against what was actually sent. Past `maxFeatures`, keeps those nearest the centre.
+    private mutating func show(
+        _ viewport: ViewportMessage, receivedAt: Clock.Instant, actions: inout SessionActions<Clock>
+    ) {
+        served = viewport
+        actions.served = viewport
+        clusterer.features(in: viewport.bbox, zoom: viewport.zoom, into: &features)
+        let available = FeatureCap.keepNearest(&features, limit: options.maxFeatures, centre: viewport.bbox.center)
+        capped = available > features.count ? (viewport.seq, available) : nil
+        firstBatch = .running(elapsed: .zero, since: receivedAt)
+        carryOut(pacer.show(seq: viewport.seq, features: features, viewport: viewport.bbox), actions: &actions)
+    }
+
+    /// Sends what the pacer allows now, and asks for a timer when it wants to wait.
+    private mutating func carryOut(_ first: Pacer<Clock>.Action, actions: inout SessionActions<Clock>) {
+        var action = first
+        while case .send(let batch) = action {
+            var cap: BatchMessage.Capped?
+            if batch.done, let capped, capped.seq == batch.seq {
+                cap = BatchMessage.Capped(limit: options.maxFeatures, available: capped.available)
+            }
+            encoder.batch(batch, capped: cap, context: context)
+            actions.send("batch", Array(encoder.message))
+            if case .running(let elapsed, let since) = firstBatch {
+                actions.firstBatchLatencies.append(elapsed + since.duration(to: clock.now))
+                firstBatch = nil
+            }
+            action = pacer.poll()
+        }
+        if case .wait(let until) = action { wake(at: until, actions: &actions) }
+        if case .idle = action, pacer.isWindowFull, case .running(let elapsed, let since) = firstBatch {
+            let now = clock.now
+            firstBatch = .heldByWindow(elapsed: elapsed + since.duration(to: now), since: now)
+        }
+    }
+
+    private mutating func expand(_ id: FeatureID, actions: inout SessionActions<Clock>) {
+        guard let expansion = clusterer.expansion(of: id, zoom: served?.zoom ?? 0) else {
+            encoder.error(WireError(.unknownFeature, field: "id", message: "no feature has id \(id)"))
+            actions.send("error", Array(encoder.message))
+            return
+        }
+        encoder.expansion(id: id, expansion, context: context)
+        actions.send("expansion", Array(encoder.message))
+    }
+
+    /// Asks for a tick at `instant` unless one is already due no later.
+    private mutating func wake(at instant: Clock.Instant, actions: inout SessionActions<Clock>) {
+        if let due = tickDue, due <= instant { return }
+        tickDue = instant
+        actions.wakeAt = instant
+    }
+
+    private mutating func hello() -> [UInt8] {
+        var info = dataset
+        info.sumColumns = clusterer.sumColumns
+        let limits = HelloMessage.Limits(
+            viewportHz: options.viewportHz, pace: options.pace, window: options.window,
+            maxMessageBytes: options.maxMessageBytes, maxFeatures: options.maxFeatures)
+        encoder.hello(
+            HelloMessage(session: session, algorithm: algorithm, dataset: info, options: clusterOptions, limits: limits))
+        return Array(encoder.message)
+    }
+
+    /// The server's own time on a viewport's first batch. It stops while the client's window holds
+    /// the batch: the client's acks, not the server, decide that wait, which is measured apart.
+    private enum FirstBatchClock {
+        /// Running since `since`, after `elapsed` earlier.
+        case running(elapsed: Duration, since: Clock.Instant)
+        /// Stopped at `elapsed`; the window has held the batch since `since`.
+        case heldByWindow(elapsed: Duration, since: Clock.Instant)
+    }
+}

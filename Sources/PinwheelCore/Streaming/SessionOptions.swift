@@ -1,0 +1,24 @@
+/// What one viewer's session may do and receive: the limits `pinwheel serve` sets for every session.
+public struct SessionOptions: Equatable, Sendable {
+    /// Viewports (and algorithm switches' re-sends) served per second on average.
+    public var viewportHz: Double
+    /// Markers per millisecond of client time, before the client's acks refine it.
+    public var pace: Double
+    /// Unacknowledged batches in flight.
+    public var window: Int
+    /// Most features one viewport is served; past it, those nearest the viewport's centre.
+    public var maxFeatures: Int
+    /// Largest client message, announced in `hello` (the transport enforces it).
+    public var maxMessageBytes: Int
+
+    public init(
+        viewportHz: Double = 10, pace: Double = 0.5, window: Int = 4, maxFeatures: Int = 10_000,
+        maxMessageBytes: Int = 64 * 1024
+    ) {
+        self.viewportHz = viewportHz
+        self.pace = pace
+        self.window = window
+        self.maxFeatures = maxFeatures
+        self.maxMessageBytes = maxMessageBytes
+    }
+}

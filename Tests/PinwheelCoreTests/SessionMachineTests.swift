@@ -1,0 +1,236 @@
+import Testing
+
+@testable import PinwheelCore
+
+/// The session as the server runs it, driven turn by turn with a manual clock: client frames in,
+/// encoded messages out, decoded and applied by a simulated page that acknowledges every batch.
+@Suite("Session machine")
+struct SessionMachineTests {
+    static let dataset = SyntheticGenerator(seed: 11).dataset(count: 20_000)
+    static let clusterers: [Algorithm: any Clusterer] = Dictionary(
+        uniqueKeysWithValues: Algorithm.allCases.map { ($0, try! ClustererFactory.make($0, dataset: dataset)) })
+    static let europe = BBox(west: -5, south: 42, east: 15, north: 52)
+
+    /// A session and the page it serves.
+    struct Harness {
+        let clock = ManualClock()
+        var machine: SessionMachine<ManualClock>
+        /// What the page shows, by id.
+        var page: [FeatureID: WireFeature] = [:]
+        var wakeAt: ManualClock.Instant?
+        var seq: UInt64 = 0
+        /// Every server message of the last turn asked for (not of the acks' turns it led to), decoded.
+        var last: [ServerMessage] = []
+        /// Every batch the page received.
+        var batches: [BatchMessage] = []
+        var firstBatchLatencies: [Duration] = []
+        var windowWaits: [Duration] = []
+        var acks = true
+
+        init(options: SessionOptions = SessionOptions(), algorithm: Algorithm = .hierarchical) {
+            machine = SessionMachine(
+                clock: clock, options: options, session: "s1",
+                dataset: HelloMessage.DatasetInfo(name: "synthetic", points: SessionMachineTests.dataset.count, bounds: nil),
+                clusterOptions: HelloMessage.Options(
+                    minZoom: 0, maxZoom: 16, minPoints: 2, radius: 40, extent: 512, nodeSize: 64, spread: "adaptive",
+                    maxClusters: 32),
+                clusterers: { SessionMachineTests.clusterers[$0]! }, algorithm: algorithm)
+        }
+
+        /// One turn: the messages arrive together, then the machine flushes.
+        @discardableResult
+        mutating func turn(_ messages: [ClientMessage] = [], tick: Bool = false) throws -> [ServerMessage] {
+            var actions = SessionActions<ManualClock>()
+            if tick { machine.tick(actions: &actions) }
+            for m in messages { _ = machine.received(Array(m.json.utf8), at: clock.now, actions: &actions) }
+            machine.flush(actions: &actions)
+            return try apply(actions)
+        }
+
+        mutating func opened() throws -> [ServerMessage] {
+            var actions = SessionActions<ManualClock>()
+            machine.opened(actions: &actions)
+            return try apply(actions)
+        }
+
+        /// The page applies the turn's batches; its acks form the next turn, as a real page's would.
+        private mutating func apply(_ actions: SessionActions<ManualClock>) throws -> [ServerMessage] {
+            if let t = actions.wakeAt { wakeAt = t }
+            firstBatchLatencies += actions.firstBatchLatencies
+            windowWaits += actions.windowWaits
+            let messages = try actions.messages.map { try ServerMessage.decode($0.bytes) }
+            var acksToSend: [ClientMessage] = []
+            for case .batch(let b) in messages {
+                batches.append(b)
+                for id in b.remove { #expect(page.removeValue(forKey: id) != nil, "removed an id the page lacks") }
+                for f in b.update { #expect(page.updateValue(f, forKey: f.id) != nil, "updated an id the page lacks") }
+                for f in b.add { #expect(page.updateValue(f, forKey: f.id) == nil, "added an id the page has") }
+                acksToSend.append(.ack(AckMessage(batch: b.batch, applied: b.remove.count + b.add.count + b.update.count, ms: 2)))
+            }
+            if acks && !acksToSend.isEmpty { try turn(acksToSend) }
+            last = messages
+            return messages
+        }
+
+        /// Runs timers until none is pending (or `limit` steps), the page acking as it goes.
+        mutating func settle(limit: Int = 10_000) throws {
+            for _ in 0..<limit {
+                guard let t = wakeAt else { return }
+                wakeAt = nil
+                clock.advance(to: t)
+                try turn(tick: true)
+            }
+        }
+
+        mutating func viewport(_ box: BBox, zoom: Double, width: Int = 3840, height: Int = 2160) -> ClientMessage {
+            seq += 1
+            return .viewport(ViewportMessage(seq: seq, bbox: box, zoom: zoom, width: width, height: height))
+        }
+
+        func expected(_ box: BBox, zoom: Double, algorithm: Algorithm = .hierarchical) -> Set<FeatureID> {
+            var out: [Feature] = []
+            SessionMachineTests.clusterers[algorithm]!.features(in: box, zoom: zoom, into: &out)
+            return Set(out.map(\.id))
+        }
+    }
+
+    @Test("the handshake is answered with hello carrying the session's limits")
+    func hello() throws {
+        var h = Harness(options: SessionOptions(viewportHz: 5, maxFeatures: 777))
+        guard case .hello(let hello) = try h.opened().first else {
+            Issue.record("no hello")
+            return
+        }
+        #expect(hello.session == "s1" && hello.algorithm == .hierarchical)
+        #expect(hello.limits.viewportHz == 5 && hello.limits.maxFeatures == 777)
+    }
+
+    @Test("a viewport is served until the page holds exactly the clusterer's features, the last batch done")
+    func servesAViewport() throws {
+        var h = Harness()
+        let v = h.viewport(Self.europe, zoom: 6)
+        try h.turn([v])
+        try h.settle()
+        #expect(Set(h.page.keys) == h.expected(Self.europe, zoom: 6))
+        #expect(h.firstBatchLatencies == [.zero])
+    }
+
+    @Test("pans at 60 Hz end with the page showing exactly the last viewport's features")
+    func pans() throws {
+        var h = Harness()
+        var box = Self.europe
+        for step in 0..<120 {
+            box = BBox(west: -5 + Double(step) * 0.1, south: 42, east: 15 + Double(step) * 0.1, north: 52)
+            try h.turn([h.viewport(box, zoom: 6)])
+            h.clock.advance(by: .nanoseconds(16_666_667))
+            if let t = h.wakeAt, t <= h.clock.now {
+                h.wakeAt = nil
+                try h.turn(tick: true)
+            }
+        }
+        try h.settle()
+        #expect(Set(h.page.keys) == h.expected(box, zoom: 6))
+        // The rate limiter served about 10 of the 60 viewports a second (two back to back at most).
+        #expect(h.firstBatchLatencies.count <= 2 + 120 / 6 + 1)
+    }
+
+    @Test("of several viewports in one turn only the latest is computed")
+    func coalescesATurn() throws {
+        var h = Harness()
+        let boxes = (0..<5).map { BBox(west: -5 + Double($0), south: 42, east: 15 + Double($0), north: 52) }
+        let messages = boxes.map { h.viewport($0, zoom: 6) }
+        h.acks = false
+        let sent = try h.turn(messages)
+        // The limiter lets two through back to back and holds the rest: of the two, only the second
+        // is computed now, and the held fifth one after the next tick.
+        let seqs = Set(sent.compactMap { m -> UInt64? in if case .batch(let b) = m { b.seq } else { nil } })
+        #expect(seqs == [2])
+        h.acks = true
+        try h.turn(sent.compactMap { m in
+            if case .batch(let b) = m { .ack(AckMessage(batch: b.batch, applied: 1, ms: 1)) } else { nil }
+        })
+        try h.settle()
+        #expect(Set(h.batches.map(\.seq)) == [2, 5])
+        #expect(Set(h.page.keys) == h.expected(boxes[4], zoom: 6))
+    }
+
+    @Test("a viewport coming faster than viewportHz waits for a tick, and the latest wins")
+    func rateLimits() throws {
+        var h = Harness(options: SessionOptions(viewportHz: 10))
+        try h.turn([h.viewport(Self.europe, zoom: 6)])
+        try h.turn([h.viewport(Self.europe, zoom: 5)])  // the burst of two lets this one through
+        try h.settle()
+        let held = h.viewport(Self.europe, zoom: 4)
+        try h.turn([held])
+        #expect(h.last.isEmpty && h.wakeAt != nil, "the third viewport within 100 ms was not held")
+        let latest = h.viewport(Self.europe, zoom: 7)
+        try h.turn([latest])
+        try h.settle()
+        #expect(Set(h.page.keys) == h.expected(Self.europe, zoom: 7))
+    }
+
+    @Test("switching the algorithm sends a hello and re-serves the view, and flips are rate-limited like viewports")
+    func algorithmFlips() throws {
+        var h = Harness(options: SessionOptions(viewportHz: 10))
+        try h.turn([h.viewport(Self.europe, zoom: 6)])
+        try h.settle()
+        let before = h.firstBatchLatencies.count
+        try h.turn([.settings(SettingsMessage(algorithm: .pcaTree))])
+        #expect(h.last.first.map { if case .hello(let m) = $0 { m.algorithm == .pcaTree } else { false } } == true)
+        // Flipping again at once: the answer is a hello, the re-serve waits for the limiter.
+        try h.turn([.settings(SettingsMessage(algorithm: .hierarchical)), .settings(SettingsMessage(algorithm: .pcaTree))])
+        #expect(h.last.allSatisfy { if case .hello = $0 { true } else { false } })
+        try h.settle()
+        #expect(h.firstBatchLatencies.count <= before + 2)
+        #expect(Set(h.page.keys) == h.expected(Self.europe, zoom: 6, algorithm: .pcaTree))
+    }
+
+    @Test("past maxFeatures the nearest features are served and the done batch says how many there were")
+    func caps() throws {
+        var h = Harness(options: SessionOptions(maxFeatures: 25))
+        let world = BBox(west: -180, south: -85, east: 180, north: 85)
+        try h.turn([h.viewport(world, zoom: 2, width: 1024, height: 1024)])
+        try h.settle()
+        let done = h.batches.last { $0.done }
+        #expect(h.batches.filter { !$0.done }.allSatisfy { $0.capped == nil })
+        let available = h.expected(world, zoom: 2).count
+        #expect(available > 25)
+        #expect(h.page.count == 25)
+        #expect(done?.capped == BatchMessage.Capped(limit: 25, available: available))
+    }
+
+    @Test("a bad frame gets an error naming the field, and the session keeps streaming")
+    func badFrame() throws {
+        var h = Harness()
+        var actions = SessionActions<ManualClock>()
+        let type = h.machine.received(
+            Array(#"{"type":"viewport","seq":1,"bbox":[0,0,1,1],"zoom":31,"width":800,"height":600}"#.utf8),
+            at: h.clock.now, actions: &actions)
+        #expect(type == "invalid")
+        #expect(
+            try ServerMessage.decode(actions.messages[0].bytes)
+                == .error(WireError(.invalidField, field: "zoom", message: "zoom must be between 0 and 24, got 31")))
+        try h.turn([h.viewport(Self.europe, zoom: 6)])
+        try h.settle()
+        #expect(Set(h.page.keys) == h.expected(Self.europe, zoom: 6))
+    }
+
+    @Test("a first batch held by a full window is measured as window wait, not as the server's time")
+    func windowWait() throws {
+        var h = Harness(options: SessionOptions(window: 1))
+        h.acks = false
+        let first = try h.turn([h.viewport(Self.europe, zoom: 6)])
+        guard case .batch(let b1) = first.first else {
+            Issue.record("no batch")
+            return
+        }
+        try h.turn([h.viewport(BBox(west: 1.7, south: 42, east: 21.7, north: 52), zoom: 6)])
+        #expect(h.last.isEmpty, "a batch came while the window was full")
+        h.clock.advance(by: .milliseconds(400))
+        h.acks = true
+        try h.turn([.ack(AckMessage(batch: b1.batch, applied: b1.add.count, ms: 2))])
+        #expect(h.windowWaits == [.milliseconds(400)])
+        #expect(h.firstBatchLatencies.allSatisfy { $0 < .milliseconds(400) })
+        #expect(h.firstBatchLatencies.count == 2)
+    }
+}
