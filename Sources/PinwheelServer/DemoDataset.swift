@@ -1,18 +1,35 @@
 import Foundation
 import PinwheelCore
 
-/// A dataset ready to serve, with the name `hello` announces.
+/// A dataset ready to serve, with the name `hello` announces and what was left out reading it.
 public struct LoadedDataset: Sendable {
     /// Short name, e.g. "geonames-cities+malls" or the file's name.
     public var name: String
     public var dataset: Dataset
     /// The smallest box holding every point, computed once; nil when empty.
     public var bounds: BBox?
+    /// GeoJSON features with `"geometry": null`, left out.
+    public var unlocated: Int
+    /// Bad rows left out under ``BadRowPolicy/skip``.
+    public var skipped: Int
+    /// The first skipped rows' errors (line, column, what was wrong).
+    public var skippedErrors: [DataError]
 
-    public init(name: String, dataset: Dataset) {
+    public init(name: String, dataset: Dataset, unlocated: Int = 0, skipped: Int = 0, skippedErrors: [DataError] = []) {
         self.name = name
         self.dataset = dataset
         bounds = dataset.bounds
+        self.unlocated = unlocated
+        self.skipped = skipped
+        self.skippedErrors = skippedErrors
+    }
+
+    /// What `hello` says about this dataset.
+    /// - Parameter aggregates: the clusterer's aggregates.
+    public func helloInfo(aggregates: [Aggregate]) -> HelloMessage.DatasetInfo {
+        HelloMessage.DatasetInfo(
+            name: name, points: dataset.count, bounds: bounds, unlocated: unlocated, skipped: skipped,
+            aggregates: aggregates)
     }
 }
 

@@ -190,8 +190,7 @@ struct SessionState {
     }
 
     private mutating func hello() -> [UInt8] {
-        let info = HelloMessage.DatasetInfo(
-            name: dataset.name, points: dataset.dataset.count, bounds: dataset.bounds, sumColumns: clusterer.sumColumns)
+        let info = dataset.helloInfo(aggregates: clusterer.aggregates)
         let limits = HelloMessage.Limits(
             viewportHz: configuration.viewportHz, pace: configuration.pace, window: configuration.window,
             maxMessageBytes: configuration.maxMessageBytes, maxFeatures: configuration.maxFeatures)
