@@ -43,14 +43,18 @@ public enum DatasetSource: Sendable {
     case synthetic(Int)
 
     /// Reads the points.
+    /// - Parameter badRows: what a bad row in a file does: stop the load, or be left out and counted.
     /// - Throws: ``DatasetLoadError`` naming the file, and for a bad row its line and column.
-    public func load() throws -> LoadedDataset {
+    public func load(badRows: BadRowPolicy = .fail) throws -> LoadedDataset {
         switch self {
         case .demo:
             return try DemoDataset.load()
         case .file(let path):
             let name = URL(fileURLWithPath: path).lastPathComponent
-            return LoadedDataset(name: name, dataset: try DemoDataset.read(path))
+            let parsed = try DemoDataset.parse(path, badRows: badRows)
+            return LoadedDataset(
+                name: name, dataset: parsed.dataset, unlocated: parsed.unlocated, skipped: parsed.skipped,
+                skippedErrors: parsed.errors)
         case .synthetic(let count):
             return LoadedDataset(name: "synthetic-\(count)", dataset: SyntheticGenerator().dataset(count: count))
         }
@@ -72,7 +76,10 @@ public enum DatasetLoadError: Error, CustomStringConvertible {
         switch self {
         case let .unreadable(file, reason): "\(file): cannot read: \(reason)"
         case let .unknownFormat(file): "\(file): unknown format (expected .csv, .geojson, .json, .ndjson or .jsonl)"
-        case let .badData(file, error): "\(file): \(error)"
+        case let .badData(file, error):
+            // A problem on a line may be a bad row, which `serve` can leave out instead.
+            error.line == nil
+                ? "\(file): \(error)" : "\(file): \(error) (if it is a bad row, --on-bad-row skip leaves it out)"
         case .demoNotFound: "the demo dataset (data/geonames_rg_cities1000_145k.csv) was not found; pass --data FILE"
         }
     }
@@ -99,17 +106,17 @@ enum DemoDataset {
         return LoadedDataset(name: "geonames-cities+malls", dataset: cities)
     }
 
-    /// Reads one data file, its format told by its extension.
+    /// Reads one of the demo's own files, which have no bad rows.
     static func read(_ path: String) throws -> Dataset {
+        try parse(path, badRows: .fail).dataset
+    }
+
+    /// Reads one data file, its format told by its extension.
+    static func parse(_ path: String, badRows: BadRowPolicy) throws -> ParsedDataset {
         guard let format = DataFormat(fileName: path) else { throw DatasetLoadError.unknownFormat(file: path) }
-        let bytes: [UInt8]
+        let bytes = try FileBytes.read(path)
         do {
-            bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
-        } catch {
-            throw DatasetLoadError.unreadable(file: path, reason: error.localizedDescription)
-        }
-        do {
-            return try DatasetParser.parse(bytes, format: format).dataset
+            return try DatasetParser.parse(bytes, format: format, badRows: badRows)
         } catch {
             throw DatasetLoadError.badData(file: path, error: error)
         }
