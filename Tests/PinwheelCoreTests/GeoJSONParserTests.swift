@@ -166,6 +166,30 @@ struct GeoJSONParserTests {
         }
     }
 
+    @Test("NDJSON fed in pieces of any size reads as the whole, lines cut anywhere, no final line feed")
+    func ndjsonPieces() throws {
+        let text = Array(
+            """
+            {"type":"Feature","id":"é1","geometry":{"type":"Point","coordinates":[1,2]},"properties":{"n":"a"}}
+
+            {"type":"Feature","geometry":null}
+            {oops
+            {"type":"Feature","geometry":{"type":"Point","coordinates":[3,4]},"properties":{"m":"b"}}
+            """.utf8)
+        let whole = try GeoJSONParser.parseNDJSON(text, badRows: .skip)
+        #expect(whole.dataset.ids == [0, 3] && whole.unlocated == 1 && whole.skipped == 1)
+        for size in [1, 2, 3, 7, 50, text.count] {
+            var stream = NDJSONStream(badRows: .skip, expectedFeatures: 2)
+            for start in stride(from: 0, to: text.count, by: size) {
+                try text[start..<min(start + size, text.count)].withUnsafeBufferPointer { try stream.feed($0) }
+            }
+            let parsed = try stream.finish()
+            #expect(parsed.dataset.ids == whole.dataset.ids && parsed.dataset.coordinates == whole.dataset.coordinates)
+            #expect(parsed.dataset.properties.values == whole.dataset.properties.values)
+            #expect(parsed.errors == whole.errors && parsed.unlocated == 1)
+        }
+    }
+
     @Test("duplicate ids are rejected naming the second line")
     func duplicateIDs() {
         let text = """

@@ -50,39 +50,15 @@ public enum GeoJSONParser {
         return collector.finish()
     }
 
-    /// Parses NDJSON: one Feature per non-blank line; a line that is not JSON is a bad row.
+    /// Parses NDJSON: one Feature per non-blank line; a line that is not JSON is a bad row. For input
+    /// too large to hold next to its dataset, feed it piece by piece to an ``NDJSONStream``.
     public static func parseNDJSON(_ bytes: [UInt8], badRows: BadRowPolicy = .fail) throws(DataError) -> ParsedDataset {
-        var collector = Collector(badRows: badRows)
+        var stream = NDJSONStream(badRows: badRows)
         let result: Result<Void, DataError> = bytes.withUnsafeBufferPointer { buffer in
-            Result { () throws(DataError) in
-                var start = 0
-                var line = 1
-                var index = 0
-                while start < buffer.count {
-                    var end = start
-                    while end < buffer.count && buffer[end] != UInt8(ascii: "\n") { end += 1 }
-                    let text = UnsafeBufferPointer(rebasing: buffer[start..<end])
-                    if text.contains(where: { $0 != 0x20 && $0 != 0x09 && $0 != 0x0D }) {
-                        do {
-                            let value = try JSONReader.parse(text)
-                            try collector.add(value, index: index, line: line, path: "feature")
-                        } catch let failure as JSONReader.Failure {
-                            try collector.builder.reject(
-                                .invalidJSON(line: line, column: failure.column, reason: failure.reason))
-                        } catch let error as DataError {
-                            throw error
-                        } catch {
-                            preconditionFailure("only JSON and data errors are thrown here")
-                        }
-                        index += 1
-                    }
-                    start = end + 1
-                    line += 1
-                }
-            }
+            Result { () throws(DataError) in try stream.feed(buffer) }
         }
         try result.get()
-        return collector.finish()
+        return try stream.finish()
     }
 
     /// A property value as table text.
