@@ -79,16 +79,19 @@ struct BenchCommand: ParsableCommand {
                     + "\"cpuMedianUs\":\(fixed($0.cpuMedianUs, 2)),\"cpuP99Us\":\(fixed($0.cpuP99Us, 2)),"
                     + "\"featuresMedian\":\($0.featuresMedian)}"
             }.joined(separator: ",")
-            let fields = [
+            var fields = [
                 "\"points\":\(dataset.count)", "\"algorithm\":\"\(algorithm.rawValue)\"",
                 "\"buildMs\":\(fixed(buildTime.ms, 1))", "\"buildCPUMs\":\(fixed(buildCPUMs, 1))",
                 "\"loadAverage\":\(fixed(loadBefore, 2))", "\"peakRSSMB\":\(fixed(peakMB, 1))",
                 "\"bytesPerItem\":\(fixed(bytesPerItem, 2))", "\"itemsPerZoom\":{\(zoomItems)}",
                 "\"queries\":{\(queryFields)}",
-            ] + (parse.map { [
-                "\"parseMs\":\(fixed($0.time.ms, 1))", "\"datasetRSSMB\":\(fixed($0.datasetMB, 1))",
-                "\"parsePeakRSSMB\":\(fixed($0.peakMB, 1))",
-            ] } ?? [])
+            ]
+            if let parse {
+                fields += [
+                    "\"parseMs\":\(fixed(parse.time.ms, 1))", "\"datasetRSSMB\":\(fixed(parse.datasetMB, 1))",
+                    "\"parsePeakRSSMB\":\(fixed(parse.peakMB, 1))",
+                ]
+            }
             print("{" + fields.joined(separator: ",") + "}")
             return
         }

@@ -6,8 +6,12 @@ import Testing
 struct AggregateTests {
     @Test("NAME=OP(COLUMN) reads every operation, spaces and case in OP aside")
     func parsing() throws {
-        #expect(try Aggregate(parsing: "people=sum(population)") == Aggregate(name: "people", operation: .sum, column: "population"))
-        #expect(try Aggregate(parsing: " low = MIN( elevation ) ") == Aggregate(name: "low", operation: .min, column: "elevation"))
+        #expect(
+            try Aggregate(parsing: "people=sum(population)")
+                == Aggregate(name: "people", operation: .sum, column: "population"))
+        #expect(
+            try Aggregate(parsing: " low = MIN( elevation ) ")
+                == Aggregate(name: "low", operation: .min, column: "elevation"))
         for op in Aggregate.Operation.allCases {
             #expect(try Aggregate(parsing: "a=\(op.rawValue)(b)").operation == op)
         }
@@ -15,10 +19,16 @@ struct AggregateTests {
 
     @Test("a malformed aggregate or an unknown operation says what is expected")
     func malformed() {
-        #expect(throws: IndexError.invalidAggregate(text: "sum(pop)", reason: "expected NAME=OP(COLUMN), e.g. people=sum(population)")) {
+        #expect(
+            throws: IndexError.invalidAggregate(
+                text: "sum(pop)", reason: "expected NAME=OP(COLUMN), e.g. people=sum(population)")
+        ) {
             try Aggregate(parsing: "sum(pop)")
         }
-        #expect(throws: IndexError.invalidAggregate(text: "a=median(pop)", reason: "\"median\" is not one of sum, min, max, mean")) {
+        #expect(
+            throws: IndexError.invalidAggregate(
+                text: "a=median(pop)", reason: "\"median\" is not one of sum, min, max, mean")
+        ) {
             try Aggregate(parsing: "a=median(pop)")
         }
         #expect(throws: IndexError.invalidAggregate(text: "=sum(pop)", reason: "the name is empty")) {

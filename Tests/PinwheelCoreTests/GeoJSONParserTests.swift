@@ -48,7 +48,8 @@ struct GeoJSONParserTests {
             """
             {"type":"Feature","geometry":{"type":"LineString","coordinates":[[1,2],[3,4]]}}
             """)
-        #expect(throws: DataError.unsupportedGeometry(line: 2, column: "features[0].geometry.type", type: "LineString")) {
+        let lineString = DataError.unsupportedGeometry(line: 2, column: "features[0].geometry.type", type: "LineString")
+        #expect(throws: lineString) {
             try GeoJSONParser.parseFeatureCollection(line)
         }
         #expect(

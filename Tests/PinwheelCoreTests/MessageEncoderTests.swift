@@ -63,7 +63,8 @@ struct MessageEncoderTests {
         var encoder = MessageEncoder()
         let cluster = Feature(id: 4_294_967_396, lat: 1, lon: 2, count: 4, parent: nil, row: -1)
         let aggregates = [
-            Aggregate(name: "mean", operation: .mean, column: "p"), Aggregate(name: "low", operation: .min, column: "q"),
+            Aggregate(name: "mean", operation: .mean, column: "p"),
+            Aggregate(name: "low", operation: .min, column: "q"),
         ]
         encoder.batch(
             seq: 1, number: 1, remove: [], add: [cluster], update: [], done: true,

@@ -485,13 +485,15 @@ struct PCATreeTests {
         for node in 0..<tree.nodeCount {
             let feature = tree.feature(node: node)
             let rows = tree.leaves(of: feature.id, limit: Int.max, offset: 0)!.map { Int($0.row) }
-            #expect(AggregateOracle.matches(tree.aggregateValues(of: feature), count: UInt32(rows.count), rows: rows, data))
+            let values = tree.aggregateValues(of: feature)
+            #expect(AggregateOracle.matches(values, count: UInt32(rows.count), rows: rows, data))
         }
         var out: [Feature] = []
         for zoom in 0...16 {
             tree.features(in: .world, zoom: Double(zoom), into: &out)
             for f in out {
-                let rows = f.isPoint ? [Int(f.row)] : tree.leaves(of: f.id, limit: Int.max, offset: 0)!.map { Int($0.row) }
+                let leaves = f.isPoint ? [] : tree.leaves(of: f.id, limit: Int.max, offset: 0)!
+                let rows = f.isPoint ? [Int(f.row)] : leaves.map { Int($0.row) }
                 #expect(AggregateOracle.matches(tree.aggregateValues(of: f), count: f.count, rows: rows, data))
             }
         }

@@ -35,7 +35,8 @@ extension ClusterIndex {
                     for c in 0..<k { b.reduced[at * k + c] = aggregates[c].identity }
                     for member in groups.rows(of: g) {
                         for c in 0..<k {
-                            b.reduced[at * k + c] = aggregates[c].combine(b.reduced[at * k + c], pointValues[Int(member) * k + c])
+                            b.reduced[at * k + c] = aggregates[c].combine(
+                                b.reduced[at * k + c], pointValues[Int(member) * k + c])
                         }
                     }
                     at += 1

@@ -66,7 +66,8 @@ public final class ClusterIndex: Clusterer {
         let groupFirstIDs = (0..<groups.count).map { dataset.ids[Int(groups.rows(of: $0).first!)] }
         for z in stride(from: options.maxZoom, through: options.minZoom, by: -1) {
             let level = ClusterIndex.cluster(
-                &finestFirst[finestFirst.count - 1], zoom: z, options: options, aggregates: aggregates, buffers: buffers,
+                &finestFirst[finestFirst.count - 1], zoom: z, options: options, aggregates: aggregates,
+                buffers: buffers,
                 ids: dataset.ids, groupFirstIDs: groupFirstIDs)
             finestFirst.append(level)
         }

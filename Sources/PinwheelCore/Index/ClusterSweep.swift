@@ -148,7 +148,8 @@ struct ClusterSweep {
                         wy += xy[2 * j + 1] * w
                         parents[j] = Int32(made)
                         for c in 0..<k {
-                            out.reduced[made * k + c] = aggregates[c].combine(out.reduced[made * k + c], reduced![j * k + c])
+                            out.reduced[made * k + c] = aggregates[c].combine(
+                                out.reduced[made * k + c], reduced![j * k + c])
                         }
                     }
                     // The cluster: weighted centroid, total count, and the seed's origin tagged with

@@ -9,7 +9,8 @@ public enum ClustererFactory {
     ///   - aggregates: values reduced over every cluster's points.
     /// - Throws: ``IndexError`` for bad options or columns.
     public static func make(
-        _ algorithm: Algorithm, dataset: Dataset, options: ClusterOptions = ClusterOptions(), aggregates: [Aggregate] = []
+        _ algorithm: Algorithm, dataset: Dataset, options: ClusterOptions = ClusterOptions(),
+        aggregates: [Aggregate] = []
     ) throws(IndexError) -> any Clusterer {
         switch algorithm {
         case .hierarchical:

@@ -250,7 +250,8 @@ public enum ServerMessage: Equatable, Sendable {
             }
             if f.has("aggregates") {
                 for (key, value) in try f.object("aggregates").object.members {
-                    feature.aggregates[key] = value == .null ? .nan : try MessageFields.number(value, name: "aggregates")
+                    feature.aggregates[key] =
+                        value == .null ? .nan : try MessageFields.number(value, name: "aggregates")
                 }
             }
             out.append(feature)
