@@ -960,9 +960,10 @@
         const id = e.layer && e.layer.pinwheelId;
         const entry = id !== undefined && state.markers.get(id);
         if (!entry) return;
-        if (entry.feature.count > 1) {
-            pendingExpand = { id: id, at: entry.layer.getLatLng() };
-            send({ type: 'expand', id: id });
+        if (entry.feature.count > 1 && entry.feature.aggregates) {
+            openClusterPopup(entry.feature, entry.layer.getLatLng());
+        } else if (entry.feature.count > 1) {
+            expand(id, entry.layer.getLatLng());
         } else {
             openPopup(entry.feature, entry.layer.getLatLng());
         }
@@ -974,6 +975,11 @@
     });
 
     map.on('click', () => clearSpread());
+
+    function expand(id, at) {
+        pendingExpand = { id: id, at: at };
+        send({ type: 'expand', id: id });
+    }
 
     function onExpansion(msg) {
         state.lastExpansion = msg;
@@ -1016,7 +1022,8 @@
         root.appendChild(title);
         const table = document.createElement('table');
         const rows = Object.keys(props).filter((k) => k !== 'name').map((k) => [k, props[k]]);
-        rows.push(['id', String(f.id)]);
+        // A text id from the file is the property `id`; the wire id is then the point's number.
+        rows.push([props.id !== undefined ? 'number' : 'id', String(f.id)]);
         rows.push(['position', `${f.lat.toFixed(5)}, ${f.lon.toFixed(5)}`]);
         if (f.anchor) rows.push(['true position', `${f.anchor.lat.toFixed(5)}, ${f.anchor.lon.toFixed(5)}`]);
         for (const [k, v] of rows) {
@@ -1025,6 +1032,34 @@
             tr.insertCell().textContent = typeof v === 'number' ? v.toLocaleString('en') : String(v);
         }
         root.appendChild(table);
+        L.popup({ offset: [0, -4] }).setLatLng(at).setContent(root).openOn(map);
+    }
+
+    /** A cluster's popup when the server aggregates columns (`--aggregate`): its count, each
+     *  aggregate as hello announced it, and a button that opens the cluster as a plain click does. */
+    function openClusterPopup(f, at) {
+        const root = document.createElement('div');
+        root.className = 'pw-popup';
+        const title = document.createElement('h3');
+        title.textContent = `${f.count.toLocaleString('en')} points`;
+        root.appendChild(title);
+        const table = document.createElement('table');
+        const announced = (state.hello && state.hello.dataset && state.hello.dataset.aggregates) || [];
+        for (const a of announced) {
+            const v = f.aggregates[a.name];
+            const tr = table.insertRow();
+            tr.insertCell().textContent = `${a.name} (${a.op} of ${a.column})`;
+            tr.insertCell().textContent = typeof v === 'number' ? v.toLocaleString('en', { maximumFractionDigits: 2 }) : '–';
+        }
+        root.appendChild(table);
+        const zoom = document.createElement('button');
+        zoom.type = 'button';
+        zoom.textContent = 'Zoom in';
+        zoom.addEventListener('click', () => {
+            map.closePopup();
+            expand(f.id, at);
+        });
+        root.appendChild(zoom);
         L.popup({ offset: [0, -4] }).setLatLng(at).setContent(root).openOn(map);
     }
 

@@ -8,12 +8,16 @@ struct Clusterers: Sendable {
     /// The options `hello` announces.
     let options: HelloMessage.Options
 
-    /// Builds every algorithm's clusterer with `clusterOptions`.
-    /// - Throws: the core's build error (a bad option, too many points), naming what was wrong.
-    init(dataset: Dataset, options clusterOptions: ClusterOptions = ClusterOptions()) throws {
+    /// Builds every algorithm's clusterer with `clusterOptions` and the same `aggregates`.
+    /// - Throws: the core's build error (a bad option, an unknown aggregate column, too many points),
+    ///   naming what was wrong.
+    init(dataset: Dataset, options clusterOptions: ClusterOptions = ClusterOptions(), aggregates: [Aggregate] = [])
+        throws
+    {
         var built: [Algorithm: any Clusterer] = [:]
         for algorithm in Algorithm.allCases {
-            built[algorithm] = try ClustererFactory.make(algorithm, dataset: dataset, options: clusterOptions)
+            built[algorithm] = try ClustererFactory.make(
+                algorithm, dataset: dataset, options: clusterOptions, aggregates: aggregates)
         }
         byAlgorithm = built
         options = HelloMessage.Options(

@@ -1,18 +1,35 @@
 import Foundation
 import PinwheelCore
 
-/// A dataset ready to serve, with the name `hello` announces.
+/// A dataset ready to serve, with the name `hello` announces and what was left out reading it.
 public struct LoadedDataset: Sendable {
     /// Short name, e.g. "geonames-cities+malls" or the file's name.
     public var name: String
     public var dataset: Dataset
     /// The smallest box holding every point, computed once; nil when empty.
     public var bounds: BBox?
+    /// GeoJSON features with `"geometry": null`, left out.
+    public var unlocated: Int
+    /// Bad rows left out under ``BadRowPolicy/skip``.
+    public var skipped: Int
+    /// The first skipped rows' errors (line, column, what was wrong).
+    public var skippedErrors: [DataError]
 
-    public init(name: String, dataset: Dataset) {
+    public init(name: String, dataset: Dataset, unlocated: Int = 0, skipped: Int = 0, skippedErrors: [DataError] = []) {
         self.name = name
         self.dataset = dataset
         bounds = dataset.bounds
+        self.unlocated = unlocated
+        self.skipped = skipped
+        self.skippedErrors = skippedErrors
+    }
+
+    /// What `hello` says about this dataset.
+    /// - Parameter aggregates: the clusterer's aggregates.
+    public func helloInfo(aggregates: [Aggregate]) -> HelloMessage.DatasetInfo {
+        HelloMessage.DatasetInfo(
+            name: name, points: dataset.count, bounds: bounds, unlocated: unlocated, skipped: skipped,
+            aggregates: aggregates)
     }
 }
 
@@ -26,14 +43,18 @@ public enum DatasetSource: Sendable {
     case synthetic(Int)
 
     /// Reads the points.
+    /// - Parameter badRows: what a bad row in a file does: stop the load, or be left out and counted.
     /// - Throws: ``DatasetLoadError`` naming the file, and for a bad row its line and column.
-    public func load() throws -> LoadedDataset {
+    public func load(badRows: BadRowPolicy = .fail) throws -> LoadedDataset {
         switch self {
         case .demo:
             return try DemoDataset.load()
         case .file(let path):
             let name = URL(fileURLWithPath: path).lastPathComponent
-            return LoadedDataset(name: name, dataset: try DemoDataset.read(path))
+            let parsed = try DemoDataset.parse(path, badRows: badRows)
+            return LoadedDataset(
+                name: name, dataset: parsed.dataset, unlocated: parsed.unlocated, skipped: parsed.skipped,
+                skippedErrors: parsed.errors)
         case .synthetic(let count):
             return LoadedDataset(name: "synthetic-\(count)", dataset: SyntheticGenerator().dataset(count: count))
         }
@@ -55,7 +76,10 @@ public enum DatasetLoadError: Error, CustomStringConvertible {
         switch self {
         case let .unreadable(file, reason): "\(file): cannot read: \(reason)"
         case let .unknownFormat(file): "\(file): unknown format (expected .csv, .geojson, .json, .ndjson or .jsonl)"
-        case let .badData(file, error): "\(file): \(error)"
+        case let .badData(file, error):
+            // A problem on a line may be a bad row, which `serve` can leave out instead.
+            error.line == nil
+                ? "\(file): \(error)" : "\(file): \(error) (if it is a bad row, --on-bad-row skip leaves it out)"
         case .demoNotFound: "the demo dataset (data/geonames_rg_cities1000_145k.csv) was not found; pass --data FILE"
         }
     }
@@ -82,18 +106,35 @@ enum DemoDataset {
         return LoadedDataset(name: "geonames-cities+malls", dataset: cities)
     }
 
-    /// Reads one data file, its format told by its extension.
+    /// Reads one of the demo's own files, which have no bad rows.
     static func read(_ path: String) throws -> Dataset {
+        try parse(path, badRows: .fail).dataset
+    }
+
+    /// Reads one data file, its format told by its extension.
+    static func parse(_ path: String, badRows: BadRowPolicy) throws -> ParsedDataset {
         guard let format = DataFormat(fileName: path) else { throw DatasetLoadError.unknownFormat(file: path) }
-        let bytes: [UInt8]
+        // NDJSON, the usual format of very large exports, streams: peak memory stays near the
+        // dataset's, where a whole 10M-line file would add 1.4 GB.
+        if format == .ndjson { return try streamNDJSON(path, badRows: badRows) }
+        let bytes = try FileBytes.read(path)
         do {
-            bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+            return try DatasetParser.parse(bytes, format: format, badRows: badRows)
         } catch {
-            throw DatasetLoadError.unreadable(file: path, reason: error.localizedDescription)
+            throw DatasetLoadError.badData(file: path, error: error)
         }
+    }
+
+    private static func streamNDJSON(_ path: String, badRows: BadRowPolicy) throws -> ParsedDataset {
+        var stream: NDJSONStream?
         do {
-            return try DatasetParser.parse(bytes, format: format).dataset
-        } catch {
+            try FileBytes.forEachPiece(
+                path,
+                // Features are rarely under 60 bytes a line; unused capacity is never touched.
+                sizeKnown: { stream = NDJSONStream(badRows: badRows, expectedFeatures: $0 / 60) },
+                { piece in try stream!.feed(piece) })
+            return try stream!.finish()
+        } catch let error as DataError {
             throw DatasetLoadError.badData(file: path, error: error)
         }
     }

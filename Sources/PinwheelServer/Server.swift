@@ -32,7 +32,8 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
     public convenience init(configuration: ServerConfiguration, dataset: LoadedDataset, logger: Logger) throws {
         try self.init(
             configuration: configuration, dataset: dataset,
-            clusterers: Clusterers(dataset: dataset.dataset, options: configuration.clusterOptions),
+            clusterers: Clusterers(
+                dataset: dataset.dataset, options: configuration.clusterOptions, aggregates: configuration.aggregates),
             logger: logger)
     }
 
@@ -42,6 +43,7 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
         self.dataset = dataset
         self.logger = logger
         self.clusterers = clusterers
+        metrics.datasetLoaded(points: dataset.dataset.count, unlocated: dataset.unlocated, skipped: dataset.skipped)
         workers = Workers(count: configuration.workers, metrics: metrics)
         transport = WebSocketServer(configuration: transportConfiguration())
     }

@@ -41,6 +41,8 @@ public struct ServerConfiguration: Sendable {
     public var permessageDeflate = true
     /// Clustering options for every algorithm (radius, minPoints, …), announced in `hello`.
     public var clusterOptions = ClusterOptions()
+    /// Values reduced over every cluster's points (`--aggregate`), announced in `hello`.
+    public var aggregates: [Aggregate] = []
     /// Worker threads that cluster and diff.
     public var workers: Int = 2
 

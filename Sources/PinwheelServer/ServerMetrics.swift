@@ -22,6 +22,10 @@ public final class ServerMetrics: Sendable {
     private let workerQueue: CoreMetrics.Meter
     private let outboundBytes: CoreMetrics.Meter
     private let deflateGuardTrips: CoreMetrics.Meter
+    private let datasetPoints: CoreMetrics.Meter
+    /// Rows of the data file left out, by reason: `bad` (`--on-bad-row skip`) or `unlocated`.
+    private let leftOutBad: CoreMetrics.Meter
+    private let leftOutUnlocated: CoreMetrics.Meter
     private let firstBatch: CoreMetrics.Timer
     private let windowWait: CoreMetrics.Timer
     /// Exact percentiles of ``firstBatchMicros``, refreshed at each scrape.
@@ -58,6 +62,10 @@ public final class ServerMetrics: Sendable {
         outboundBytes = Meter(
             label: "pinwheel_queue_depth", dimensions: [("queue", "outbound_bytes")], factory: factory)
         deflateGuardTrips = Meter(label: "pinwheel_deflate_guard_trips", factory: factory)
+        datasetPoints = Meter(label: "pinwheel_dataset_points", factory: factory)
+        leftOutBad = Meter(label: "pinwheel_dataset_rows_left_out", dimensions: [("reason", "bad")], factory: factory)
+        leftOutUnlocated = Meter(
+            label: "pinwheel_dataset_rows_left_out", dimensions: [("reason", "unlocated")], factory: factory)
         firstBatch = CoreMetrics.Timer(label: "pinwheel_viewport_first_batch_seconds", factory: factory)
         windowWait = CoreMetrics.Timer(label: "pinwheel_viewport_window_wait_seconds", factory: factory)
         firstBatchP50 = registry.makeGauge(
@@ -101,6 +109,13 @@ public final class ServerMetrics: Sendable {
         firstBatchP99.set(Double(p99) / 1e6)
         firstBatchMax.set(Double(max) / 1e6)
         return registry.emitToString() + (ProcessMetrics.current()?.prometheusText ?? "")
+    }
+
+    /// Records what was served from the data file and what was left out reading it.
+    func datasetLoaded(points: Int, unlocated: Int, skipped: Int) {
+        datasetPoints.set(points)
+        leftOutBad.set(skipped)
+        leftOutUnlocated.set(unlocated)
     }
 
     func sessionOpened() { sessions.increment() }

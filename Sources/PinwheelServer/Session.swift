@@ -54,8 +54,7 @@ final class Session: WorkerJob, @unchecked Sendable {
         let options = SessionOptions(
             viewportHz: configuration.viewportHz, pace: configuration.pace, window: configuration.window,
             maxFeatures: configuration.maxFeatures, maxMessageBytes: configuration.maxMessageBytes)
-        let dataset = HelloMessage.DatasetInfo(
-            name: server.dataset.name, points: server.dataset.dataset.count, bounds: server.dataset.bounds)
+        let dataset = server.dataset.helloInfo(aggregates: [])
         machine = SessionMachine(
             clock: ContinuousClock(), options: options, session: String(connection.rawValue, radix: 16),
             dataset: dataset, clusterOptions: clusterers.options, clusterers: { clusterers.clusterer(for: $0) },

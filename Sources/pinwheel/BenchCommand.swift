@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import PinwheelCore
+import PinwheelServer
 
 extension Algorithm: ExpressibleByArgument {}
 
@@ -54,7 +55,7 @@ struct BenchCommand: ParsableCommand {
     }
 
     func run() throws {
-        let (dataset, source) = try loadDataset()
+        let (dataset, source, parse) = try loadDataset()
         let loadBefore = BenchCommand.loadAverage()
         let clock = ContinuousClock()
         let started = clock.now
@@ -78,17 +79,29 @@ struct BenchCommand: ParsableCommand {
                     + "\"cpuMedianUs\":\(fixed($0.cpuMedianUs, 2)),\"cpuP99Us\":\(fixed($0.cpuP99Us, 2)),"
                     + "\"featuresMedian\":\($0.featuresMedian)}"
             }.joined(separator: ",")
-            let fields = [
+            var fields = [
                 "\"points\":\(dataset.count)", "\"algorithm\":\"\(algorithm.rawValue)\"",
                 "\"buildMs\":\(fixed(buildTime.ms, 1))", "\"buildCPUMs\":\(fixed(buildCPUMs, 1))",
                 "\"loadAverage\":\(fixed(loadBefore, 2))", "\"peakRSSMB\":\(fixed(peakMB, 1))",
                 "\"bytesPerItem\":\(fixed(bytesPerItem, 2))", "\"itemsPerZoom\":{\(zoomItems)}",
                 "\"queries\":{\(queryFields)}",
             ]
+            if let parse {
+                fields += [
+                    "\"parseMs\":\(fixed(parse.time.ms, 1))", "\"datasetRSSMB\":\(fixed(parse.datasetMB, 1))",
+                    "\"parsePeakRSSMB\":\(fixed(parse.peakMB, 1))",
+                ]
+            }
             print("{" + fields.joined(separator: ",") + "}")
             return
         }
         print("dataset: \(source), \(dataset.count) points")
+        if let parse {
+            print(
+                "parse \(dataset.count) points: \(fixed(parse.time.ms, 1)) ms; the dataset then holds "
+                    + "\(fixed(parse.datasetMB, 1)) MB of RSS, parsing peaked \(fixed(parse.peakMB, 1)) MB above the "
+                    + "start (\(fixed(parse.peakMB / max(parse.datasetMB, 1), 2))×)")
+        }
         print(
             "index \(dataset.count) points (\(algorithm.rawValue)): \(fixed(buildTime.ms, 1)) ms "
                 + "(CPU \(fixed(buildCPUMs, 1)) ms; load average \(fixed(loadBefore, 2)) before)")
@@ -107,20 +120,29 @@ struct BenchCommand: ParsableCommand {
         }
     }
 
-    private func loadDataset() throws -> (Dataset, String) {
+    /// What reading a data file cost: wall time, and RSS above what the process held before it.
+    private struct ParseFigures {
+        var time: Duration
+        /// RSS growth once parsing is done: the dataset's own memory.
+        var datasetMB: Double
+        /// Peak RSS growth while parsing (file bytes, dataset and parser state).
+        var peakMB: Double
+    }
+
+    /// The dataset, how to name it, and for a file what parsing it cost (read as `serve` reads it).
+    private func loadDataset() throws -> (Dataset, String, ParseFigures?) {
         if let synthetic {
-            return (SyntheticGenerator(seed: seed).dataset(count: synthetic), "synthetic (seed \(seed))")
+            return (SyntheticGenerator(seed: seed).dataset(count: synthetic), "synthetic (seed \(seed))", nil)
         }
         let path = data!
-        guard let format = DataFormat(fileName: path) else {
-            throw ValidationError("cannot tell the format of \(path): use .csv, .geojson or .ndjson")
-        }
-        guard let contents = FileManager.default.contents(atPath: path) else {
-            throw ValidationError("cannot read \(path)")
-        }
-        let parsed = try DatasetParser.parse([UInt8](contents), format: format, badRows: .skip)
-        let skipped = parsed.skipped > 0 ? " (\(parsed.skipped) bad rows skipped)" : ""
-        return (parsed.dataset, (path as NSString).lastPathComponent + skipped)
+        let before = BenchCommand.statusMB("VmRSS:")
+        let started = ContinuousClock.now
+        let loaded = try DatasetSource.file(path).load(badRows: .skip)
+        let parse = ParseFigures(
+            time: ContinuousClock.now - started, datasetMB: BenchCommand.statusMB("VmRSS:") - before,
+            peakMB: BenchCommand.peakResidentMB() - before)
+        let skipped = loaded.skipped > 0 ? " (\(loaded.skipped) bad rows skipped)" : ""
+        return (loaded.dataset, (path as NSString).lastPathComponent + skipped, parse)
     }
 
     private struct ZoomResult {
@@ -205,9 +227,12 @@ struct BenchCommand: ParsableCommand {
     }
 
     /// Peak resident set size of this process (VmHWM), in MB; 0 where /proc is unavailable.
-    static func peakResidentMB() -> Double {
+    static func peakResidentMB() -> Double { statusMB("VmHWM:") }
+
+    /// A memory field of /proc/self/status (`VmRSS:`, `VmHWM:`), in MB; 0 where unavailable.
+    static func statusMB(_ field: String) -> Double {
         guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
-        for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
+        for line in status.split(separator: "\n") where line.hasPrefix(field) {
             let kb = line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first
             return Double(kb.map(String.init) ?? "0").map { $0 / 1024 } ?? 0
         }

@@ -17,6 +17,15 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "Points from a CSV, GeoJSON or NDJSON file (default: the embedded demo dataset).")
     var data: String?
 
+    // fail by default: a file silently served short is worse than a clear refusal naming the line.
+    @Option(help: "A bad row in --data: fail (stop, naming its line and column) or skip (leave it out and count it).")
+    var onBadRow = "fail"
+
+    @Option(
+        name: .customLong("aggregate"),
+        help: "NAME=OP(COLUMN): OP (sum, min, max or mean) of a numeric column over every cluster (repeatable).")
+    var aggregates: [String] = []
+
     @Option(help: "Serve N generated points instead of a file.")
     var synthetic: Int?
 
@@ -95,6 +104,12 @@ struct ServeCommand: ParsableCommand {
             throw ValidationError("--bots must be 0 up to --max-sessions - 1 (\(maxSessions - 1)), got \(bots)")
         }
         if !(viewportHz > 0 && viewportHz.isFinite) { throw ValidationError("--viewport-hz must be positive") }
+        if !["fail", "skip"].contains(onBadRow) {
+            throw ValidationError("--on-bad-row must be fail or skip, got \(onBadRow)")
+        }
+        for text in aggregates {
+            do { _ = try Aggregate(parsing: text) } catch { throw ValidationError("--aggregate: \(error)") }
+        }
         if maxFeatures < 1 { throw ValidationError("--max-features must be at least 1, got \(maxFeatures)") }
         if !(pace > 0 && pace.isFinite) { throw ValidationError("--pace must be positive") }
         if window < 1 { throw ValidationError("--window must be at least 1, got \(window)") }
@@ -150,6 +165,7 @@ struct ServeCommand: ParsableCommand {
         configuration.eventLoop = EventLoopBackend(rawValue: eventLoop) ?? .libev
         configuration.permessageDeflate = !noDeflate
         configuration.clusterOptions = clusterOptions
+        configuration.aggregates = aggregates.compactMap { try? Aggregate(parsing: $0) }
 
         let source: DatasetSource
         if let data {
@@ -160,8 +176,9 @@ struct ServeCommand: ParsableCommand {
             source = .demo
         }
         let started = ContinuousClock.now
-        let dataset = try source.load()
+        let dataset = try source.load(badRows: onBadRow == "skip" ? .skip : .fail)
         logger.info("loaded \(dataset.name): \(dataset.dataset.count) points in \(ContinuousClock.now - started)")
+        logLeftOut(dataset, logger: logger)
 
         let server = try Server(configuration: configuration, dataset: dataset, logger: logger)
         try server.start()
@@ -203,6 +220,16 @@ struct ServeCommand: ParsableCommand {
         } catch {
             throw ValidationError("--bots: \(error)")
         }
+    }
+
+    /// Says what reading `--data` left out: unlocated features, and bad rows with the first reasons.
+    private func logLeftOut(_ dataset: LoadedDataset, logger: Logger) {
+        if dataset.unlocated > 0 {
+            logger.info("left out \(dataset.unlocated) features with \"geometry\": null (unlocated, RFC 7946 §3.2)")
+        }
+        guard dataset.skipped > 0 else { return }
+        logger.warning("left out \(dataset.skipped) bad rows (--on-bad-row skip); the first:")
+        for error in dataset.skippedErrors.prefix(5) { logger.warning("  \(error)") }
     }
 
     private func urlHost(_ host: String) -> String {

@@ -138,4 +138,27 @@ struct CSVParserTests {
         #expect(parsed.dataset.properties.value(row: 0, column: 0) == "El Tarter")
         #expect(parsed.dataset.lat(0) == 42.57952)
     }
+
+    @Test("three bad rows among 100,000 are skipped and counted, the other 99,997 kept with their ids")
+    func threeBadRowsInMany() throws {
+        var text = "id,lat,lon,name\n"
+        let bad: [Int: String] = [10: "10,91,0,too far north", 50_000: "50000,1,2", 99_999: "99999,1,east,x"]
+        for row in 0..<100_000 {
+            text += bad[row] ?? "\(row),\(Double(row % 180) - 89.5),\(Double(row % 360) - 179.5),p\(row)"
+            text += "\n"
+        }
+        let parsed = try CSVParser.parse(Array(text.utf8), badRows: .skip)
+        #expect(parsed.skipped == 3)
+        #expect(parsed.dataset.count == 99_997)
+        #expect(
+            parsed.errors == [
+                .invalidLatitude(line: 12, column: "lat", value: "91"),
+                .wrongFieldCount(line: 50_002, expected: 4, found: 3),
+                .invalidLongitude(line: 100_001, column: "lon", value: "east"),
+            ])
+        #expect(!parsed.dataset.ids.contains(10) && parsed.dataset.ids.contains(11))
+        #expect(throws: DataError.invalidLatitude(line: 12, column: "lat", value: "91")) {
+            try CSVParser.parse(Array(text.utf8), badRows: .fail)
+        }
+    }
 }

@@ -22,7 +22,7 @@ struct ClusterIndexTests {
     static func builds(_ data: Dataset) throws -> [ClusterIndex] {
         [
             try ClusterIndex(dataset: data),
-            try ClusterIndex(dataset: data, options: ClusterOptions(), sumColumns: [], parallelFrom: 50),
+            try ClusterIndex(dataset: data, options: ClusterOptions(), aggregates: [], parallelFrom: 50),
         ]
     }
 
@@ -122,7 +122,7 @@ struct ClusterIndexTests {
         func key(_ f: Feature) -> String { "\(f.id) \(f.lat) \(f.lon) \(f.count) \(String(describing: f.parent))" }
         for parallelFrom in [Parallel.minimumItems, 50] {
             let build = { (d: Dataset) in
-                try ClusterIndex(dataset: d, options: ClusterOptions(), sumColumns: [], parallelFrom: parallelFrom)
+                try ClusterIndex(dataset: d, options: ClusterOptions(), aggregates: [], parallelFrom: parallelFrom)
             }
             let a = try build(data)
             let b = try build(data)
@@ -285,25 +285,23 @@ struct ClusterIndexTests {
         }
     }
 
-    @Test("summed columns add up over every cluster's leaves")
-    func sums() throws {
-        let base = Self.dataset(seed: 4, count: 1500)
-        var rng = SplitMix64(seed: 4)
-        let values = (0..<base.count).map { _ in Double(rng.next() % 1000) }
-        let data = Dataset(
-            ids: base.ids, coordinates: base.coordinates,
-            properties: PropertyTable(columns: ["name", "pop"], values: values.flatMap { ["x", String(Int($0))] }))
-        let index = try ClusterIndex(dataset: data, sumColumns: ["pop"])
-        #expect(index.sumColumns == ["pop"])
-        for zoom in [0.0, 5, 10, 15, 17] {
-            for f in Self.world(index, zoom) {
-                let leaves = index.leaves(of: f.id, limit: Int.max, offset: 0)!
-                let expected = f.isPoint ? values[Int(f.row)] : leaves.reduce(0) { $0 + values[Int($1.row)] }
-                #expect(Array(index.sums(of: f)) == [expected])
+    @Test("at every zoom each cluster's sum, min, max and mean equal those over the leaves it holds")
+    func aggregates() throws {
+        for seed: UInt64 in [4, 5] {
+            let data = AggregateOracle.dataset(Self.dataset(seed: seed, count: 1500), seed: seed)
+            let index = try ClusterIndex(dataset: data, aggregates: AggregateOracle.aggregates)
+            #expect(index.aggregates == AggregateOracle.aggregates)
+            for zoom in 0...17 {
+                for f in Self.world(index, Double(zoom)) {
+                    let leaves = f.isPoint ? [] : index.leaves(of: f.id, limit: Int.max, offset: 0)!
+                    let rows = f.isPoint ? [Int(f.row)] : leaves.map { Int($0.row) }
+                    #expect(AggregateOracle.matches(index.aggregateValues(of: f), count: f.count, rows: rows, data))
+                }
             }
         }
-        #expect(throws: IndexError.unknownSumColumn(name: "area", available: ["name", "pop"])) {
-            try ClusterIndex(dataset: data, sumColumns: ["area"])
+        let data = AggregateOracle.dataset(Self.dataset(seed: 4, count: 10), seed: 4)
+        #expect(throws: IndexError.unknownAggregateColumn(name: "area", available: ["name", "pop"])) {
+            try ClusterIndex(dataset: data, aggregates: [Aggregate(name: "a", operation: .sum, column: "area")])
         }
     }
 

@@ -42,29 +42,99 @@ struct GeoJSONParserTests {
         }
     }
 
-    @Test("non-point geometry, a bad id and a non-collection root are described")
+    @Test("a non-point geometry is refused naming its type, a non-collection root is described")
     func structure() {
         let line = collection(
             """
             {"type":"Feature","geometry":{"type":"LineString","coordinates":[[1,2],[3,4]]}}
             """)
-        #expect(
-            throws: DataError.invalidFeature(
-                line: 2, column: "features[0].geometry.type",
-                reason: "expected \"Point\", got LineString")
-        ) {
+        let lineString = DataError.unsupportedGeometry(line: 2, column: "features[0].geometry.type", type: "LineString")
+        #expect(throws: lineString) {
             try GeoJSONParser.parseFeatureCollection(line)
         }
-        let badID = collection(
+        #expect(
+            DataError.unsupportedGeometry(line: 2, column: "features[0].geometry.type", type: "MultiPoint").description
+                == "line 2, features[0].geometry.type: a MultiPoint geometry is not a point; only Point features "
+                + "(or \"geometry\": null, left out) can be served")
+        let boolID = collection(
             """
-            {"type":"Feature","id":-3,"geometry":{"type":"Point","coordinates":[1,2]}}
+            {"type":"Feature","id":true,"geometry":{"type":"Point","coordinates":[1,2]}}
             """)
-        #expect(throws: DataError.invalidID(line: 2, column: "features[0].id", value: "-3")) {
-            try GeoJSONParser.parseFeatureCollection(badID)
+        #expect(throws: DataError.invalidID(line: 2, column: "features[0].id", value: "true")) {
+            try GeoJSONParser.parseFeatureCollection(boolID)
         }
         #expect(throws: DataError.invalidFeature(line: 1, column: "type", reason: "expected \"FeatureCollection\"")) {
             try GeoJSONParser.parseFeatureCollection(Array("{\"type\":\"Feature\"}".utf8))
         }
+    }
+
+    @Test("null geometries are counted apart under both policies; a Polygon is a bad row under skip")
+    func unlocatedAndPolygon() throws {
+        let bytes = collection(
+            """
+            {"type":"Feature","id":"a","geometry":null,"properties":{"n":"nowhere"}},
+            {"type":"Feature","id":"b","geometry":{"type":"Point","coordinates":[1,2]},"properties":{"n":"x"}},
+            {"type":"Feature","id":"c","geometry":{"type":"Polygon","coordinates":[[[0,0],[1,0],[1,1],[0,0]]]}},
+            {"type":"Feature","id":"d","geometry":null},
+            {"type":"Feature","id":"e","geometry":{"type":"Point","coordinates":[3,4]}}
+            """)
+        let parsed = try GeoJSONParser.parseFeatureCollection(bytes, badRows: .skip)
+        #expect(parsed.dataset.ids == [1, 4])
+        #expect(parsed.unlocated == 2)
+        #expect(parsed.skipped == 1)
+        #expect(parsed.errors == [.unsupportedGeometry(line: 4, column: "features[2].geometry.type", type: "Polygon")])
+        #expect(throws: DataError.unsupportedGeometry(line: 4, column: "features[2].geometry.type", type: "Polygon")) {
+            try GeoJSONParser.parseFeatureCollection(bytes, badRows: .fail)
+        }
+        let unlocatedOnly = collection(#"{"type":"Feature","geometry":null}"#)
+        let none = try GeoJSONParser.parseFeatureCollection(unlocatedOnly, badRows: .fail)
+        #expect(none.dataset.count == 0 && none.unlocated == 1 && none.skipped == 0)
+    }
+
+    @Test("string ids are kept as the property id, points numbered by position; a repeated one is a bad row")
+    func stringIDs() throws {
+        let text = """
+            {"type":"Feature","id":"node/42","geometry":{"type":"Point","coordinates":[1,2]},"properties":{"n":"a"}}
+            {"type":"Feature","id":8589934592,"geometry":{"type":"Point","coordinates":[1,2]}}
+            {"type":"Feature","id":"node/42","geometry":{"type":"Point","coordinates":[1,2]}}
+            {"type":"Feature","id":7,"geometry":{"type":"Point","coordinates":[1,2]},"properties":{"id":"shadowed"}}
+            """
+        let parsed = try GeoJSONParser.parseNDJSON(Array(text.utf8), badRows: .skip)
+        #expect(parsed.dataset.ids == [0, 1, 7])
+        let table = parsed.dataset.properties
+        #expect(table.columns == ["n", "id"])
+        #expect((0..<3).map { table.value(row: $0, column: 1) } == ["node/42", "8589934592", "shadowed"])
+        #expect(parsed.errors == [.duplicateID(line: 3, column: "feature.id", value: "\"node/42\"")])
+    }
+
+    @Test("bbox and foreign members are ignored and a third coordinate (altitude) is accepted")
+    func asWritten() throws {
+        let bytes = Array(
+            """
+            {"type":"FeatureCollection","bbox":[1,2,3,4],"name":"export","crs":{"type":"name"},"features":[
+            {"type":"Feature","id":3,"bbox":[1,2,1,2],"title":"foreign","geometry":{"type":"Point","coordinates":[1,2,120.5],"bbox":[1,2,1,2]}}
+            ]}
+            """.utf8)
+        let d = try GeoJSONParser.parseFeatureCollection(bytes).dataset
+        #expect(d.ids == [3])
+        #expect(d.coordinates == [1, 2])
+        #expect(d.properties.columns.isEmpty)
+        let line = #"{"type":"Feature","id":"x","bbox":[1,2,1,2],"geometry":{"type":"Point","coordinates":[1,2,3]}}"#
+        let n = try GeoJSONParser.parseNDJSON(Array(line.utf8)).dataset
+        #expect(n.ids == [0] && n.properties.columns == ["id"])
+    }
+
+    @Test("a property column first seen late is empty in the rows before it")
+    func lateColumn() throws {
+        let bytes = collection(
+            """
+            {"type":"Feature","geometry":{"type":"Point","coordinates":[1,2]},"properties":{"a":"1"}},
+            {"type":"Feature","geometry":{"type":"Point","coordinates":[1,2]},"properties":{"a":"2"}},
+            {"type":"Feature","geometry":{"type":"Point","coordinates":[1,2]},"properties":{"b":"3","a":"4"}}
+            """)
+        let table = try GeoJSONParser.parseFeatureCollection(bytes).dataset.properties
+        #expect(table.columns == ["a", "b"])
+        #expect(table.values == ["1", "", "2", "", "4", "3"])
     }
 
     @Test("text that is not JSON reports the line and column of the problem")
@@ -94,6 +164,30 @@ struct GeoJSONParserTests {
             ])
         #expect(throws: DataError.invalidJSON(line: 4, column: 2, reason: "unexpected 'o', expected a string key")) {
             try GeoJSONParser.parseNDJSON(Array(text.utf8))
+        }
+    }
+
+    @Test("NDJSON fed in pieces of any size reads as the whole, lines cut anywhere, no final line feed")
+    func ndjsonPieces() throws {
+        let text = Array(
+            """
+            {"type":"Feature","id":"é1","geometry":{"type":"Point","coordinates":[1,2]},"properties":{"n":"a"}}
+
+            {"type":"Feature","geometry":null}
+            {oops
+            {"type":"Feature","geometry":{"type":"Point","coordinates":[3,4]},"properties":{"m":"b"}}
+            """.utf8)
+        let whole = try GeoJSONParser.parseNDJSON(text, badRows: .skip)
+        #expect(whole.dataset.ids == [0, 3] && whole.unlocated == 1 && whole.skipped == 1)
+        for size in [1, 2, 3, 7, 50, text.count] {
+            var stream = NDJSONStream(badRows: .skip, expectedFeatures: 2)
+            for start in stride(from: 0, to: text.count, by: size) {
+                try text[start..<min(start + size, text.count)].withUnsafeBufferPointer { try stream.feed($0) }
+            }
+            let parsed = try stream.finish()
+            #expect(parsed.dataset.ids == whole.dataset.ids && parsed.dataset.coordinates == whole.dataset.coordinates)
+            #expect(parsed.dataset.properties.values == whole.dataset.properties.values)
+            #expect(parsed.errors == whole.errors && parsed.unlocated == 1)
         }
     }
 

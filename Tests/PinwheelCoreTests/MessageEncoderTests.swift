@@ -6,7 +6,12 @@ import Testing
 struct MessageEncoderTests {
     let context = FeatureContext(
         properties: PropertyTable(columns: ["name", "cc"], values: ["Paris", "FR", "Quote \"q\"\n", "X"]),
-        sumColumns: ["population"], sums: { f in [Double(f.count) * 1000] })
+        aggregates: [
+            Aggregate(name: "population", operation: .sum, column: "pop"),
+            Aggregate(name: "meanPop", operation: .mean, column: "pop"),
+            Aggregate(name: "tallest", operation: .max, column: "height"),
+        ],
+        values: { f in [Double(f.count) * 1000, Double(f.count) * 1000, 42] })
 
     @Test("a batch encodes as the protocol's example and decodes back to the same features")
     func batchRoundTrip() throws {
@@ -49,8 +54,22 @@ struct MessageEncoderTests {
                         update: [
                             WireFeature(
                                 id: 4_294_967_396, lat: 48.85, lon: 2.35, count: 12, parent: 8_589_934_692,
-                                sums: ["population": 12000])
+                                aggregates: ["population": 12000, "meanPop": 1000, "tallest": 42])
                         ], done: true)))
+    }
+
+    @Test("a cluster's aggregates: a mean divides the reduced sum by the count, no value at all is null")
+    func aggregateValues() {
+        var encoder = MessageEncoder()
+        let cluster = Feature(id: 4_294_967_396, lat: 1, lon: 2, count: 4, parent: nil, row: -1)
+        let aggregates = [
+            Aggregate(name: "mean", operation: .mean, column: "p"),
+            Aggregate(name: "low", operation: .min, column: "q"),
+        ]
+        encoder.batch(
+            seq: 1, number: 1, remove: [], add: [cluster], update: [], done: true,
+            context: FeatureContext(aggregates: aggregates, values: { _ in [10, .nan] }))
+        #expect(encoder.text.contains(#""count":4,"aggregates":{"mean":2.5,"low":null}}"#))
     }
 
     @Test("headroom bytes precede the message and are left alone")
@@ -102,11 +121,13 @@ struct MessageEncoderTests {
         encoder.hello(hello)
         #expect(
             encoder.text
-                == #"{"type":"hello","protocol":"pinwheel.v1","session":"7f3a","algorithm":"hierarchical","algorithms":["hierarchical","pca-tree"],"dataset":{"name":"geonames-cities","points":144600,"bounds":[-179.9,-54.9,179.9,78.2],"sumColumns":[]},"options":{"minZoom":0,"maxZoom":16,"minPoints":2,"radius":40,"extent":512,"nodeSize":64,"spread":"adaptive","maxClusters":32},"limits":{"viewportHz":10,"pace":0.5,"window":4,"maxMessageBytes":65536,"maxZoom":24,"maxPixels":16384,"maxFeatures":10000}}"#
+                == #"{"type":"hello","protocol":"pinwheel.v1","session":"7f3a","algorithm":"hierarchical","algorithms":["hierarchical","pca-tree"],"dataset":{"name":"geonames-cities","points":144600,"bounds":[-179.9,-54.9,179.9,78.2],"unlocated":0,"skipped":0,"aggregates":[]},"options":{"minZoom":0,"maxZoom":16,"minPoints":2,"radius":40,"extent":512,"nodeSize":64,"spread":"adaptive","maxClusters":32},"limits":{"viewportHz":10,"pace":0.5,"window":4,"maxMessageBytes":65536,"maxZoom":24,"maxPixels":16384,"maxFeatures":10000}}"#
         )
         #expect(try ServerMessage.decode(encoder.text) == .hello(hello))
         var empty = hello
-        empty.dataset = .init(name: "none", points: 0, bounds: nil, sumColumns: ["a\"b"])
+        empty.dataset = .init(
+            name: "none", points: 0, bounds: nil, unlocated: 2, skipped: 3,
+            aggregates: [Aggregate(name: "a\"b", operation: .min, column: "c")])
         encoder.hello(empty)
         #expect(try ServerMessage.decode(encoder.text) == .hello(empty))
     }

@@ -478,26 +478,27 @@ struct PCATreeTests {
         #expect(tree.leaves(of: 40 << 32 | 123_456, limit: 1, offset: 0) == nil)
     }
 
-    @Test("sums of numeric columns add up over every node and are a point's own values")
-    func sums() throws {
-        let base = PCATreeTests.blobs(seed: 10, count: 800, groups: [6])
-        let values = (0..<800).map { String($0 % 13) }
-        let data = Dataset(
-            ids: base.ids, coordinates: base.coordinates,
-            properties: PropertyTable(columns: ["pop"], values: values))
-        let tree = try PCATree(dataset: data, sumColumns: ["pop"])
-        var out: [Feature] = []
-        tree.features(in: .world, zoom: 0, into: &out)
-        let total = out.reduce(0.0) { $0 + tree.sums(of: $1).first! }
-        #expect(total == Double((0..<800).reduce(0) { $0 + $1 % 13 }))
-        for node in 0..<tree.nodeCount where tree.nodes[node].firstChild >= 0 {
+    @Test("every node's and every zoom's sum, min, max and mean equal those over the leaves it holds")
+    func aggregates() throws {
+        let data = AggregateOracle.dataset(PCATreeTests.blobs(seed: 10, count: 800, groups: [6]), seed: 10)
+        let tree = try PCATree(dataset: data, aggregates: AggregateOracle.aggregates)
+        for node in 0..<tree.nodeCount {
             let feature = tree.feature(node: node)
-            let leaves = tree.leaves(of: feature.id, limit: Int.max, offset: 0)!
-            let expected = leaves.reduce(0.0) { $0 + Double(values[Int($1.row)])! }
-            #expect(tree.sums(of: feature).first == expected)
+            let rows = tree.leaves(of: feature.id, limit: Int.max, offset: 0)!.map { Int($0.row) }
+            let values = tree.aggregateValues(of: feature)
+            #expect(AggregateOracle.matches(values, count: UInt32(rows.count), rows: rows, data))
         }
-        #expect(throws: IndexError.unknownSumColumn(name: "nope", available: ["pop"])) {
-            try PCATree(dataset: data, sumColumns: ["nope"])
+        var out: [Feature] = []
+        for zoom in 0...16 {
+            tree.features(in: .world, zoom: Double(zoom), into: &out)
+            for f in out {
+                let leaves = f.isPoint ? [] : tree.leaves(of: f.id, limit: Int.max, offset: 0)!
+                let rows = f.isPoint ? [Int(f.row)] : leaves.map { Int($0.row) }
+                #expect(AggregateOracle.matches(tree.aggregateValues(of: f), count: f.count, rows: rows, data))
+            }
+        }
+        #expect(throws: IndexError.unknownAggregateColumn(name: "nope", available: ["name", "pop"])) {
+            try PCATree(dataset: data, aggregates: [Aggregate(name: "x", operation: .max, column: "nope")])
         }
     }
 

@@ -47,7 +47,7 @@ struct StreamingBenchmarks {
         #expect(rows == 144_563)
     }
 
-    @Test("encode a 1000-feature batch of real points with properties, and clusters with sums")
+    @Test("encode a 1000-feature batch of real points with properties, and clusters with aggregates")
     func encodeBatch() throws {
         let data = try geonames()
         var rng = SeededRandom(seed: 11)
@@ -62,8 +62,8 @@ struct StreamingBenchmarks {
                     parent: FeatureID(data.ids[row]), row: Int32(row))
         }
         let context = FeatureContext(
-            properties: data.properties, sumColumns: ["population"],
-            sums: { f in [Double(f.count) * 1234.5] })
+            properties: data.properties, aggregates: [Aggregate(name: "population", operation: .sum, column: "pop")],
+            values: { f in [Double(f.count) * 1234.5] })
         var encoder = MessageEncoder(headroom: 16)
         let us = measure(runs: 41) {
             encoder.batch(seq: 1, number: 1, remove: [], add: features, update: [], done: true, context: context)

@@ -25,8 +25,10 @@ public enum DataError: Error, Equatable, Sendable, CustomStringConvertible {
     case duplicateID(line: Int, column: String, value: String)
     /// Text that is not JSON (GeoJSON, or one NDJSON line).
     case invalidJSON(line: Int, column: Int, reason: String)
-    /// JSON that is not the expected GeoJSON shape, e.g. a LineString where a Point belongs.
+    /// JSON that is not the expected GeoJSON shape, e.g. an array where a Feature belongs.
     case invalidFeature(line: Int, column: String, reason: String)
+    /// A GeoJSON geometry other than Point (LineString, Polygon, MultiPoint ...); `type` names it.
+    case unsupportedGeometry(line: Int, column: String, type: String)
 
     /// The line the problem is on; nil for whole-input problems.
     public var line: Int? {
@@ -35,7 +37,8 @@ public enum DataError: Error, Equatable, Sendable, CustomStringConvertible {
         case .missingColumn(let line, _, _), .duplicateColumn(let line, _), .wrongFieldCount(let line, _, _),
             .unterminatedQuote(let line, _), .strayQuote(let line, _), .invalidUTF8(let line, _),
             .invalidLatitude(let line, _, _), .invalidLongitude(let line, _, _), .invalidID(let line, _, _),
-            .duplicateID(let line, _, _), .invalidJSON(let line, _, _), .invalidFeature(let line, _, _):
+            .duplicateID(let line, _, _), .invalidJSON(let line, _, _), .invalidFeature(let line, _, _),
+            .unsupportedGeometry(let line, _, _):
             line
         }
     }
@@ -68,6 +71,9 @@ public enum DataError: Error, Equatable, Sendable, CustomStringConvertible {
             "line \(line), column \(column): not JSON: \(reason)"
         case .invalidFeature(let line, let column, let reason):
             "line \(line), \(column): \(reason)"
+        case .unsupportedGeometry(let line, let column, let type):
+            "line \(line), \(column): a \(type) geometry is not a point; only Point features (or \"geometry\": null, "
+                + "left out) can be served"
         }
     }
 }

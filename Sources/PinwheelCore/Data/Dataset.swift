@@ -48,10 +48,4 @@ public struct PropertyTable: Sendable {
     public func value(row: Int, column: Int) -> String {
         values[row * columns.count + column]
     }
-
-    /// A column read as numbers (blank or unparsable cells count 0); nil when there is no such column.
-    public func numericColumn(named name: String, rows: Int) -> [Double]? {
-        guard let c = columns.firstIndex(of: name) else { return nil }
-        return (0..<rows).map { Double(value(row: $0, column: c)) ?? 0 }
-    }
 }

@@ -38,20 +38,25 @@ public struct ParsedDataset: Sendable {
     public var skipped: Int
     /// The errors of the first ``maxReportedErrors`` skipped rows, in input order.
     public var errors: [DataError]
+    /// GeoJSON features with `"geometry": null` (RFC 7946's unlocated features), left out under
+    /// either policy and not counted in ``skipped``.
+    public var unlocated: Int
 
     /// How many skipped rows keep their error.
     public static let maxReportedErrors = 20
 
-    public init(dataset: Dataset, skipped: Int = 0, errors: [DataError] = []) {
+    public init(dataset: Dataset, skipped: Int = 0, errors: [DataError] = [], unlocated: Int = 0) {
         self.dataset = dataset
         self.skipped = skipped
         self.errors = errors
+        self.unlocated = unlocated
     }
 }
 
 /// Reads datasets from bytes in memory. Ids come from an `id` column or member (a whole number below
 /// 2^32, unique) or, when there is none, from the row's position among the data rows (0-based, bad
-/// rows included, so skipping a row never renumbers the others).
+/// rows included, so skipping a row never renumbers the others). GeoJSON ids that cannot be dataset
+/// ids (strings) are kept as the property `id`; see ``GeoJSONParser``.
 public enum DatasetParser {
     /// Parses a dataset.
     /// - Parameters:

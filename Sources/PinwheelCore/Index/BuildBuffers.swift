@@ -8,7 +8,7 @@ final class BuildBuffers {
     /// The zoom being made, in the order the sweep makes it: x at 2i, y at 2i+1.
     let xy: UnsafeMutablePointer<Double>
     let meta: UnsafeMutablePointer<UInt64>
-    let sums: UnsafeMutablePointer<Double>
+    let reduced: UnsafeMutablePointer<Double>
     /// Neighbours found around the current seed, one buffer per sweeping thread.
     let neighbours: [UnsafeMutablePointer<Int32>]
     /// Grid rows of the source and the first item of each, plus a sentinel.
@@ -30,7 +30,7 @@ final class BuildBuffers {
         self.parallelFrom = parallelFrom
         xy = .allocate(capacity: 2 * c)
         meta = .allocate(capacity: c)
-        sums = .allocate(capacity: max(1, stride * c))
+        reduced = .allocate(capacity: max(1, stride * c))
         neighbours = [.allocate(capacity: c), .allocate(capacity: c)]
         runRows = .allocate(capacity: c + 2)
         runStarts = .allocate(capacity: c + 2)
@@ -43,7 +43,7 @@ final class BuildBuffers {
 
     deinit {
         xy.deallocate()
-        sums.deallocate()
+        reduced.deallocate()
         meta.deallocate()
         for p in [order, orderScratch] { p.deallocate() }
         for p in neighbours + [position] { p.deallocate() }

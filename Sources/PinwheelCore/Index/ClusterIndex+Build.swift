@@ -4,10 +4,11 @@ extension ClusterIndex {
     /// group, put in ascending id order (a group's id is its first member's) before the stable grid
     /// sort, so equal data orders equally however its rows are shuffled.
     static func makeRawLevel(
-        _ dataset: Dataset, groups: SameCoordinateGroups, pointSums: [Double], stride k: Int, zoom: Int, bits: Int,
-        buffers b: BuildBuffers
+        _ dataset: Dataset, groups: SameCoordinateGroups, pointValues: [Double], aggregates: [Aggregate], zoom: Int,
+        bits: Int, buffers b: BuildBuffers
     ) -> ZoomLevel {
         let n = dataset.count
+        let k = aggregates.count
         let groupByRow = groups.groupIndexByRow(rowCount: n)
         let itemCount = n - groups.rows.count + groups.count
         var ids = [UInt32](repeating: 0, count: itemCount)
@@ -21,7 +22,7 @@ extension ClusterIndex {
                     b.xy[2 * at + 1] = coordinates[2 * row + 1]
                     b.meta[at] = ItemMeta.make(count: 1, tag: 0, payload: UInt32(row))
                     ids[at] = dataset.ids[row]
-                    for c in 0..<k { b.sums[at * k + c] = pointSums[row * k + c] }
+                    for c in 0..<k { b.reduced[at * k + c] = pointValues[row * k + c] }
                     at += 1
                 } else if groups.rows(of: g).first == Int32(row) {
                     // A group is one item, placed where its lowest-id member is met.
@@ -31,9 +32,12 @@ extension ClusterIndex {
                     b.meta[at] = ItemMeta.make(
                         count: UInt32(groups.size(of: g)), tag: ItemMeta.groupTag, payload: UInt32(g))
                     ids[at] = dataset.ids[row]
-                    for c in 0..<k { b.sums[at * k + c] = 0 }
+                    for c in 0..<k { b.reduced[at * k + c] = aggregates[c].identity }
                     for member in groups.rows(of: g) {
-                        for c in 0..<k { b.sums[at * k + c] += pointSums[Int(member) * k + c] }
+                        for c in 0..<k {
+                            b.reduced[at * k + c] = aggregates[c].combine(
+                                b.reduced[at * k + c], pointValues[Int(member) * k + c])
+                        }
                     }
                     at += 1
                 }
@@ -54,17 +58,17 @@ extension ClusterIndex {
                 let order = byID.baseAddress!
                 let xy = b.gather(b.xy, order, count: itemCount, stride: 2)
                 let meta = b.gather(b.meta, order, count: itemCount, stride: 1)
-                let sums = b.gather(b.sums, order, count: itemCount, stride: k)
+                let reduced = b.gather(b.reduced, order, count: itemCount, stride: k)
                 for i in 0..<2 * itemCount { b.xy[i] = xy[i] }
                 for i in 0..<itemCount { b.meta[i] = meta[i] }
-                for i in 0..<itemCount * k { b.sums[i] = sums[i] }
+                for i in 0..<itemCount * k { b.reduced[i] = reduced[i] }
             }
         }
         let order = b.gridOrder(count: itemCount, bits: bits)
         return ZoomLevel(
             zoom: zoom, gridBits: bits, isRaw: true, xy: b.gather(b.xy, order, count: itemCount, stride: 2),
             meta: b.gather(b.meta, order, count: itemCount, stride: 1), parents: [], firstChild: [], childOrder: [],
-            sums: b.gather(b.sums, order, count: itemCount, stride: k))
+            reduced: b.gather(b.reduced, order, count: itemCount, stride: k))
     }
 
     private static func isAscending(_ ids: [UInt32]) -> Bool {
@@ -76,23 +80,25 @@ extension ClusterIndex {
 
     /// Clusters `source` (zoom z + 1) into zoom z and fills `source.parents`; see ``ClusterSweep``.
     static func cluster(
-        _ source: inout ZoomLevel, zoom z: Int, options: ClusterOptions, stride k: Int, buffers b: BuildBuffers,
-        ids: [UInt32], groupFirstIDs: [UInt32]
+        _ source: inout ZoomLevel, zoom z: Int, options: ClusterOptions, aggregates: [Aggregate],
+        buffers b: BuildBuffers, ids: [UInt32], groupFirstIDs: [UInt32]
     ) -> ZoomLevel {
         let n = source.count
+        let k = aggregates.count
         var parents = [Int32](repeating: -1, count: n)
         var made = 0
         source.xy.withUnsafeBufferPointer { xy in
             source.meta.withUnsafeBufferPointer { meta in
-                source.sums.withUnsafeBufferPointer { sums in
+                source.reduced.withUnsafeBufferPointer { reduced in
                     ids.withUnsafeBufferPointer { ids in
                         groupFirstIDs.withUnsafeBufferPointer { groupFirstIDs in
                             parents.withUnsafeMutableBufferPointer { parents in
                                 guard n > 0 else { return }
                                 let sweep = ClusterSweep(
-                                    xy: xy.baseAddress!, meta: meta.baseAddress!, sums: sums.baseAddress,
+                                    xy: xy.baseAddress!, meta: meta.baseAddress!, reduced: reduced.baseAddress,
                                     ids: ids.baseAddress!, groupFirstIDs: groupFirstIDs.baseAddress ?? ids.baseAddress!,
-                                    parents: parents.baseAddress!, buffers: b, stride: k, gridBits: source.gridBits,
+                                    parents: parents.baseAddress!, buffers: b, aggregates: aggregates,
+                                    gridBits: source.gridBits,
                                     radius: options.radius(atZoom: z), minPoints: UInt32(options.minPoints), zoom: z)
                                 made = sweep.run(itemCount: n)
                             }
@@ -111,7 +117,7 @@ extension ClusterIndex {
         var childOrder = [UInt32](repeating: 0, count: n)
         var xy: [Double] = []
         var meta: [UInt64] = []
-        var sums: [Double] = []
+        var reduced: [Double] = []
         let parts = made >= b.parallelFrom ? 2 : 1
         Parallel.run(parts) { part in
             if part == 1 {
@@ -120,14 +126,14 @@ extension ClusterIndex {
             }
             if parts == 1 { xy = b.gather(b.xy, order, count: made, stride: 2) }
             meta = b.gather(b.meta, order, count: made, stride: 1)
-            sums = b.gather(b.sums, order, count: made, stride: k)
+            reduced = b.gather(b.reduced, order, count: made, stride: k)
             ClusterIndex.linkChildren(
                 parents: &parents, position: b.position, made: made, firstChild: &firstChild, childOrder: &childOrder)
         }
         source.parents = parents
         return ZoomLevel(
             zoom: z, gridBits: bitsZ, isRaw: false, xy: xy, meta: meta, parents: [],
-            firstChild: firstChild, childOrder: childOrder, sums: sums)
+            firstChild: firstChild, childOrder: childOrder, reduced: reduced)
     }
 
     /// Points `parents` at the new positions and lists each new item's children (in source order).

@@ -1,4 +1,4 @@
-/// Opening features: children, leaves, expansion and sums, all found from a feature id.
+/// Opening features: children, leaves, expansion and aggregate values, all found from a feature id.
 extension ClusterIndex {
     public func children(of id: FeatureID) -> [Feature]? {
         if id >> 32 == 0 { return row(ofID: id) == nil ? nil : [] }
@@ -72,16 +72,16 @@ extension ClusterIndex {
         return .spread(out)
     }
 
-    public func sums(of feature: Feature) -> ArraySlice<Double> {
-        let k = sumColumns.count
+    public func aggregateValues(of feature: Feature) -> ArraySlice<Double> {
+        let k = aggregates.count
         if feature.row >= 0 && Int(feature.row) < dataset.count {
             let row = Int(feature.row)
-            return pointSums[row * k..<(row + 1) * k]
+            return pointValues[row * k..<(row + 1) * k]
         }
         let li = Int(feature.slot) >> 26
         let item = Int(feature.slot) & ((1 << 26) - 1)
         guard feature.slot >= 0, li < levels.count, item < levels[li].count else { return [] }
-        return levels[li].sums[item * k..<(item + 1) * k]
+        return levels[li].reduced[item * k..<(item + 1) * k]
     }
 
     /// A point as a leaf: its true position, no parent.

@@ -18,7 +18,7 @@ public final class ClusterIndex: Clusterer {
 
     public var algorithm: Algorithm { .hierarchical }
     public let dataset: Dataset
-    public let sumColumns: [String]
+    public let aggregates: [Aggregate]
     /// The options it was built with.
     public let options: ClusterOptions
     /// The dataset's same-coordinate groups.
@@ -28,8 +28,8 @@ public final class ClusterIndex: Clusterer {
 
     /// Levels for zooms minZoom ... maxZoom + 1, coarsest first.
     let levels: [ZoomLevel]
-    /// Values of the summed columns per dataset row, `sumColumns.count` per row.
-    let pointSums: [Double]
+    /// Each dataset row's mapped aggregate values, `aggregates.count` per row.
+    let pointValues: [Double]
     /// Dataset rows in ascending id order; empty when row i has id i.
     let rowsByID: [UInt32]
 
@@ -37,43 +37,37 @@ public final class ClusterIndex: Clusterer {
     /// - Parameters:
     ///   - dataset: the points; ids must be unique.
     ///   - options: clustering options, validated first.
-    ///   - sumColumns: numeric property columns to sum into every cluster (blank or unparsable cells
-    ///     count 0).
+    ///   - aggregates: values reduced over every cluster's points (see ``Aggregate``).
     /// - Throws: ``IndexError`` for a bad option, an unknown column or too many points.
     /// - Complexity: O(n) per zoom.
-    public convenience init(dataset: Dataset, options: ClusterOptions = ClusterOptions(), sumColumns: [String] = [])
+    public convenience init(dataset: Dataset, options: ClusterOptions = ClusterOptions(), aggregates: [Aggregate] = [])
         throws(IndexError)
     {
-        try self.init(dataset: dataset, options: options, sumColumns: sumColumns, parallelFrom: Parallel.minimumItems)
+        try self.init(dataset: dataset, options: options, aggregates: aggregates, parallelFrom: Parallel.minimumItems)
     }
 
     /// Builds the hierarchy, splitting zooms of at least `parallelFrom` items over two threads (tests
     /// lower it to check the split on small data).
-    init(dataset: Dataset, options: ClusterOptions, sumColumns: [String], parallelFrom: Int) throws(IndexError) {
+    init(dataset: Dataset, options: ClusterOptions, aggregates: [Aggregate], parallelFrom: Int) throws(IndexError) {
         try options.validate()
         let n = dataset.count
         guard n <= ClusterIndex.maxPoints else { throw .tooManyPoints(count: n, limit: ClusterIndex.maxPoints) }
-        let k = sumColumns.count
-        var pointSums = [Double](repeating: 0, count: n * k)
-        for (c, name) in sumColumns.enumerated() {
-            guard let column = dataset.properties.numericColumn(named: name, rows: n) else {
-                throw .unknownSumColumn(name: name, available: dataset.properties.columns)
-            }
-            for row in 0..<n { pointSums[row * k + c] = column[row] }
-        }
+        let k = aggregates.count
+        let pointValues = try Aggregate.rowValues(aggregates, of: dataset)
         let groups = SameCoordinateGroups(dataset: dataset, toleranceMetres: options.sameCoordinateToleranceMetres)
         let largestGroup = (0..<groups.count).map { groups.size(of: $0) }.max() ?? 0
 
         let buffers = BuildBuffers(capacity: n, stride: k, parallelFrom: parallelFrom)
         var finestFirst = [
             ClusterIndex.makeRawLevel(
-                dataset, groups: groups, pointSums: pointSums, stride: k, zoom: options.maxZoom + 1,
+                dataset, groups: groups, pointValues: pointValues, aggregates: aggregates, zoom: options.maxZoom + 1,
                 bits: options.gridBits(clusteringZoom: options.maxZoom), buffers: buffers)
         ]
         let groupFirstIDs = (0..<groups.count).map { dataset.ids[Int(groups.rows(of: $0).first!)] }
         for z in stride(from: options.maxZoom, through: options.minZoom, by: -1) {
             let level = ClusterIndex.cluster(
-                &finestFirst[finestFirst.count - 1], zoom: z, options: options, stride: k, buffers: buffers,
+                &finestFirst[finestFirst.count - 1], zoom: z, options: options, aggregates: aggregates,
+                buffers: buffers,
                 ids: dataset.ids, groupFirstIDs: groupFirstIDs)
             finestFirst.append(level)
         }
@@ -89,18 +83,18 @@ public final class ClusterIndex: Clusterer {
 
         self.dataset = dataset
         self.options = options
-        self.sumColumns = sumColumns
+        self.aggregates = aggregates
         self.groups = groups
         self.placement = SpreadPlacement(
             mode: options.spread, spacing: options.spreadSpacing, preparedCount: max(largestGroup, 64))
         self.levels = finestFirst.reversed()
-        self.pointSums = pointSums
+        self.pointValues = pointValues
         self.rowsByID = rowsByID
     }
 
     /// Bytes held by the index's own arrays (not the dataset's).
     public var storedBytes: Int {
-        levels.reduce(0) { $0 + $1.storedBytes } + pointSums.count * 8 + rowsByID.count * 4 + groups.rows.count * 4
+        levels.reduce(0) { $0 + $1.storedBytes } + pointValues.count * 8 + rowsByID.count * 4 + groups.rows.count * 4
             + groups.starts.count * 4 + groups.centers.count * 16
     }
 

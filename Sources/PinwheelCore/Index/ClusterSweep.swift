@@ -11,7 +11,10 @@
 struct ClusterSweep {
     let xy: UnsafePointer<Double>
     let meta: UnsafePointer<UInt64>
-    let sums: UnsafePointer<Double>?
+    /// Each item's reduced aggregate values, `stride` per item.
+    let reduced: UnsafePointer<Double>?
+    /// How each aggregate value combines when items merge.
+    let aggregates: [Aggregate]
     /// Dataset ids by row, and each same-coordinate group's first (lowest) member id, to name seeds.
     let ids: UnsafePointer<UInt32>
     let groupFirstIDs: UnsafePointer<UInt32>
@@ -28,18 +31,19 @@ struct ClusterSweep {
     let clusterTag: UInt64
 
     init(
-        xy: UnsafePointer<Double>, meta: UnsafePointer<UInt64>, sums: UnsafePointer<Double>?,
+        xy: UnsafePointer<Double>, meta: UnsafePointer<UInt64>, reduced: UnsafePointer<Double>?,
         ids: UnsafePointer<UInt32>, groupFirstIDs: UnsafePointer<UInt32>, parents: UnsafeMutablePointer<Int32>,
-        buffers: BuildBuffers, stride: Int, gridBits: Int, radius: Double, minPoints: UInt32, zoom: Int
+        buffers: BuildBuffers, aggregates: [Aggregate], gridBits: Int, radius: Double, minPoints: UInt32, zoom: Int
     ) {
         self.xy = xy
         self.meta = meta
-        self.sums = sums
+        self.reduced = reduced
         self.ids = ids
         self.groupFirstIDs = groupFirstIDs
         self.parents = parents
         self.out = buffers
-        self.stride = stride
+        self.aggregates = aggregates
+        stride = aggregates.count
         side = 1 << gridBits
         scale = Double(side)
         inverseScale = 1 / scale
@@ -94,7 +98,7 @@ struct ClusterSweep {
                 out.xy[2 * to] = out.xy[2 * from]
                 out.xy[2 * to + 1] = out.xy[2 * from + 1]
                 out.meta[to] = out.meta[from]
-                for c in 0..<stride { out.sums[to * stride + c] = out.sums[from * stride + c] }
+                for c in 0..<stride { out.reduced[to * stride + c] = out.reduced[from * stride + c] }
             }
             for i in southOutput..<n where parents[i] >= Int32(southOutput) { parents[i] -= Int32(shift) }
         }
@@ -136,14 +140,17 @@ struct ClusterSweep {
                     var wx = xi * weight
                     var wy = yi * weight
                     parents[i] = Int32(made)
-                    for c in 0..<k { out.sums[made * k + c] = sums![i * k + c] }
+                    for c in 0..<k { out.reduced[made * k + c] = reduced![i * k + c] }
                     for f in 0..<found {
                         let j = Int(neighbours[f])
                         let w = Double(ItemMeta.count(meta[j]))
                         wx += xy[2 * j] * w
                         wy += xy[2 * j + 1] * w
                         parents[j] = Int32(made)
-                        for c in 0..<k { out.sums[made * k + c] += sums![j * k + c] }
+                        for c in 0..<k {
+                            out.reduced[made * k + c] = aggregates[c].combine(
+                                out.reduced[made * k + c], reduced![j * k + c])
+                        }
                     }
                     // The cluster: weighted centroid, total count, and the seed's origin tagged with
                     // the zoom that made it.
@@ -180,7 +187,7 @@ struct ClusterSweep {
         out.xy[2 * at] = xy[2 * i]
         out.xy[2 * at + 1] = xy[2 * i + 1]
         out.meta[at] = meta[i]
-        for c in 0..<stride { out.sums[at * stride + c] = sums![i * stride + c] }
+        for c in 0..<stride { out.reduced[at * stride + c] = reduced![i * stride + c] }
     }
 
     /// Reads one lane from its pointer eastward: moves the pointer past items west of `west` for good,

@@ -21,8 +21,8 @@ public protocol Clusterer: Sendable {
     var algorithm: Algorithm { get }
     /// The dataset it was built from.
     var dataset: Dataset { get }
-    /// Names of the numeric columns summed into every cluster, in the order ``sums(of:)`` returns.
-    var sumColumns: [String] { get }
+    /// The values reduced over every cluster's points, in the order ``aggregateValues(of:)`` returns.
+    var aggregates: [Aggregate] { get }
 
     /// The features to draw for a viewport.
     /// - Parameters:
@@ -43,6 +43,7 @@ public protocol Clusterer: Sendable {
     ///   - zoom: the client's current zoom (spread placement depends on it).
     func expansion(of id: FeatureID, zoom: Double) -> Expansion?
 
-    /// Aggregated sums of ``sumColumns`` for a feature (a point's own values for a point).
-    func sums(of feature: Feature) -> ArraySlice<Double>
+    /// The reduced values of ``aggregates`` for a feature (a point's own values for a point); a
+    /// `mean` is still its sum here, see ``Aggregate/value(reduced:count:)``.
+    func aggregateValues(of feature: Feature) -> ArraySlice<Double>
 }

@@ -6,16 +6,17 @@ public enum ClustererFactory {
     ///   - algorithm: which clusterer.
     ///   - dataset: the points.
     ///   - options: clustering options (supercluster names).
-    ///   - sumColumns: numeric columns to sum into clusters.
+    ///   - aggregates: values reduced over every cluster's points.
     /// - Throws: ``IndexError`` for bad options or columns.
     public static func make(
-        _ algorithm: Algorithm, dataset: Dataset, options: ClusterOptions = ClusterOptions(), sumColumns: [String] = []
+        _ algorithm: Algorithm, dataset: Dataset, options: ClusterOptions = ClusterOptions(),
+        aggregates: [Aggregate] = []
     ) throws(IndexError) -> any Clusterer {
         switch algorithm {
         case .hierarchical:
-            return try ClusterIndex(dataset: dataset, options: options, sumColumns: sumColumns)
+            return try ClusterIndex(dataset: dataset, options: options, aggregates: aggregates)
         case .pcaTree:
-            return try PCATree(dataset: dataset, options: options, sumColumns: sumColumns)
+            return try PCATree(dataset: dataset, options: options, aggregates: aggregates)
         }
     }
 }

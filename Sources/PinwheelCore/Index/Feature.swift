@@ -18,7 +18,7 @@ public struct Feature: Hashable, Sendable {
     public var anchor: Coordinate?
     /// Dataset row of a single point or spread member, for its properties; -1 for a cluster.
     public var row: Int32
-    /// Clusterer-private slot used to look up aggregated sums; -1 when there is none.
+    /// Clusterer-private slot used to look up aggregate values; -1 when there is none.
     public var slot: Int32
 
     public init(

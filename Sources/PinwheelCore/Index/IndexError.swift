@@ -2,8 +2,10 @@
 public enum IndexError: Error, Equatable, Sendable, CustomStringConvertible {
     /// An option outside its range; `expected` says what is accepted.
     case invalidOption(name: String, value: String, expected: String)
-    /// A column to sum that the dataset does not have.
-    case unknownSumColumn(name: String, available: [String])
+    /// An aggregate's column that the dataset does not have.
+    case unknownAggregateColumn(name: String, available: [String])
+    /// An aggregate written other than `NAME=OP(COLUMN)` with a known OP.
+    case invalidAggregate(text: String, reason: String)
     /// More points than the index can number.
     case tooManyPoints(count: Int, limit: Int)
 
@@ -11,8 +13,10 @@ public enum IndexError: Error, Equatable, Sendable, CustomStringConvertible {
         switch self {
         case .invalidOption(let name, let value, let expected):
             "option \(name) = \(value) is invalid: expected \(expected)"
-        case .unknownSumColumn(let name, let available):
-            "cannot sum column \"\(name)\": the dataset has columns \(available)"
+        case .unknownAggregateColumn(let name, let available):
+            "cannot aggregate column \"\(name)\": the dataset has columns \(available)"
+        case .invalidAggregate(let text, let reason):
+            "aggregate \"\(text)\": \(reason)"
         case .tooManyPoints(let count, let limit):
             "\(count) points is more than the index holds (\(limit))"
         }

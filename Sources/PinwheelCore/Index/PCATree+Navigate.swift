@@ -62,16 +62,16 @@ extension PCATree {
         return .zoom(Double(max(splitZoom(of: node), next)))
     }
 
-    /// Aggregated sums of ``sumColumns``: a node's totals, or a point's own values.
-    public func sums(of feature: Feature) -> ArraySlice<Double> {
-        let k = sumColumns.count
+    /// Reduced ``aggregates``: a node's, or a point's own values.
+    public func aggregateValues(of feature: Feature) -> ArraySlice<Double> {
+        let k = aggregates.count
         if feature.row >= 0 {
             let row = Int(feature.row)
-            return pointSums[row * k..<row * k + k]
+            return pointValues[row * k..<row * k + k]
         }
         guard feature.slot >= 0 && Int(feature.slot) < nodeCount else { return [] }
         let node = Int(feature.slot)
-        return nodeSums[node * k..<node * k + k]
+        return nodeValues[node * k..<node * k + k]
     }
 
     /// The smallest integer zoom at which the typical viewport centred on the node's centroid opens it.

@@ -19,7 +19,7 @@ public struct PCATree: Clusterer {
 
     public var algorithm: Algorithm { .pcaTree }
     public let dataset: Dataset
-    public let sumColumns: [String]
+    public let aggregates: [Aggregate]
     /// The options it was built with. Used: `maxClusters` (features per viewport), `radius` and
     /// `extent` (a node no wider and no taller than `radius` pixels of an `extent`-pixel tile at the
     /// query's zoom stays one cluster), `maxZoom` (from `maxZoom + 1` no node is too small), `spread`,
@@ -39,10 +39,10 @@ public struct PCATree: Clusterer {
     let ranges: [UInt32]
     /// Per node: distance from the root.
     let depths: [UInt16]
-    /// Per node, stride `sumColumns.count`: sums of the numeric columns over its points.
-    let nodeSums: [Double]
-    /// Per row, stride `sumColumns.count`: the row's own values of the summed columns.
-    let pointSums: [Double]
+    /// Per node, stride `aggregates.count`: its points' reduced aggregate values.
+    let nodeValues: [Double]
+    /// Per row, stride `aggregates.count`: the row's own mapped aggregate values.
+    let pointValues: [Double]
     /// Row lookup by dataset id; see ``IDLookup``.
     let lookup: IDLookup
     /// The dataset's same-coordinate groups; each is one leaf of the tree.
@@ -56,27 +56,20 @@ public struct PCATree: Clusterer {
     /// - Parameters:
     ///   - dataset: the points; ids must be distinct.
     ///   - options: clustering options, validated first (see ``options`` for those the tree uses).
-    ///   - sumColumns: numeric property columns to sum into every node (blank or unparsable cells
-    ///     count 0).
+    ///   - aggregates: values reduced over every node's points (see ``Aggregate``).
     /// - Throws: ``IndexError`` for a bad option, an unknown column or too many points.
     /// - Complexity: O(n · depth) time, O(n) memory; no allocation per node.
-    public init(dataset: Dataset, options: ClusterOptions = ClusterOptions(), sumColumns: [String] = [])
+    public init(dataset: Dataset, options: ClusterOptions = ClusterOptions(), aggregates: [Aggregate] = [])
         throws(IndexError)
     {
         try options.validate()
         guard dataset.count <= PCATree.maxPoints else {
             throw .tooManyPoints(count: dataset.count, limit: PCATree.maxPoints)
         }
-        var columns: [[Double]] = []
-        for name in sumColumns {
-            guard let column = dataset.properties.numericColumn(named: name, rows: dataset.count) else {
-                throw .unknownSumColumn(name: name, available: dataset.properties.columns)
-            }
-            columns.append(column)
-        }
+        let rowValues = try Aggregate.rowValues(aggregates, of: dataset)
         self.dataset = dataset
         self.options = options
-        self.sumColumns = sumColumns
+        self.aggregates = aggregates
         let groups = SameCoordinateGroups(dataset: dataset, toleranceMetres: options.sameCoordinateToleranceMetres)
         self.groups = groups
         groupOfRow = groups.groupIndexByRow(rowCount: dataset.count)
@@ -94,8 +87,9 @@ public struct PCATree: Clusterer {
         for (i, row) in order.enumerated() { position[Int(row)] = UInt32(i) }
         self.position = position
         lookup = IDLookup(ids: dataset.ids)
-        (pointSums, nodeSums) = PCATree.sums(
-            columns: columns, order: builder.order, ranges: builder.ranges, nodes: builder.nodes)
+        pointValues = rowValues
+        nodeValues = PCATree.reduce(
+            rowValues, aggregates: aggregates, order: builder.order, ranges: builder.ranges, nodes: builder.nodes)
     }
 
     /// Number of nodes, leaves included.
@@ -104,8 +98,8 @@ public struct PCATree: Clusterer {
     /// Bytes held by the tree's own arrays (not the dataset's).
     public var storedBytes: Int {
         order.count * 4 + position.count * 4 + nodes.count * MemoryLayout<PCANode>.stride + centroids.count * 8
-            + ranges.count * 4 + depths.count * 2 + nodeSums.count * 8
-            + pointSums.count * 8 + groupOfRow.count * 4 + lookup.storedBytes + groups.rows.count * 4
+            + ranges.count * 4 + depths.count * 2 + nodeValues.count * 8
+            + pointValues.count * 8 + groupOfRow.count * 4 + lookup.storedBytes + groups.rows.count * 4
             + groups.starts.count * 4 + groups.centers.count * 16
     }
 
@@ -117,31 +111,30 @@ public struct PCATree: Clusterer {
         FeatureID(depth + 32) << 32 | FeatureID(minID)
     }
 
-    /// Per-row values and per-node totals of the summed columns; children are numbered after their
-    /// parent, so one backwards sweep adds each node into nothing but already finished totals.
-    private static func sums(
-        columns: [[Double]], order: [UInt32], ranges: [UInt32], nodes tree: [PCANode]
-    ) -> (points: [Double], nodes: [Double]) {
-        let k = columns.count
-        guard k > 0 else { return ([], []) }
-        let rows = columns[0].count
-        var points = [Double](repeating: 0, count: rows * k)
-        for (c, column) in columns.enumerated() {
-            for r in 0..<rows { points[r * k + c] = column[r] }
-        }
+    /// Per-node reductions of the rows' aggregate values; children are numbered after their parent,
+    /// so one backwards sweep combines each node from nothing but already finished nodes.
+    private static func reduce(
+        _ points: [Double], aggregates: [Aggregate], order: [UInt32], ranges: [UInt32], nodes tree: [PCANode]
+    ) -> [Double] {
+        let k = aggregates.count
+        guard k > 0 else { return [] }
         var nodes = [Double](repeating: 0, count: tree.count * k)
         for node in stride(from: tree.count - 1, through: 0, by: -1) {
             let child = Int(tree[node].firstChild)
-            if child >= 0 {
-                for c in 0..<k { nodes[node * k + c] = nodes[child * k + c] + nodes[(child + 1) * k + c] }
-            } else {
-                for i in Int(ranges[2 * node])..<Int(ranges[2 * node + 1]) {
-                    let row = Int(order[i])
-                    for c in 0..<k { nodes[node * k + c] += points[row * k + c] }
+            for c in 0..<k {
+                let a = aggregates[c]
+                if child >= 0 {
+                    nodes[node * k + c] = a.combine(nodes[child * k + c], nodes[(child + 1) * k + c])
+                } else {
+                    var value = a.identity
+                    for i in Int(ranges[2 * node])..<Int(ranges[2 * node + 1]) {
+                        value = a.combine(value, points[Int(order[i]) * k + c])
+                    }
+                    nodes[node * k + c] = value
                 }
             }
         }
-        return (points, nodes)
+        return nodes
     }
 }
 

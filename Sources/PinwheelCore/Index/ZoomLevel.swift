@@ -19,8 +19,8 @@ struct ZoomLevel: Sendable {
     /// empty on the raw level.
     var firstChild: [UInt32]
     var childOrder: [UInt32]
-    /// Aggregated sums of the chosen columns, `stride` values per item (empty without sum columns).
-    var sums: [Double]
+    /// Reduced aggregate values, `stride` per item (empty without aggregates).
+    var reduced: [Double]
 
     /// Number of items.
     var count: Int { meta.count }
@@ -28,7 +28,7 @@ struct ZoomLevel: Sendable {
     /// Bytes held by this level's arrays.
     var storedBytes: Int {
         xy.count * 8 + meta.count * 8 + parents.count * 4 + firstChild.count * 4 + childOrder.count * 4
-            + sums.count * 8
+            + reduced.count * 8
     }
 }
 

@@ -39,7 +39,7 @@ public struct SessionMachine<Clock: PinwheelClock> {
     private var encoder = MessageEncoder(capacity: 16 * 1024)
 
     /// - Parameters:
-    ///   - dataset: what `hello` says of the dataset (its `sumColumns` come from the clusterer).
+    ///   - dataset: what `hello` says of the dataset (its `aggregates` come from the clusterer).
     ///   - clusterOptions: the clustering options `hello` announces.
     ///   - clusterers: the clusterer of each algorithm, built once and shared by every session.
     ///   - algorithm: the session's first algorithm.
@@ -201,7 +201,7 @@ public struct SessionMachine<Clock: PinwheelClock> {
 
     private mutating func hello() -> [UInt8] {
         var info = dataset
-        info.sumColumns = clusterer.sumColumns
+        info.aggregates = clusterer.aggregates
         let limits = HelloMessage.Limits(
             viewportHz: options.viewportHz, pace: options.pace, window: options.window,
             maxMessageBytes: options.maxMessageBytes, maxFeatures: options.maxFeatures)

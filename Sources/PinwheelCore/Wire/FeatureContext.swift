@@ -1,26 +1,26 @@
 /// What a feature's wire form needs beyond the ``Feature`` itself: the dataset's property columns for
-/// points and the aggregated sums for clusters.
+/// points and the aggregate values for clusters.
 public struct FeatureContext: Sendable {
     /// Columns of points' `properties`, looked up by ``Feature/row``.
     public var properties: PropertyTable
-    /// Names of the summed columns, the keys of a cluster's `sums`; empty means no `sums`.
-    public var sumColumns: [String]
-    /// The sums of a cluster, in ``sumColumns`` order.
-    public var sums: @Sendable (Feature) -> ArraySlice<Double>
+    /// The aggregates, the keys of a cluster's `aggregates`; empty means no `aggregates`.
+    public var aggregates: [Aggregate]
+    /// The reduced values of a cluster, in ``aggregates`` order (see ``Clusterer/aggregateValues(of:)``).
+    public var values: @Sendable (Feature) -> ArraySlice<Double>
 
     public init(
-        properties: PropertyTable = PropertyTable(), sumColumns: [String] = [],
-        sums: @escaping @Sendable (Feature) -> ArraySlice<Double> = { _ in [] }
+        properties: PropertyTable = PropertyTable(), aggregates: [Aggregate] = [],
+        values: @escaping @Sendable (Feature) -> ArraySlice<Double> = { _ in [] }
     ) {
         self.properties = properties
-        self.sumColumns = sumColumns
-        self.sums = sums
+        self.aggregates = aggregates
+        self.values = values
     }
 
-    /// Properties and sums as a clusterer provides them.
+    /// Properties and aggregate values as a clusterer provides them.
     public init(clusterer: some Clusterer) {
         self.init(
-            properties: clusterer.dataset.properties, sumColumns: clusterer.sumColumns,
-            sums: { clusterer.sums(of: $0) })
+            properties: clusterer.dataset.properties, aggregates: clusterer.aggregates,
+            values: { clusterer.aggregateValues(of: $0) })
     }
 }

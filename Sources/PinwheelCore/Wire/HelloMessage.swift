@@ -6,14 +6,23 @@ public struct HelloMessage: Equatable, Sendable {
         public var points: Int
         /// West, south, east, north of all points; nil for an empty dataset (sent as `null`).
         public var bounds: BBox?
-        /// Numeric columns summed into clusters, the keys of a feature's `sums`.
-        public var sumColumns: [String]
+        /// GeoJSON features with `"geometry": null`, left out (RFC 7946's unlocated features).
+        public var unlocated: Int
+        /// Bad rows left out under `--on-bad-row skip`.
+        public var skipped: Int
+        /// Values reduced over every cluster's points, the keys of a cluster's `aggregates`.
+        public var aggregates: [Aggregate]
 
-        public init(name: String, points: Int, bounds: BBox?, sumColumns: [String] = []) {
+        public init(
+            name: String, points: Int, bounds: BBox?, unlocated: Int = 0, skipped: Int = 0,
+            aggregates: [Aggregate] = []
+        ) {
             self.name = name
             self.points = points
             self.bounds = bounds
-            self.sumColumns = sumColumns
+            self.unlocated = unlocated
+            self.skipped = skipped
+            self.aggregates = aggregates
         }
     }
 

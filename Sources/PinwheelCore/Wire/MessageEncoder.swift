@@ -47,8 +47,22 @@ public struct MessageEncoder: Sendable {
         } else {
             writer.null()
         }
-        writer.raw(",\"sumColumns\":")
-        writer.strings(h.dataset.sumColumns)
+        writer.raw(",\"unlocated\":")
+        writer.integer(h.dataset.unlocated)
+        writer.raw(",\"skipped\":")
+        writer.integer(h.dataset.skipped)
+        writer.raw(",\"aggregates\":[")
+        for (c, a) in h.dataset.aggregates.enumerated() {
+            if c > 0 { writer.byte(UInt8(ascii: ",")) }
+            writer.raw("{\"name\":")
+            writer.string(a.name)
+            writer.raw(",\"op\":")
+            writer.string(a.operation.rawValue)
+            writer.raw(",\"column\":")
+            writer.string(a.column)
+            writer.byte(UInt8(ascii: "}"))
+        }
+        writer.byte(UInt8(ascii: "]"))
         let o = h.options
         writer.raw("},\"options\":{\"minZoom\":")
         writer.integer(o.minZoom)
@@ -91,7 +105,7 @@ public struct MessageEncoder: Sendable {
     ///   - remove: ids to remove; `add` and `update`: features to draw.
     ///   - done: true on the last batch for this viewport.
     ///   - capped: on the last batch of a viewport that had more features than the limit.
-    ///   - context: where properties and sums come from.
+    ///   - context: where properties and aggregate values come from.
     public mutating func batch(
         seq: UInt64, number: UInt64, remove: some Collection<FeatureID>,
         add: some Collection<Feature>, update: some Collection<Feature>, done: Bool,
@@ -173,7 +187,7 @@ public struct MessageEncoder: Sendable {
         writer.byte(UInt8(ascii: "]"))
     }
 
-    /// One feature: id, lat, lon, count, then parent, anchor, properties and sums when they apply.
+    /// One feature: id, lat, lon, count, then parent, anchor, properties and aggregates when they apply.
     mutating func feature(_ f: Feature, _ context: FeatureContext) {
         writer.raw("{\"id\":")
         writer.integer(f.id)
@@ -205,15 +219,17 @@ public struct MessageEncoder: Sendable {
             }
             writer.byte(UInt8(ascii: "}"))
         }
-        if !f.isPoint && !context.sumColumns.isEmpty {
-            let sums = context.sums(f)
-            writer.raw(",\"sums\":{")
-            for (c, name) in context.sumColumns.enumerated() {
+        if !f.isPoint && !context.aggregates.isEmpty {
+            let values = context.values(f)
+            writer.raw(",\"aggregates\":{")
+            for (c, aggregate) in context.aggregates.enumerated() {
                 if c > 0 { writer.byte(UInt8(ascii: ",")) }
-                writer.string(name)
+                writer.string(aggregate.name)
                 writer.byte(UInt8(ascii: ":"))
-                let i = sums.startIndex + c
-                writer.number(i < sums.endIndex ? sums[i] : 0)
+                let i = values.startIndex + c
+                let value = aggregate.value(reduced: i < values.endIndex ? values[i] : .nan, count: f.count)
+                // NaN: a min or max over points that all lack the column.
+                if value.isNaN { writer.null() } else { writer.number(value) }
             }
             writer.byte(UInt8(ascii: "}"))
         }

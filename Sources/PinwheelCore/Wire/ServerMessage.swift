@@ -8,12 +8,13 @@ public struct WireFeature: Equatable, Sendable {
     public var anchor: Coordinate?
     /// A point's dataset columns.
     public var properties: [String: String]
-    /// A cluster's summed columns.
-    public var sums: [String: Double]
+    /// A cluster's aggregate values by name; NaN for `null` (no point had a value).
+    public var aggregates: [String: Double]
 
     public init(
         id: FeatureID, lat: Double, lon: Double, count: UInt32, parent: FeatureID? = nil,
-        anchor: Coordinate? = nil, properties: [String: String] = [:], sums: [String: Double] = [:]
+        anchor: Coordinate? = nil, properties: [String: String] = [:],
+        aggregates: [String: Double] = [:]
     ) {
         self.id = id
         self.lat = lat
@@ -22,7 +23,7 @@ public struct WireFeature: Equatable, Sendable {
         self.parent = parent
         self.anchor = anchor
         self.properties = properties
-        self.sums = sums
+        self.aggregates = aggregates
     }
 }
 
@@ -120,7 +121,7 @@ public enum ServerMessage: Equatable, Sendable {
                 guard b.count == 4 else { throw MessageFields.invalid("bounds", "must hold 4 numbers") }
                 bounds = BBox(west: b[0], south: b[1], east: b[2], north: b[3])
             }
-            let sumColumns = try d.array("sumColumns").map { (v) throws(WireError) in try string(v, "sumColumns") }
+            let aggregates = try d.array("aggregates").map { (v) throws(WireError) in try aggregate(v) }
             let o = try m.object("options")
             let l = try m.object("limits")
             return .hello(
@@ -130,7 +131,8 @@ public enum ServerMessage: Equatable, Sendable {
                     algorithms: algorithms,
                     dataset: .init(
                         name: try d.string("name"), points: Int(try d.whole("points")), bounds: bounds,
-                        sumColumns: sumColumns),
+                        unlocated: Int(try d.whole("unlocated")), skipped: Int(try d.whole("skipped")),
+                        aggregates: aggregates),
                     options: .init(
                         minZoom: Int(try o.whole("minZoom")), maxZoom: Int(try o.whole("maxZoom")),
                         minPoints: Int(try o.whole("minPoints")), radius: try o.number("radius"),
@@ -196,6 +198,17 @@ public enum ServerMessage: Equatable, Sendable {
         return a
     }
 
+    /// One of `hello`'s aggregates: `{"name":…,"op":…,"column":…}`.
+    static func aggregate(_ v: JSONValue) throws(WireError) -> Aggregate {
+        guard case .object(let o) = v else { throw MessageFields.invalid("aggregates", "must hold objects") }
+        let entry = MessageFields(object: o, type: "an aggregate")
+        let op = try entry.string("op")
+        guard let operation = Aggregate.Operation(rawValue: op) else {
+            throw MessageFields.invalid("op", "must be sum, min, max or mean, got \"\(op)\"")
+        }
+        return Aggregate(name: try entry.string("name"), operation: operation, column: try entry.string("column"))
+    }
+
     static func string(_ v: JSONValue, _ name: String) throws(WireError) -> String {
         guard case .string(let s) = v else { throw MessageFields.invalid(name, "must hold strings, got \(v.kindName)") }
         return s
@@ -235,9 +248,10 @@ public enum ServerMessage: Equatable, Sendable {
                     feature.properties[key] = try string(value, "properties")
                 }
             }
-            if f.has("sums") {
-                for (key, value) in try f.object("sums").object.members {
-                    feature.sums[key] = try MessageFields.number(value, name: "sums")
+            if f.has("aggregates") {
+                for (key, value) in try f.object("aggregates").object.members {
+                    feature.aggregates[key] =
+                        value == .null ? .nan : try MessageFields.number(value, name: "aggregates")
                 }
             }
             out.append(feature)
