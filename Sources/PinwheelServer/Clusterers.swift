@@ -3,15 +3,15 @@ import PinwheelCore
 /// One clusterer per algorithm for the whole server, built once at start-up and shared by every
 /// session (clusterers are immutable and safe to query from many threads), so a session's
 /// `settings` switch costs nothing.
-struct Clusterers: Sendable {
+public struct Clusterers: Sendable {
     private let byAlgorithm: [Algorithm: any Clusterer]
     /// The options `hello` announces.
-    let options: HelloMessage.Options
+    public let options: HelloMessage.Options
 
     /// Builds every algorithm's clusterer with `clusterOptions` and the same `aggregates`.
     /// - Throws: the core's build error (a bad option, an unknown aggregate column, too many points),
     ///   naming what was wrong.
-    init(dataset: Dataset, options clusterOptions: ClusterOptions = ClusterOptions(), aggregates: [Aggregate] = [])
+    public init(dataset: Dataset, options clusterOptions: ClusterOptions = ClusterOptions(), aggregates: [Aggregate] = [])
         throws
     {
         var built: [Algorithm: any Clusterer] = [:]
@@ -27,7 +27,7 @@ struct Clusterers: Sendable {
     }
 
     /// The shared clusterer of an algorithm.
-    func clusterer(for algorithm: Algorithm) -> any Clusterer {
+    public func clusterer(for algorithm: Algorithm) -> any Clusterer {
         byAlgorithm[algorithm]!
     }
 }

@@ -17,7 +17,7 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
     /// Sessions' viewports for the sessions that opted in to presence.
     public let presence = PresenceBoard()
     let logger: Logger
-    let clusterers: Clusterers
+    public let clusterers: Clusterers
     let workers: Workers
     private var transport: WebSocketServer!
     private let sessions = Mutex<[ConnectionID: Session]>([:])
@@ -37,8 +37,8 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
             logger: logger)
     }
 
-    /// A server over clusterers already built for `dataset` (tests share one set between servers).
-    init(configuration: ServerConfiguration, dataset: LoadedDataset, clusterers: Clusterers, logger: Logger) {
+    /// A server over clusterers already built for `dataset` (several servers may share one set).
+    public init(configuration: ServerConfiguration, dataset: LoadedDataset, clusterers: Clusterers, logger: Logger) {
         self.configuration = configuration
         self.dataset = dataset
         self.logger = logger

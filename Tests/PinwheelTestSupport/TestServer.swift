@@ -1,8 +1,7 @@
 import Foundation
 import Logging
 import PinwheelCore
-
-@testable import PinwheelServer
+import PinwheelServer
 
 /// A real `Server` on 127.0.0.1, port 0, serving a deterministic synthetic dataset.
 public final class TestServer: Sendable {
