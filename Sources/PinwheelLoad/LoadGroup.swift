@@ -230,7 +230,8 @@ final class LoadGroup: WebSocketClientDelegate, @unchecked Sendable {
         }
     }
 
-    func webSocketClient(_ client: WebSocketClient, didClose connection: ConnectionID, code: CloseCode, reason: String) {
+    func webSocketClient(_ client: WebSocketClient, didClose connection: ConnectionID, code: CloseCode, reason: String)
+    {
         state.withLock { s in
             guard let k = s.byConnection[connection] else { return }
             s.clients[k].phase = .finished

@@ -24,8 +24,10 @@ public struct LoadProgress: Sendable, Equatable {
 
     /// One line for stderr, e.g. `12s  1000 open  9.8k vp/s  …` given the sample a second before.
     public func line(since previous: LoadProgress, clients: Int) -> String {
-        let seconds = max(0.001, Double((elapsed - previous.elapsed).components.seconds)
-            + Double((elapsed - previous.elapsed).components.attoseconds) * 1e-18)
+        let seconds = max(
+            0.001,
+            Double((elapsed - previous.elapsed).components.seconds)
+                + Double((elapsed - previous.elapsed).components.attoseconds) * 1e-18)
         func rate(_ now: Int, _ before: Int) -> String { LoadTable.compact(Double(now - before) / seconds) }
         return "\(elapsed.components.seconds)s  \(open)/\(clients) open  "
             + "\(rate(viewportsSent, previous.viewportsSent)) viewports/s  \(rate(batches, previous.batches)) batches/s  "

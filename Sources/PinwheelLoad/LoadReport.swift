@@ -9,6 +9,8 @@ public struct LoadReport: Codable, Sendable {
         public var p50: Double
         public var p90: Double
         public var p99: Double
+        // swift-format-ignore: AlwaysUseLowerCamelCase
+        // The name is a key of `pinwheel load --json`'s report.
         public var p99_9: Double
         public var max: Double
 
@@ -16,7 +18,12 @@ public struct LoadReport: Codable, Sendable {
         init(_ histogram: Histogram<UInt64>, divisor: Double) {
             count = histogram.totalCount
             guard count > 0 else {
-                mean = 0; p50 = 0; p90 = 0; p99 = 0; p99_9 = 0; max = 0
+                mean = 0
+                p50 = 0
+                p90 = 0
+                p99 = 0
+                p99_9 = 0
+                max = 0
                 return
             }
             mean = histogram.mean / divisor

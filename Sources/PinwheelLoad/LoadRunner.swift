@@ -1,6 +1,7 @@
 import Foundation
-import struct Histogram.Histogram
 import PinwheelTransport
+
+import struct Histogram.Histogram
 
 /// Runs a load test: opens the clients over the ramp, lets them tour for the duration, waits for the
 /// last answers, reads the server's /metrics before and after, and reports.
@@ -31,7 +32,7 @@ public final class LoadRunner: Sendable {
         }
         for group in groups {
             do { try group.start() } catch {
-                groups.forEach { $0.stop() }
+                for started in groups { started.stop() }
                 throw .clientFailed("\(error)")
             }
         }
@@ -62,14 +63,14 @@ public final class LoadRunner: Sendable {
         let tool = usageAtSteady.flatMap { a in ToolUsage.sample().map { ToolUsage.between(a, $0) } }
 
         // Drain: no more viewports; wait for the last answers.
-        groups.forEach { $0.endTour() }
+        for group in groups { group.endTour() }
         let drainEnd = ContinuousClock.now + options.drainTimeout
         while ContinuousClock.now < drainEnd, groups.contains(where: { $0.inFlight > 0 }) {
             Thread.sleep(forTimeInterval: 0.02)
         }
         server.readAfter()
         let elapsed = ContinuousClock.now - start
-        groups.forEach { $0.stop() }
+        for group in groups { group.stop() }
 
         var clients = groups.flatMap { g in g.state.withLock { $0.clients } }
         clients.sort { $0.index < $1.index }

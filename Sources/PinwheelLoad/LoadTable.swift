@@ -7,9 +7,11 @@ public enum LoadTable {
     public static func render(_ report: LoadReport) -> String {
         let r = report.run
         var out = "pinwheel load \(r.url): \(r.clients) clients, \(number(r.durationSeconds)) s after a "
-        out += "\(number(r.rampSeconds)) s ramp, trace \(r.trace), \(number(r.viewportHz)) viewports/s, seed \(r.seed)\n"
+        out +=
+            "\(number(r.rampSeconds)) s ramp, trace \(r.trace), \(number(r.viewportHz)) viewports/s, seed \(r.seed)\n"
         out += "elapsed \(fixed(r.elapsedSeconds, 1)) s, rates over \(fixed(r.steadySeconds, 1)) steady s\n\n"
-        out += pad("", 18) + ["count", "mean", "p50", "p90", "p99", "p99.9", "max"].map { padLeft($0, 10) }.joined() + "\n"
+        out +=
+            pad("", 18) + ["count", "mean", "p50", "p90", "p99", "p99.9", "max"].map { padLeft($0, 10) }.joined() + "\n"
         out += row("connect (ms)", report.latency.connect, digits: 2)
         out += row("first batch (ms)", report.latency.firstBatch, digits: 2)
         out += row("done (ms)", report.latency.done, digits: 2)
@@ -25,7 +27,8 @@ public enum LoadTable {
         out += "\nviewports   sent \(t.viewportsSent), answered \(t.viewportsAnswered), "
         out += "superseded \(t.viewportsSuperseded), unanswered \(t.viewportsUnanswered)\n"
         out += "received    \(t.batches) batches, \(t.markers) markers, \(compact(Double(t.bytes)))B"
-        out += " = \(fixed(t.bytesPercentOfNaive, 1)) % of re-sending every visible feature (\(compact(Double(t.naiveBytes)))B)\n"
+        out +=
+            " = \(fixed(t.bytesPercentOfNaive, 1)) % of re-sending every visible feature (\(compact(Double(t.naiveBytes)))B)\n"
         out += "connections \(t.connected) opened, \(t.failedToConnect) failed\n"
         out += "closes      \(codes(report.closes)); during the run: \(codes(report.closesDuringRun))\n"
         out += "errors      \(report.errors.isEmpty ? "none" : codes(report.errors))\n"
@@ -88,7 +91,8 @@ public enum LoadTable {
     }
 
     private static func codes(_ counts: [String: Int]) -> String {
-        counts.isEmpty ? "none" : counts.sorted { $0.key < $1.key }.map { "\($0.key) ×\($0.value)" }.joined(separator: ", ")
+        counts.isEmpty
+            ? "none" : counts.sorted { $0.key < $1.key }.map { "\($0.key) ×\($0.value)" }.joined(separator: ", ")
     }
 
     private static func fixed(_ value: Double, _ digits: Int) -> String {

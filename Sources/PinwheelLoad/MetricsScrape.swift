@@ -31,7 +31,9 @@ public struct MetricsScrape: Sendable {
 
     /// GETs `http://host:port/metrics`.
     /// - Throws: `LoadError.scrapeFailed` naming the URL and what went wrong.
-    public static func fetch(host: String, port: Int, timeout: Duration = .seconds(30)) throws(LoadError) -> MetricsScrape {
+    public static func fetch(host: String, port: Int, timeout: Duration = .seconds(30)) throws(LoadError)
+        -> MetricsScrape
+    {
         let url = "http://\(host):\(port)/metrics"
         let response: String
         do {

@@ -83,7 +83,8 @@ public struct Tour: Sendable {
 
     private mutating func startGesture() {
         // A short look around after one gesture in three.
-        if case .pause = gesture {} else if uniform(0, 1) < 1.0 / 3 {
+        if case .pause = gesture {
+        } else if uniform(0, 1) < 1.0 / 3 {
             gesture = .pause(ticks: 1 + Int(random.next() % 2))
             return
         }
@@ -107,7 +108,8 @@ public struct Tour: Sendable {
         let distance = uniform(100, 600)
         let angle = uniform(0, 2 * .pi)
         let ticks = 3 + Int(random.next() % 6)
-        gesture = .drag(dx: distance * cos(angle) / Double(ticks), dy: distance * sin(angle) / Double(ticks), ticks: ticks)
+        gesture = .drag(
+            dx: distance * cos(angle) / Double(ticks), dy: distance * sin(angle) / Double(ticks), ticks: ticks)
     }
 
     private mutating func startZoom() {

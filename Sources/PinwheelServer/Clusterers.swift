@@ -11,7 +11,9 @@ public struct Clusterers: Sendable {
     /// Builds every algorithm's clusterer with `clusterOptions` and the same `aggregates`.
     /// - Throws: the core's build error (a bad option, an unknown aggregate column, too many points),
     ///   naming what was wrong.
-    public init(dataset: Dataset, options clusterOptions: ClusterOptions = ClusterOptions(), aggregates: [Aggregate] = [])
+    public init(
+        dataset: Dataset, options clusterOptions: ClusterOptions = ClusterOptions(), aggregates: [Aggregate] = []
+    )
         throws
     {
         var built: [Algorithm: any Clusterer] = [:]

@@ -74,9 +74,9 @@ public enum DatasetLoadError: Error, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case let .unreadable(file, reason): "\(file): cannot read: \(reason)"
-        case let .unknownFormat(file): "\(file): unknown format (expected .csv, .geojson, .json, .ndjson or .jsonl)"
-        case let .badData(file, error):
+        case .unreadable(let file, let reason): "\(file): cannot read: \(reason)"
+        case .unknownFormat(let file): "\(file): unknown format (expected .csv, .geojson, .json, .ndjson or .jsonl)"
+        case .badData(let file, let error):
             // A problem on a line may be a bad row, which `serve` can leave out instead.
             error.line == nil
                 ? "\(file): \(error)" : "\(file): \(error) (if it is a bad row, --on-bad-row skip leaves it out)"

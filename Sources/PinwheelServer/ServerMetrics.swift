@@ -1,11 +1,12 @@
 import CoreMetrics
-import struct Histogram.Histogram
 import PinwheelTransport
+import Synchronization
+
+import struct Histogram.Histogram
 import class Prometheus.Gauge
 import struct Prometheus.MetricNameDescriptor
 import class Prometheus.PrometheusCollectorRegistry
 import struct Prometheus.PrometheusMetricsFactory
-import Synchronization
 
 /// The server's counters, exported at `/metrics` in Prometheus text format.
 ///

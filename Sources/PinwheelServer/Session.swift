@@ -118,7 +118,8 @@ final class Session: WorkerJob, @unchecked Sendable {
             server.presence.remove(connection: connection)
             let c = counters
             server.logger.debug(
-                "session \(connection) ended: \(c.messagesIn) messages in (\(c.errors) errors), \(c.messagesOut) out (\(c.batches) batches, \(c.bytesOut) bytes)")
+                "session \(connection) ended: \(c.messagesIn) messages in (\(c.errors) errors), \(c.messagesOut) out (\(c.batches) batches, \(c.bytesOut) bytes)"
+            )
         }
     }
 

@@ -102,8 +102,9 @@ final class ServiceLoop: Sendable {
         thread.start()
         if backend == .libev {
             let timer = DispatchSource.makeTimerSource(queue: .global())
-            let tick = DispatchTimeInterval.milliseconds(Int(Self.timerTick.components.seconds * 1000)
-                + Int(Self.timerTick.components.attoseconds / 1_000_000_000_000_000))
+            let tick = DispatchTimeInterval.milliseconds(
+                Int(Self.timerTick.components.seconds * 1000)
+                    + Int(Self.timerTick.components.attoseconds / 1_000_000_000_000_000))
             timer.schedule(deadline: .now() + tick, repeating: tick)
             timer.setEventHandler { [weak self] in self?.wake() }
             timer.resume()

@@ -75,7 +75,8 @@ extension WebSocketServer {
         }
         for finished in finished {
             // The connection closed meanwhile, or its address now belongs to a newer request.
-            guard httpWaiting[finished.key] == finished.request, let wsi = OpaquePointer(bitPattern: finished.key) else {
+            guard httpWaiting[finished.key] == finished.request, let wsi = OpaquePointer(bitPattern: finished.key)
+            else {
                 continue
             }
             httpWaiting[finished.key] = nil

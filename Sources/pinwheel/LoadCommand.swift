@@ -29,7 +29,8 @@ struct LoadCommand: ParsableCommand {
     @Option(help: "Connections open evenly over this time.")
     var ramp: DurationArgument = DurationArgument(.seconds(5))
 
-    @Option(name: .customLong("viewport-hz"), help: "Viewports per second per client while it moves; 0 = idle after hello.")
+    @Option(
+        name: .customLong("viewport-hz"), help: "Viewports per second per client while it moves; 0 = idle after hello.")
     var viewportHz: Double = 10
 
     @Option(help: "Movement: pan, zoom, mixed or jump.")

@@ -38,7 +38,9 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "Folder served at / (default: the repository's web/).")
     var web: String?
 
-    @Option(name: .customLong("allowed-origin"), help: "An origin allowed to open a WebSocket (repeatable; default: the server's own).")
+    @Option(
+        name: .customLong("allowed-origin"),
+        help: "An origin allowed to open a WebSocket (repeatable; default: the server's own).")
     var allowedOrigins: [String] = []
 
     @Option(help: "More sessions than this are closed with 1013.")
@@ -147,7 +149,8 @@ struct ServeCommand: ParsableCommand {
         let logger = Logger(label: "pinwheel")
 
         guard let webRoot = web ?? ResourceLocator.folder(named: "web", containing: "index.html") else {
-            throw ValidationError("no web/ folder found next to the executable or the working directory; pass --web DIR")
+            throw ValidationError(
+                "no web/ folder found next to the executable or the working directory; pass --web DIR")
         }
         var configuration = ServerConfiguration(webRoot: webRoot)
         configuration.host = host
@@ -184,7 +187,8 @@ struct ServeCommand: ParsableCommand {
         try server.start()
         let scheme = tlsCert == nil ? "http" : "https"
         // Unbuffered, so a test or script reading our stdout sees the line at once.
-        FileHandle.standardOutput.write(Data("pinwheel listening on \(scheme)://\(urlHost(host)):\(server.port)\n".utf8))
+        FileHandle.standardOutput.write(
+            Data("pinwheel listening on \(scheme)://\(urlHost(host)):\(server.port)\n".utf8))
         let tourists = try startBots(server: server, secure: tlsCert != nil, logger: logger)
 
         // Signal handlers run on a Dispatch queue; `@Sendable` keeps them off the main actor.
@@ -202,7 +206,7 @@ struct ServeCommand: ParsableCommand {
         }
         server.wait()
         tourists?.stop()
-        sources.forEach { $0.cancel() }
+        for source in sources { source.cancel() }
         logger.info("stopped")
     }
 

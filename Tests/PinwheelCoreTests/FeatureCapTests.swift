@@ -23,8 +23,10 @@ struct FeatureCapTests {
                 var kept = all
                 #expect(FeatureCap.keepNearest(&kept, limit: limit, centre: centre) == all.count)
                 let expected = all.enumerated().sorted {
-                    let (a, b) = (distance(lat: $0.element.lat, lon: $0.element.lon),
-                                  distance(lat: $1.element.lat, lon: $1.element.lon))
+                    let (a, b) = (
+                        distance(lat: $0.element.lat, lon: $0.element.lon),
+                        distance(lat: $1.element.lat, lon: $1.element.lon)
+                    )
                     return a != b ? a < b : $0.element.id < $1.element.id
                 }.prefix(limit).map(\.offset).sorted().map { all[$0] }
                 #expect(kept == expected)

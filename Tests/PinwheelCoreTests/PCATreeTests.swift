@@ -124,8 +124,10 @@ struct PCATreeTests {
         let data = PCATreeTests.blobs(seed: 11, count: 1_000)
         let tree = try PCATree(dataset: data)
         for node in 0..<tree.nodeCount {
-            var (minX, minY, maxX, maxY, sx, sy) = (Double.infinity, Double.infinity, -Double.infinity,
-                -Double.infinity, 0.0, 0.0)
+            var (minX, minY, maxX, maxY, sx, sy) = (
+                Double.infinity, Double.infinity, -Double.infinity,
+                -Double.infinity, 0.0, 0.0
+            )
             for position in Int(tree.ranges[2 * node])..<Int(tree.ranges[2 * node + 1]) {
                 let row = Int(tree.order[position])
                 let x = Mercator.x(lon: data.lon(row))
@@ -378,7 +380,8 @@ struct PCATreeTests {
 
     @Test("a group alone in view is spread exactly as SpreadPlacement places it, anchored at its point")
     func groupSpread() throws {
-        let data = Dataset(ids: [9, 4, 6, 5, 8], coordinates: Array(repeating: [2.35, 48.85], count: 5).flatMap { $0 })
+        let data = Dataset(
+            ids: [9, 4, 6, 5, 8], coordinates: Array(repeating: [2.35, 48.85], count: 5).flatMap { $0 })
         let tree = try PCATree(dataset: data)
         var out: [Feature] = []
         tree.features(in: .world, zoom: 12, into: &out)

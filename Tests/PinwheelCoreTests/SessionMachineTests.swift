@@ -30,7 +30,8 @@ struct SessionMachineTests {
         init(options: SessionOptions = SessionOptions(), algorithm: Algorithm = .hierarchical) {
             machine = SessionMachine(
                 clock: clock, options: options, session: "s1",
-                dataset: HelloMessage.DatasetInfo(name: "synthetic", points: SessionMachineTests.dataset.count, bounds: nil),
+                dataset: HelloMessage.DatasetInfo(
+                    name: "synthetic", points: SessionMachineTests.dataset.count, bounds: nil),
                 clusterOptions: HelloMessage.Options(
                     minZoom: 0, maxZoom: 16, minPoints: 2, radius: 40, extent: 512, nodeSize: 64, spread: "adaptive",
                     maxClusters: 32),
@@ -65,7 +66,8 @@ struct SessionMachineTests {
                 for id in b.remove { #expect(page.removeValue(forKey: id) != nil, "removed an id the page lacks") }
                 for f in b.update { #expect(page.updateValue(f, forKey: f.id) != nil, "updated an id the page lacks") }
                 for f in b.add { #expect(page.updateValue(f, forKey: f.id) == nil, "added an id the page has") }
-                acksToSend.append(.ack(AckMessage(batch: b.batch, applied: b.remove.count + b.add.count + b.update.count, ms: 2)))
+                acksToSend.append(
+                    .ack(AckMessage(batch: b.batch, applied: b.remove.count + b.add.count + b.update.count, ms: 2)))
             }
             if acks && !acksToSend.isEmpty { try turn(acksToSend) }
             last = messages
@@ -146,9 +148,10 @@ struct SessionMachineTests {
         let seqs = Set(sent.compactMap { m -> UInt64? in if case .batch(let b) = m { b.seq } else { nil } })
         #expect(seqs == [2])
         h.acks = true
-        try h.turn(sent.compactMap { m in
-            if case .batch(let b) = m { .ack(AckMessage(batch: b.batch, applied: 1, ms: 1)) } else { nil }
-        })
+        try h.turn(
+            sent.compactMap { m in
+                if case .batch(let b) = m { .ack(AckMessage(batch: b.batch, applied: 1, ms: 1)) } else { nil }
+            })
         try h.settle()
         #expect(Set(h.batches.map(\.seq)) == [2, 5])
         #expect(Set(h.page.keys) == h.expected(boxes[4], zoom: 6))
@@ -178,7 +181,9 @@ struct SessionMachineTests {
         try h.turn([.settings(SettingsMessage(algorithm: .pcaTree))])
         #expect(h.last.first.map { if case .hello(let m) = $0 { m.algorithm == .pcaTree } else { false } } == true)
         // Flipping again at once: the answer is a hello, the re-serve waits for the limiter.
-        try h.turn([.settings(SettingsMessage(algorithm: .hierarchical)), .settings(SettingsMessage(algorithm: .pcaTree))])
+        try h.turn([
+            .settings(SettingsMessage(algorithm: .hierarchical)), .settings(SettingsMessage(algorithm: .pcaTree)),
+        ])
         #expect(h.last.allSatisfy { if case .hello = $0 { true } else { false } })
         try h.settle()
         #expect(h.firstBatchLatencies.count <= before + 2)

@@ -45,7 +45,9 @@ struct LoadEngineTests {
         #expect(side.windowWaits != nil && side.firstBatchP99Ms != nil)
         // The tool's own use over the steady part.
         let tool = try #require(report.tool)
-        #expect(tool.cpuPercent > 0 && tool.busiestThreadPercent > 0 && tool.busiestThreadPercent <= tool.cpuPercent + 0.001)
+        #expect(
+            tool.cpuPercent > 0 && tool.busiestThreadPercent > 0 && tool.busiestThreadPercent <= tool.cpuPercent + 0.001
+        )
         #expect((0...100).contains(tool.machineIdlePercent) && tool.cores >= 1)
         let table = LoadTable.render(report)
         #expect(table.contains("first batch within 5 ms:") && table.contains("tool        CPU"))

@@ -47,10 +47,12 @@ struct LoadMessageScannerTests {
         #expect(try #require(Self.scan(#"{"type":"expansion","id":4,"zoom":9}"#)).kind == .other)
     }
 
-    @Test("broken messages are refused", arguments: [
-        "", "[]", #"{"type":"batch""#, #"{"type":"batch","seq":-1}"#, #"{"add":[{"lat":1}]}"#,
-        #"{"remove":[1,"x"]}"#, #"{"type":"batch","add":[{"id":1}"#, #"{"done":maybe}"#,
-    ])
+    @Test(
+        "broken messages are refused",
+        arguments: [
+            "", "[]", #"{"type":"batch""#, #"{"type":"batch","seq":-1}"#, #"{"add":[{"lat":1}]}"#,
+            #"{"remove":[1,"x"]}"#, #"{"type":"batch","add":[{"id":1}"#, #"{"done":maybe}"#,
+        ])
     func refused(text: String) {
         #expect(Self.scan(text) == nil)
     }

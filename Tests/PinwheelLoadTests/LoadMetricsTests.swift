@@ -95,10 +95,12 @@ struct LoadNaiveBytesTests {
     @Test("one batch holding every visible feature: envelope, features and commas, byte for byte")
     func naiveBatch() {
         let features = [#"{"id":1,"lat":1,"lon":2,"count":1}"#, #"{"id":22,"lat":3,"lon":4,"count":5}"#]
-        let message = #"{"type":"batch","seq":17,"batch":305,"remove":[],"add":["# + features.joined(separator: ",")
+        let message =
+            #"{"type":"batch","seq":17,"batch":305,"remove":[],"add":["# + features.joined(separator: ",")
             + #"],"update":[],"done":true}"#
         #expect(
-            LoadClient.naiveBatchBytes(seq: 17, batch: 305, featureBytes: features.map(\.utf8.count).reduce(0, +), features: 2)
+            LoadClient.naiveBatchBytes(
+                seq: 17, batch: 305, featureBytes: features.map(\.utf8.count).reduce(0, +), features: 2)
                 == message.utf8.count)
     }
 }

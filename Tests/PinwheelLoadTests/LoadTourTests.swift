@@ -10,7 +10,9 @@ struct LoadTourTests {
     static let world = BBox(west: -180, south: -60, east: 180, north: 80)
 
     /// Runs a tour for `ticks` ticks: the viewports sent (nil for pauses) and the starting view.
-    static func run(_ trace: TourTrace, seed: UInt64, ticks: Int, bounds: BBox = world) -> (TourViewport, [TourViewport?]) {
+    static func run(_ trace: TourTrace, seed: UInt64, ticks: Int, bounds: BBox = world) -> (
+        TourViewport, [TourViewport?]
+    ) {
         var tour = Tour(trace: trace, seed: seed, bounds: bounds)
         let start = tour.current
         return (start, (0..<ticks).map { _ in tour.next() })
@@ -101,7 +103,8 @@ struct LoadTourTests {
         var zooms = [start.zoom]
         for viewport in ticks.compactMap({ $0 }) {
             zooms.append(viewport.zoom)
-            #expect(abs(Self.centre(viewport).x / pow(2, viewport.zoom) - Self.centre(start).x / pow(2, start.zoom)) < 1e-6)
+            #expect(
+                abs(Self.centre(viewport).x / pow(2, viewport.zoom) - Self.centre(start).x / pow(2, start.zoom)) < 1e-6)
         }
         let distinct = Set(zooms.map { ($0 * 1000).rounded() })
         #expect(distinct.count > 5)

@@ -36,7 +36,8 @@ struct BadInputTests {
 
     @Test("a missing field gets missing-field naming it")
     func missingField() async throws {
-        try await expectError(#"{"type":"viewport","seq":1,"zoom":3,"width":800,"height":600}"#, code: "missing-field", field: "bbox")
+        try await expectError(
+            #"{"type":"viewport","seq":1,"zoom":3,"width":800,"height":600}"#, code: "missing-field", field: "bbox")
     }
 
     @Test("a wrong-typed field gets invalid-field naming it")

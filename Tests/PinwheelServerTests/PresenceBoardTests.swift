@@ -4,7 +4,6 @@ import PinwheelTransport
 import Synchronization
 import Testing
 
-
 @testable import PinwheelServer
 
 @Suite("PresenceBoard: other sessions' viewports for the multi-client demo")
@@ -85,7 +84,9 @@ struct PresenceBoardTests {
 
     @Test("settings opt in to presence, with or without an algorithm, and encode back the same")
     func settings() throws {
-        #expect(try ClientMessage.decode(#"{"type":"settings","presence":true}"#) == .settings(SettingsMessage(presence: true)))
+        #expect(
+            try ClientMessage.decode(#"{"type":"settings","presence":true}"#)
+                == .settings(SettingsMessage(presence: true)))
         let both = ClientMessage.settings(SettingsMessage(algorithm: .pcaTree, presence: false))
         #expect(try ClientMessage.decode(both.json) == both)
         #expect(throws: WireError.self) { try ClientMessage.decode(#"{"type":"settings"}"#) }

@@ -193,7 +193,9 @@ struct StreamingTests {
         #expect(b2["seq"].int == 2)
         let metrics = try await server.get("/metrics").body
         func value(_ name: String) -> Double? {
-            metrics.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Double($0.split(separator: " ")[1]) }
+            metrics.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap {
+                Double($0.split(separator: " ")[1])
+            }
         }
         #expect(value("pinwheel_viewport_window_wait_seconds_count") == 1)
         #expect((value("pinwheel_viewport_window_wait_seconds_sum") ?? 0) >= 0.35)
@@ -215,7 +217,9 @@ struct StreamingTests {
         var last = first
         for _ in 0..<4 where last["done"].bool == false {
             // 50 ms per applied marker: far slower than the default pace.
-            driver.send("a", ["type": "ack", "batch": last["batch"].int!, "applied": sizes.last!, "ms": 50.0 * Double(sizes.last!)])
+            driver.send(
+                "a",
+                ["type": "ack", "batch": last["batch"].int!, "applied": sizes.last!, "ms": 50.0 * Double(sizes.last!)])
             last = try await driver.message("a", type: "batch")
             sizes.append(last["add"].array.count + last["remove"].array.count)
         }

@@ -12,7 +12,8 @@ public final class TestServer: Sendable {
     public var origin: String { "http://127.0.0.1:\(port)" }
 
     /// The dataset the tests share: synthetic points with same-coordinate groups, built once.
-    public static let dataset = LoadedDataset(name: "synthetic-test", dataset: SyntheticGenerator(seed: 7).dataset(count: 20_000))
+    public static let dataset = LoadedDataset(
+        name: "synthetic-test", dataset: SyntheticGenerator(seed: 7).dataset(count: 20_000))
     /// Its clusterers, built once for every test server.
     static let clusterers = try! Clusterers(dataset: dataset.dataset)
 

@@ -42,8 +42,9 @@ public final class RecordingServerDelegate: WebSocketServerDelegate {
         }
     }
 
-    public func webSocketServer(_ server: WebSocketServer, didClose connection: ConnectionID, code: CloseCode, reason: String)
-    {
+    public func webSocketServer(
+        _ server: WebSocketServer, didClose connection: ConnectionID, code: CloseCode, reason: String
+    ) {
         events.withLock { $0.closed[connection] = (code, reason) }
     }
 
@@ -73,8 +74,9 @@ public final class RecordingClientDelegate: WebSocketClientDelegate {
         events.withLock { $0.messages[connection, default: []].append(message) }
     }
 
-    public func webSocketClient(_ client: WebSocketClient, didClose connection: ConnectionID, code: CloseCode, reason: String)
-    {
+    public func webSocketClient(
+        _ client: WebSocketClient, didClose connection: ConnectionID, code: CloseCode, reason: String
+    ) {
         events.withLock { $0.closed[connection] = (code, reason) }
     }
 

@@ -68,8 +68,9 @@ public struct ClusterOptions: Hashable, Sendable {
         guard spreadSpacing.isFinite && spreadSpacing > 0 && spreadSpacing <= 1_000 else {
             throw fail("spreadSpacing", spreadSpacing, "a number of pixels in (0, 1000]")
         }
-        guard sameCoordinateToleranceMetres >= 0
-            && sameCoordinateToleranceMetres <= SameCoordinateGroups.maxToleranceMetres
+        guard
+            sameCoordinateToleranceMetres >= 0
+                && sameCoordinateToleranceMetres <= SameCoordinateGroups.maxToleranceMetres
         else {
             throw fail(
                 "sameCoordinateToleranceMetres", sameCoordinateToleranceMetres,

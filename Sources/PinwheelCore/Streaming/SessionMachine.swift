@@ -206,7 +206,8 @@ public struct SessionMachine<Clock: PinwheelClock> {
             viewportHz: options.viewportHz, pace: options.pace, window: options.window,
             maxMessageBytes: options.maxMessageBytes, maxFeatures: options.maxFeatures)
         encoder.hello(
-            HelloMessage(session: session, algorithm: algorithm, dataset: info, options: clusterOptions, limits: limits))
+            HelloMessage(session: session, algorithm: algorithm, dataset: info, options: clusterOptions, limits: limits)
+        )
         return Array(encoder.message)
     }
 
