@@ -11,7 +11,6 @@ import time
 import urllib.request
 
 import pytest
-from pinwheel_process import PinwheelServer, pinwheel_binary
 from viewer import Viewer, percentile
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
@@ -22,6 +21,8 @@ RATE_HZ = 10
 LONDON = [-0.5, 51.3, 0.3, 51.7]
 # 256 × 2^7 = 32,768 px: the whole world fits a 16,384-px map at zoom 7 under the span rule.
 HEAVY_ZOOMS = [6.9, 7.0]
+
+pytestmark = pytest.mark.server_args("--synthetic", "1000000")
 
 
 async def attacker(url, deadline, stats):
@@ -54,6 +55,7 @@ async def attacker(url, deadline, stats):
         reader.cancel()
 
 
+
 def run_attack(url, outcome):
     """In a process of its own, so the attackers do not slow the viewer's Python."""
     stats = {"sent": 0, "batches": 0, "errors": 0}
@@ -66,12 +68,6 @@ def run_attack(url, outcome):
     outcome.update(stats)
 
 
-@pytest.fixture
-def server():
-    s = PinwheelServer(pinwheel_binary(), ["--synthetic", "1000000"]).start()
-    yield s
-    s.stop()
-    s.log.close()
 
 
 def test_expensive_viewports_do_not_starve_a_viewer_and_sigterm_stays_prompt(server):

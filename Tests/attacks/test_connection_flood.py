@@ -7,7 +7,6 @@ import multiprocessing
 import time
 
 import pytest
-from pinwheel_process import PinwheelServer, pinwheel_binary
 from viewer import Viewer, percentile
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
@@ -16,6 +15,8 @@ MAX_SESSIONS = 50
 FLOOD = 600
 LONDON = [-0.5, 51.3, 0.3, 51.7]
 
+
+pytestmark = pytest.mark.server_args("--max-sessions", str(MAX_SESSIONS))
 
 def rss_kib(pid):
     with open(f"/proc/{pid}/status") as status:
@@ -50,12 +51,6 @@ def flood(url, outcome):
     outcome["other"] = [r for r in results if r != "kept" and not (isinstance(r, tuple) and r[0] == 1013)][:5]
 
 
-@pytest.fixture
-def server():
-    s = PinwheelServer(pinwheel_binary(), ["--max-sessions", str(MAX_SESSIONS)]).start()
-    yield s
-    s.stop()
-    s.log.close()
 
 
 def test_sessions_beyond_the_limit_get_1013_and_the_viewer_keeps_its_latency(server):

@@ -10,8 +10,6 @@ import re
 import time
 import urllib.request
 
-import pytest
-from pinwheel_process import PinwheelServer, pinwheel_binary
 from viewer import Viewer, percentile
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
@@ -71,12 +69,6 @@ def metric(server, name):
     return float(match.group(1)) if match else 0.0
 
 
-@pytest.fixture
-def server():
-    s = PinwheelServer(pinwheel_binary()).start()
-    yield s
-    s.stop()
-    s.log.close()
 
 
 def test_deflate_flood_fails_the_attackers_and_the_server_keeps_serving(server):

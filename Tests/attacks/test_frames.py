@@ -7,7 +7,7 @@ import json
 import time
 
 import pytest
-from pinwheel_process import PinwheelServer, pinwheel_binary
+from pinwheel_process import running_server
 from rawws import BINARY, CLOSE, CONTINUATION, PING, PONG, TEXT, RawClient, close_payload, frame
 from viewer import Viewer
 
@@ -45,13 +45,11 @@ INVALID_CLOSE_CODES = [0, 999, 1004, 1005, 1006, 1015, 1016, 2999, 5000]
 
 @pytest.fixture(scope="module")
 def server():
-    s = PinwheelServer(pinwheel_binary()).start()
-    yield s
-    # The server outlived every case and still serves a viewer.
-    with Viewer(s.ws_url) as viewer:
-        assert viewer.viewport_done_seconds([-0.5, 51.3, 0.3, 51.7], 10) < 1
-    s.stop()
-    s.log.close()
+    with running_server() as s:
+        yield s
+        # The server outlived every case and still serves a viewer.
+        with Viewer(s.ws_url) as viewer:
+            assert viewer.viewport_done_seconds([-0.5, 51.3, 0.3, 51.7], 10) < 1
 
 
 def run(server, frames, answer_close=True, deflate=False):

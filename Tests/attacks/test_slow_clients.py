@@ -8,8 +8,6 @@ import socket
 import time
 import urllib.request
 
-import pytest
-from pinwheel_process import PinwheelServer, pinwheel_binary
 from viewer import Viewer, percentile
 
 SLOW = 200
@@ -52,12 +50,6 @@ def slowloris(port, opened, outcome):
     outcome["latest_close_s"] = max(closed.values(), default=None)
 
 
-@pytest.fixture
-def server():
-    s = PinwheelServer(pinwheel_binary()).start()
-    yield s
-    s.stop()
-    s.log.close()
 
 
 def test_slow_and_silent_sockets_neither_block_viewers_nor_stay_forever(server):

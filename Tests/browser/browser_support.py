@@ -13,7 +13,7 @@ from playwright.sync_api import sync_playwright
 from websockets.sync.client import connect
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
-from pinwheel_process import ARTIFACTS, ROOT, WEB, PinwheelServer, pinwheel_binary  # noqa: E402,F401
+from pinwheel_process import ARTIFACTS, ROOT, WEB, PinwheelServer, pinwheel_binary, running_server  # noqa: E402,F401
 
 CHROMIUM = "/usr/bin/chromium"
 PROTOCOL = "pinwheel.v1"
@@ -23,10 +23,8 @@ VIEWPORT_SIZE = {"width": 1280, "height": 800}
 @pytest.fixture(scope="module")
 def server():
     """The real server on the embedded demo dataset, one per test module."""
-    s = PinwheelServer(pinwheel_binary()).start()
-    yield s
-    s.stop()
-    s.log.close()
+    with running_server() as s:
+        yield s
 
 
 @pytest.fixture(scope="session")

@@ -4,7 +4,7 @@ button zooms in as a plain click on a cluster does."""
 import csv
 
 import pytest
-from browser_support import ROOT, PinwheelServer, open_map, pinwheel_binary, wait_settled
+from browser_support import ROOT, open_map, running_server, wait_settled
 
 
 @pytest.fixture(scope="module")
@@ -16,11 +16,8 @@ def aggregating_server(tmp_path_factory):
         writer = csv.writer(out)
         for i, row in enumerate(csv.reader(source)):
             writer.writerow(row + (["pop"] if i == 0 else [str(i % 1000)]))
-    s = PinwheelServer(pinwheel_binary(), ["--data", str(path), "--aggregate", "people=sum(pop)",
-                                           "--aggregate", "biggest=max(pop)"]).start()
-    yield s
-    s.stop()
-    s.log.close()
+    with running_server(["--data", str(path), "--aggregate", "people=sum(pop)", "--aggregate", "biggest=max(pop)"]) as s:
+        yield s
 
 
 @pytest.mark.parametrize("algorithm", ["hierarchical", "pca-tree"])

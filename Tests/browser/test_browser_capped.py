@@ -2,17 +2,15 @@
 and tells the user to zoom in."""
 
 import pytest
-from browser_support import PinwheelServer, markers, open_map, pinwheel_binary, screenshot, set_view
+from browser_support import markers, open_map, running_server, screenshot, set_view
 
 LIMIT = 50
 
 
 @pytest.fixture(scope="module")
 def server():
-    s = PinwheelServer(pinwheel_binary(), ["--max-features", str(LIMIT)]).start()
-    yield s
-    s.stop()
-    s.log.close()
+    with running_server(["--max-features", str(LIMIT)]) as s:
+        yield s
 
 
 def test_a_capped_view_shows_the_limit_and_a_hint_that_goes_away_when_zoomed_in(page, server):

@@ -6,7 +6,7 @@ import subprocess
 import urllib.request
 
 import pytest
-from pinwheel_process import WEB, PinwheelServer, pinwheel_binary
+from pinwheel_process import WEB, pinwheel_binary, running_server
 from viewer import Viewer
 
 WORLD = [-180, -85, 180, 85]
@@ -36,10 +36,6 @@ def export(tmp_path):
     return path
 
 
-def serve(*args):
-    return PinwheelServer(pinwheel_binary(), extra_args=list(args)).start()
-
-
 def metrics(server):
     with urllib.request.urlopen(server.url + "/metrics", timeout=10) as response:
         return response.read().decode()
@@ -58,9 +54,8 @@ def world_features(viewer):
 
 
 def test_an_export_with_null_geometries_a_polygon_and_string_ids_loads_under_skip(export):
-    server = serve("--data", str(export), "--on-bad-row", "skip",
-                   "--aggregate", "people=sum(pop)", "--aggregate", "largest=max(pop)")
-    try:
+    with running_server(["--data", str(export), "--on-bad-row", "skip",
+                         "--aggregate", "people=sum(pop)", "--aggregate", "largest=max(pop)"]) as server:
         with Viewer(server.ws_url) as viewer:
             dataset = viewer.hello["dataset"]
             assert (dataset["points"], dataset["unlocated"], dataset["skipped"]) == (3, 2, 1)
@@ -73,8 +68,6 @@ def test_an_export_with_null_geometries_a_polygon_and_string_ids_loads_under_ski
         assert 'pinwheel_dataset_rows_left_out{reason="bad"} 1' in text
         assert 'pinwheel_dataset_rows_left_out{reason="unlocated"} 2' in text
         assert "pinwheel_dataset_points 3" in text
-    finally:
-        server.stop()
 
 
 def test_the_same_export_is_refused_under_fail_naming_the_feature(export):
@@ -90,11 +83,8 @@ def test_a_csv_with_three_bad_rows_among_100000_starts_under_skip_and_reports_th
     bad = {10: "10,91,0,north of the pole", 50_000: "50000,1", 99_999: "99999,1,east,x"}
     lines = ["id,lat,lon,name"] + [bad.get(i, f"{i},{i % 170 - 85}.5,{i % 359 - 179}.25,p{i}") for i in range(100_000)]
     path.write_text("\n".join(lines) + "\n")
-    server = serve("--data", str(path), "--on-bad-row", "skip")
-    try:
+    with running_server(["--data", str(path), "--on-bad-row", "skip"]) as server:
         with Viewer(server.ws_url) as viewer:
             assert viewer.hello["dataset"]["skipped"] == 3
             assert viewer.hello["dataset"]["points"] == 99_997
         assert 'pinwheel_dataset_rows_left_out{reason="bad"} 3' in metrics(server)
-    finally:
-        server.stop()

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -87,3 +88,14 @@ def pinwheel_binary():
     if not os.access(binary, os.X_OK):
         raise RuntimeError(f"PINWHEEL_BIN={binary} is not an executable file")
     return binary
+
+
+@contextmanager
+def running_server(extra_args=()):
+    """A started `pinwheel serve` with `extra_args`, stopped (SIGTERM) when the block ends."""
+    server = PinwheelServer(pinwheel_binary(), extra_args).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+        server.log.close()
