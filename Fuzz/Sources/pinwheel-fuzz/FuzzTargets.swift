@@ -1,0 +1,46 @@
+import PinwheelCore
+
+/// What each fuzz target checks beyond "does not crash".
+enum FuzzTargets {
+    /// Decoding never traps; what decodes encodes to a message that decodes to the same thing.
+    static func clientMessage(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard let message = try? ClientMessage.decode(bytes) else { return }
+        guard let again = try? ClientMessage.decode(message.json), again == message else {
+            fatalError("\(message) did not survive encode then decode: \(message.json)")
+        }
+    }
+
+    static func jsonReader(_ bytes: UnsafeBufferPointer<UInt8>) {
+        _ = try? JSONReader.parse(bytes)
+    }
+
+    static func csv(_ bytes: UnsafeBufferPointer<UInt8>) {
+        let data = Array(bytes)
+        _ = try? CSVParser.parse(data, badRows: .skip)
+        _ = try? CSVParser.parse(data)
+    }
+
+    static func geoJSON(_ bytes: UnsafeBufferPointer<UInt8>) {
+        _ = try? GeoJSONParser.parseFeatureCollection(Array(bytes), badRows: .skip)
+    }
+
+    /// The streamed NDJSON reader, fed in two pieces, agrees with the whole-buffer one.
+    static func ndjson(_ bytes: UnsafeBufferPointer<UInt8>) {
+        let data = Array(bytes)
+        let whole = try? GeoJSONParser.parseNDJSON(data, badRows: .skip)
+        var stream = NDJSONStream(badRows: .skip)
+        let cut = data.isEmpty ? 0 : Int(data[0]) % (data.count + 1)
+        let streamed: ParsedDataset? = data.withUnsafeBufferPointer { all in
+            do {
+                try stream.feed(UnsafeBufferPointer(rebasing: all[..<cut]))
+                try stream.feed(UnsafeBufferPointer(rebasing: all[cut...]))
+                return try stream.finish()
+            } catch {
+                return nil
+            }
+        }
+        if (whole == nil) != (streamed == nil) || whole?.dataset.count != streamed?.dataset.count {
+            fatalError("NDJSON read whole and streamed disagree (cut at \(cut))")
+        }
+    }
+}
