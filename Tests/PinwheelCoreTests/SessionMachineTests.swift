@@ -1,3 +1,4 @@
+import Synchronization
 import Testing
 
 @testable import PinwheelCore
@@ -27,7 +28,10 @@ struct SessionMachineTests {
         var windowWaits: [Duration] = []
         var acks = true
 
-        init(options: SessionOptions = SessionOptions(), algorithm: Algorithm = .hierarchical) {
+        init(
+            options: SessionOptions = SessionOptions(), algorithm: Algorithm = .hierarchical,
+            clusterers: @escaping @Sendable (Algorithm) -> any Clusterer = { SessionMachineTests.clusterers[$0]! }
+        ) {
             machine = SessionMachine(
                 clock: clock, options: options, session: "s1",
                 dataset: HelloMessage.DatasetInfo(
@@ -35,7 +39,7 @@ struct SessionMachineTests {
                 clusterOptions: HelloMessage.Options(
                     minZoom: 0, maxZoom: 16, minPoints: 2, radius: 40, extent: 512, nodeSize: 64, spread: "adaptive",
                     maxClusters: 32),
-                clusterers: { SessionMachineTests.clusterers[$0]! }, algorithm: algorithm)
+                clusterers: clusterers, algorithm: algorithm)
         }
 
         /// One turn: the messages arrive together, then the machine flushes.
@@ -44,6 +48,15 @@ struct SessionMachineTests {
             var actions = SessionActions<ManualClock>()
             if tick { machine.tick(actions: &actions) }
             for m in messages { _ = machine.received(Array(m.json.utf8), at: clock.now, actions: &actions) }
+            machine.flush(actions: &actions)
+            return try apply(actions)
+        }
+
+        /// A turn in which the shared clusterers got newer data.
+        @discardableResult
+        mutating func dataChanged() throws -> [ServerMessage] {
+            var actions = SessionActions<ManualClock>()
+            machine.dataChanged()
             machine.flush(actions: &actions)
             return try apply(actions)
         }
@@ -237,5 +250,98 @@ struct SessionMachineTests {
         #expect(h.windowWaits == [.milliseconds(400)])
         #expect(h.firstBatchLatencies.allSatisfy { $0 < .milliseconds(400) })
         #expect(h.firstBatchLatencies.count == 2)
+    }
+}
+
+/// Sessions over data that changes while they watch.
+@Suite("Session machine, live data")
+struct LiveSessionMachineTests {
+    /// The clusterer sessions share, replaced as the data changes.
+    final class Shared: @unchecked Sendable {
+        private let current: Mutex<any Clusterer>
+        init(_ clusterer: any Clusterer) { current = Mutex(clusterer) }
+        func get() -> any Clusterer { current.withLock { $0 } }
+        func set(_ clusterer: any Clusterer) { current.withLock { $0 = clusterer } }
+    }
+
+    static let europe = BBox(west: -5, south: 42, east: 15, north: 52)
+
+    func features(_ clusterer: any Clusterer, _ box: BBox, zoom: Double) -> [FeatureID: Feature] {
+        var out: [Feature] = []
+        clusterer.features(in: box, zoom: zoom, into: &out)
+        return Dictionary(out.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+    }
+
+    @Test("moves, inserts and deletes in view reach the page as updates, adds and removes carrying the version")
+    func changesInView() throws {
+        var table = PointTable(SyntheticGenerator(seed: 11).dataset(count: 20_000))
+        let (lat, lon) = (table.dataset.lat(0), table.dataset.lon(0))
+        let box = BBox(west: lon - 0.01, south: lat - 0.01, east: lon + 0.01, north: lat + 0.01)
+        table.apply(.upsert(.name("doomed"), lat: lat + 0.003, lon: lon, properties: [:]), version: 1)
+        let shared = Shared(try ClustererFactory.make(.hierarchical, dataset: table.dataset))
+        var h = SessionMachineTests.Harness(clusterers: { _ in shared.get() })
+        try h.turn([h.viewport(box, zoom: 17)])
+        try h.settle()
+        let moved = FeatureID(table.dataset.ids[0])
+        let doomed = FeatureID(table.id(of: .name("doomed"))!)
+        #expect(h.page[moved] != nil && h.page[doomed] != nil)
+        table.apply(.upsert(.number(UInt32(moved)), lat: lat + 0.001, lon: lon, properties: [:]), version: 2)
+        table.apply(.delete(.name("doomed")), version: 3)
+        table.apply(.upsert(.name("new"), lat: lat - 0.002, lon: lon, properties: ["line": "12"]), version: 4)
+        shared.set(try ClustererFactory.make(.hierarchical, dataset: table.dataset))
+        h.batches = []
+        try h.dataChanged()
+        try h.settle()
+        let now = features(shared.get(), box, zoom: 17)
+        #expect(Set(h.page.keys) == Set(now.keys))
+        for (id, f) in now { #expect(h.page[id]?.lat == f.lat && h.page[id]?.lon == f.lon) }
+        #expect(!h.batches.isEmpty && h.batches.allSatisfy { $0.version == 4 })
+        #expect(h.batches.flatMap(\.update).map(\.id) == [moved], "a move is an update of the same id")
+        #expect(h.batches.flatMap(\.remove) == [doomed])
+        #expect(h.batches.flatMap(\.add).map(\.key) == ["new"])
+        #expect(h.page.values.first { $0.key == "new" }?.properties["line"] == "12")
+    }
+
+    @Test("a change outside the view sends nothing")
+    func changeOutsideView() throws {
+        var table = PointTable(SyntheticGenerator(seed: 11).dataset(count: 20_000))
+        let shared = Shared(try ClustererFactory.make(.hierarchical, dataset: table.dataset))
+        var h = SessionMachineTests.Harness(clusterers: { _ in shared.get() })
+        try h.turn([h.viewport(Self.europe, zoom: 6)])
+        try h.settle()
+        table.apply(.upsert(.name("far away"), lat: -40, lon: 150, properties: [:]), version: 1)
+        shared.set(try ClustererFactory.make(.hierarchical, dataset: table.dataset))
+        h.batches = []
+        try h.dataChanged()
+        try h.settle()
+        #expect(h.batches.isEmpty)
+    }
+
+    @Test("a burst of changes while the window is full ends with the latest state only")
+    func burstCoalesces() throws {
+        var table = PointTable(SyntheticGenerator(seed: 11).dataset(count: 20_000))
+        let shared = Shared(try ClustererFactory.make(.hierarchical, dataset: table.dataset))
+        var h = SessionMachineTests.Harness(clusterers: { _ in shared.get() })
+        let (lat, lon) = (table.dataset.lat(0), table.dataset.lon(0))
+        let box = BBox(west: lon - 0.01, south: lat - 0.01, east: lon + 0.01, north: lat + 0.01)
+        try h.turn([h.viewport(box, zoom: 17)])
+        try h.settle()
+        h.acks = false
+        let id = table.dataset.ids[0]
+        for step in 1...20 {
+            table.apply(
+                .upsert(.number(id), lat: lat + Double(step) * 0.0001, lon: lon, properties: [:]), version: UInt64(step)
+            )
+            shared.set(try ClustererFactory.make(.hierarchical, dataset: table.dataset))
+            try h.dataChanged()
+        }
+        h.acks = true
+        for b in h.batches.suffix(4) {
+            try h.turn([.ack(AckMessage(batch: b.batch, applied: 1, ms: 1))])
+        }
+        try h.settle()
+        #expect(h.page[FeatureID(id)]?.lat == lat + 20 * 0.0001)
+        // Far fewer batches than changes: the window held them and only the latest state went out.
+        #expect(h.batches.count < 20)
     }
 }

@@ -6,12 +6,19 @@ public struct Dataset: Sendable {
     public var coordinates: [Double]
     /// Other columns of each row.
     public var properties: PropertyTable
+    /// The change-log version these points are the state of; 0 for data loaded at start-up and never
+    /// changed.
+    public var version: UInt64
+    /// The names of points producers named by strings, by id (see ``PointKey``).
+    public var names: [UInt32: String] = [:]
 
-    public init(ids: [UInt32], coordinates: [Double], properties: PropertyTable = PropertyTable()) {
+    public init(ids: [UInt32], coordinates: [Double], properties: PropertyTable = PropertyTable(), version: UInt64 = 0)
+    {
         precondition(coordinates.count == ids.count * 2, "two coordinates per id")
         self.ids = ids
         self.coordinates = coordinates
         self.properties = properties
+        self.version = version
     }
 
     /// Number of points.

@@ -99,6 +99,19 @@ public struct Pacer<Clock: PinwheelClock>: Sendable {
         return poll()
     }
 
+    /// Serves the current viewport again over changed data: what the client should have now, diffed
+    /// against what was sent, keeping the current spacing between batches. Sends nothing when the
+    /// client already has exactly that and the viewport's last batch went out.
+    /// - Returns: the first action.
+    public mutating func refresh(features: some Collection<Feature>, viewport: BBox) -> Action {
+        guard seq != nil else { return .idle }
+        diff.compute(from: client, to: features)
+        if diff.isEmpty && doneSent { return .idle }
+        plan(viewport: viewport)
+        doneSent = false
+        return poll()
+    }
+
     /// Takes the client's ack: frees the window (an ack covers every earlier batch too) and adapts the pace.
     /// - Returns: the next action.
     public mutating func acknowledge(_ ack: AckMessage) -> Action {

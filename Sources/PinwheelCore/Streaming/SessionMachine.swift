@@ -27,6 +27,10 @@ public struct SessionMachine<Clock: PinwheelClock> {
     private var served: ViewportMessage?
     /// The viewport the limiter released this turn, computed at ``flush(actions:)``.
     private var due: Arrival?
+    /// The data changed during this turn: the served viewport is refreshed at ``flush(actions:)``.
+    private var refreshDue = false
+    /// The data version of the clusterer the served viewport was last computed with, sent in its batches.
+    private var servedVersion: UInt64 = 0
     /// The viewport being served had more features than `maxFeatures`: the count, until its last batch.
     private var capped: (seq: UInt64, available: Int)?
     /// The clock of the served viewport's first batch while it is unsent; nil once it is sent.
@@ -122,11 +126,26 @@ public struct SessionMachine<Clock: PinwheelClock> {
         carryOut(pacer.poll(), actions: &actions)
     }
 
-    /// The end of a turn: clusters and plans the latest viewport released during it.
+    /// The shared clusterers now hold newer data: the served viewport is computed again at the end of
+    /// the turn and only the difference goes out, through the pacer like any batch. Several changes in
+    /// one turn cost one refresh; a viewport released meanwhile is served with the new data anyway.
+    public mutating func dataChanged() {
+        clusterer = clusterers(algorithm)
+        context = FeatureContext(clusterer: clusterer)
+        refreshDue = served != nil
+    }
+
+    /// The end of a turn: clusters and plans the latest viewport released during it, or refreshes the
+    /// served one when only the data changed.
     public mutating func flush(actions: inout SessionActions<Clock>) {
-        guard let arrival = due else { return }
-        due = nil
-        show(arrival.viewport, receivedAt: arrival.receivedAt, actions: &actions)
+        if let arrival = due {
+            due = nil
+            refreshDue = false
+            show(arrival.viewport, receivedAt: arrival.receivedAt, actions: &actions)
+        } else if refreshDue, let served {
+            refreshDue = false
+            refresh(served, actions: &actions)
+        }
     }
 
     /// Carries out the rate limiter's decision.
@@ -152,11 +171,23 @@ public struct SessionMachine<Clock: PinwheelClock> {
     ) {
         served = viewport
         actions.served = viewport
+        query(viewport)
+        firstBatch = .running(elapsed: .zero, since: receivedAt)
+        carryOut(pacer.show(seq: viewport.seq, features: features, viewport: viewport.bbox), actions: &actions)
+    }
+
+    /// Computes the served viewport again over changed data and sends the difference.
+    private mutating func refresh(_ viewport: ViewportMessage, actions: inout SessionActions<Clock>) {
+        query(viewport)
+        carryOut(pacer.refresh(features: features, viewport: viewport.bbox), actions: &actions)
+    }
+
+    /// Fills `features` with the viewport's features, at most `maxFeatures` of them, nearest the centre.
+    private mutating func query(_ viewport: ViewportMessage) {
+        servedVersion = clusterer.dataset.version
         clusterer.features(in: viewport.bbox, zoom: viewport.zoom, into: &features)
         let available = FeatureCap.keepNearest(&features, limit: options.maxFeatures, centre: viewport.bbox.center)
         capped = available > features.count ? (viewport.seq, available) : nil
-        firstBatch = .running(elapsed: .zero, since: receivedAt)
-        carryOut(pacer.show(seq: viewport.seq, features: features, viewport: viewport.bbox), actions: &actions)
     }
 
     /// Sends what the pacer allows now, and asks for a timer when it wants to wait.
@@ -167,7 +198,7 @@ public struct SessionMachine<Clock: PinwheelClock> {
             if batch.done, let capped, capped.seq == batch.seq {
                 cap = BatchMessage.Capped(limit: options.maxFeatures, available: capped.available)
             }
-            encoder.batch(batch, capped: cap, context: context)
+            encoder.batch(batch, capped: cap, version: servedVersion, context: context)
             actions.send("batch", Array(encoder.message))
             if case .running(let elapsed, let since) = firstBatch {
                 actions.firstBatchLatencies.append(elapsed + since.duration(to: clock.now))

@@ -39,7 +39,8 @@ extension Change {
                     case .null: continue
                     default:
                         throw MessageFields.invalid(
-                            "properties", "values must be strings, numbers or booleans; \"\(name)\" is \(value.kindName)")
+                            "properties",
+                            "values must be strings, numbers or booleans; \"\(name)\" is \(value.kindName)")
                     }
                 }
             }

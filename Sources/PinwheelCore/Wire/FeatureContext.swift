@@ -3,6 +3,8 @@
 public struct FeatureContext: Sendable {
     /// Columns of points' `properties`, looked up by ``Feature/row``.
     public var properties: PropertyTable
+    /// The names of points producers named by strings, by id; written as a point's `key`.
+    public var names: [UInt32: String] = [:]
     /// The aggregates, the keys of a cluster's `aggregates`; empty means no `aggregates`.
     public var aggregates: [Aggregate]
     /// The reduced values of a cluster, in ``aggregates`` order (see ``Clusterer/aggregateValues(of:)``).
@@ -22,5 +24,6 @@ public struct FeatureContext: Sendable {
         self.init(
             properties: clusterer.dataset.properties, aggregates: clusterer.aggregates,
             values: { clusterer.aggregateValues(of: $0) })
+        names = clusterer.dataset.names
     }
 }

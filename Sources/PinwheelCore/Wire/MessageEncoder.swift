@@ -105,11 +105,12 @@ public struct MessageEncoder: Sendable {
     ///   - remove: ids to remove; `add` and `update`: features to draw.
     ///   - done: true on the last batch for this viewport.
     ///   - capped: on the last batch of a viewport that had more features than the limit.
+    ///   - version: the change-log version of the data the batch was computed from.
     ///   - context: where properties and aggregate values come from.
     public mutating func batch(
         seq: UInt64, number: UInt64, remove: some Collection<FeatureID>,
         add: some Collection<Feature>, update: some Collection<Feature>, done: Bool,
-        capped: BatchMessage.Capped? = nil, context: FeatureContext
+        capped: BatchMessage.Capped? = nil, version: UInt64 = 0, context: FeatureContext
     ) {
         begin()
         writer.raw("{\"type\":\"batch\",\"seq\":")
@@ -129,6 +130,8 @@ public struct MessageEncoder: Sendable {
         features(update, context)
         writer.raw(",\"done\":")
         writer.bool(done)
+        writer.raw(",\"version\":")
+        writer.integer(version)
         if let capped {
             writer.raw(",\"capped\":{\"limit\":")
             writer.integer(capped.limit)
@@ -140,10 +143,12 @@ public struct MessageEncoder: Sendable {
     }
 
     /// Encodes a ``PacedBatch`` from the pacer.
-    public mutating func batch(_ b: PacedBatch, capped: BatchMessage.Capped? = nil, context: FeatureContext) {
+    public mutating func batch(
+        _ b: PacedBatch, capped: BatchMessage.Capped? = nil, version: UInt64 = 0, context: FeatureContext
+    ) {
         batch(
             seq: b.seq, number: b.number, remove: b.remove, add: b.add, update: b.update, done: b.done,
-            capped: capped, context: context)
+            capped: capped, version: version, context: context)
     }
 
     /// Encodes `expansion`: the zoom at which a cluster splits, or the spread of a same-coordinate group.
@@ -207,6 +212,10 @@ public struct MessageEncoder: Sendable {
             writer.raw(",\"lon\":")
             writer.number(anchor.lon)
             writer.byte(UInt8(ascii: "}"))
+        }
+        if f.isPoint, !context.names.isEmpty, f.id <= UInt32.max, let name = context.names[UInt32(f.id)] {
+            writer.raw(",\"key\":")
+            writer.string(name)
         }
         let table = context.properties
         if f.isPoint && !table.columns.isEmpty && Int(f.row) * table.columns.count < table.values.count {

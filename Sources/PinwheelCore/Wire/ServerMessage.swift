@@ -6,6 +6,8 @@ public struct WireFeature: Equatable, Sendable {
     public var count: UInt32
     public var parent: FeatureID?
     public var anchor: Coordinate?
+    /// The name of a point a producer named by a string.
+    public var key: String?
     /// A point's dataset columns.
     public var properties: [String: String]
     /// A cluster's aggregate values by name; NaN for `null` (no point had a value).
@@ -48,10 +50,12 @@ public struct BatchMessage: Equatable, Sendable {
     public var update: [WireFeature]
     public var done: Bool
     public var capped: Capped?
+    /// The change-log version of the data the batch was computed from (0 for data never changed).
+    public var version: UInt64
 
     public init(
         seq: UInt64, batch: UInt64, remove: [FeatureID], add: [WireFeature], update: [WireFeature], done: Bool,
-        capped: Capped? = nil
+        capped: Capped? = nil, version: UInt64 = 0
     ) {
         self.seq = seq
         self.batch = batch
@@ -60,6 +64,7 @@ public struct BatchMessage: Equatable, Sendable {
         self.update = update
         self.done = done
         self.capped = capped
+        self.version = version
     }
 }
 
@@ -150,7 +155,8 @@ public enum ServerMessage: Equatable, Sendable {
                 BatchMessage(
                     seq: try m.whole("seq"), batch: try m.whole("batch"), remove: remove,
                     add: try features(m.array("add"), "add"), update: try features(m.array("update"), "update"),
-                    done: try m.bool("done"), capped: try capped(m)))
+                    done: try m.bool("done"), capped: try capped(m),
+                    version: m.has("version") ? try m.whole("version") : 0))
         case "expansion":
             let id = try m.whole("id")
             if m.has("zoom") { return .expansion(ExpansionMessage(id: id, result: .zoom(try m.number("zoom")))) }
@@ -243,6 +249,7 @@ public enum ServerMessage: Equatable, Sendable {
                 let a = try f.object("anchor")
                 feature.anchor = Coordinate(lat: try a.number("lat"), lon: try a.number("lon"))
             }
+            if f.has("key") { feature.key = try f.string("key") }
             if f.has("properties") {
                 for (key, value) in try f.object("properties").object.members {
                     feature.properties[key] = try string(value, "properties")
