@@ -4,9 +4,11 @@ import PinwheelCore
 /// session (clusterers are immutable and safe to query from many threads), so a session's
 /// `settings` switch costs nothing.
 public struct Clusterers: Sendable {
-    private let byAlgorithm: [Algorithm: any Clusterer]
+    private var byAlgorithm: [Algorithm: any Clusterer]
     /// The options `hello` announces.
     public let options: HelloMessage.Options
+    private let clusterOptions: ClusterOptions
+    private let aggregates: [Aggregate]
 
     /// Builds every algorithm's clusterer with `clusterOptions` and the same `aggregates`.
     /// - Throws: the core's build error (a bad option, an unknown aggregate column, too many points),
@@ -22,10 +24,24 @@ public struct Clusterers: Sendable {
                 algorithm, dataset: dataset, options: clusterOptions, aggregates: aggregates)
         }
         byAlgorithm = built
+        self.clusterOptions = clusterOptions
+        self.aggregates = aggregates
         options = HelloMessage.Options(
             minZoom: clusterOptions.minZoom, maxZoom: clusterOptions.maxZoom, minPoints: clusterOptions.minPoints,
             radius: clusterOptions.radius, extent: Int(clusterOptions.extent), nodeSize: clusterOptions.nodeSize,
             spread: clusterOptions.spread.rawValue, maxClusters: clusterOptions.maxClusters)
+    }
+
+    /// These clusterers with `algorithms` rebuilt over newer data; the others stay as they were until
+    /// they are rebuilt in their turn.
+    /// - Throws: the core's build error (too many points).
+    public func rebuilt(over dataset: Dataset, algorithms: some Sequence<Algorithm>) throws -> Clusterers {
+        var next = self
+        for algorithm in algorithms {
+            next.byAlgorithm[algorithm] = try ClustererFactory.make(
+                algorithm, dataset: dataset, options: clusterOptions, aggregates: aggregates)
+        }
+        return next
     }
 
     /// The shared clusterer of an algorithm.

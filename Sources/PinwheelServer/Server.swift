@@ -17,7 +17,13 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
     /// Sessions' viewports for the sessions that opted in to presence.
     public let presence = PresenceBoard()
     let logger: Logger
-    public let clusterers: Clusterers
+    private let current: Mutex<Clusterers>
+    /// When each algorithm was last asked for: while data changes, only those in use are rebuilt.
+    private let lastAsked = Mutex<[Algorithm: ContinuousClock.Instant]>([:])
+    /// The changing points and their log; nil when the data never changes.
+    let live: LiveData?
+    /// Producers' way in; nil unless a token is configured.
+    let ingest: Ingest?
     let workers: Workers
     private var transport: WebSocketServer!
     private let sessions = Mutex<[ConnectionID: Session]>([:])
@@ -37,12 +43,47 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
             logger: logger)
     }
 
+    /// A server whose data changes: the points are the log's (its newest snapshot and the changes
+    /// after it), or `dataset`'s when the log is new.
+    /// - Throws: ``ChangeLogError`` when the log cannot be read, or the core's build error.
+    public convenience init(
+        configuration: ServerConfiguration, dataset: LoadedDataset, log: any ChangeLog, logger: Logger
+    ) throws {
+        let live = try LiveData(
+            log: log, initial: dataset.dataset,
+            options: LiveData.Options(
+                refreshInterval: configuration.refreshInterval, snapshotEvery: configuration.snapshotEvery),
+            logger: logger)
+        var loaded = dataset
+        loaded.dataset = live.dataset
+        try self.init(
+            configuration: configuration, dataset: loaded,
+            clusterers: Clusterers(
+                dataset: loaded.dataset, options: configuration.clusterOptions, aggregates: configuration.aggregates),
+            live: live, logger: logger)
+    }
+
     /// A server over clusterers already built for `dataset` (several servers may share one set).
-    public init(configuration: ServerConfiguration, dataset: LoadedDataset, clusterers: Clusterers, logger: Logger) {
+    public convenience init(
+        configuration: ServerConfiguration, dataset: LoadedDataset, clusterers: Clusterers, logger: Logger
+    ) {
+        self.init(configuration: configuration, dataset: dataset, clusterers: clusterers, live: nil, logger: logger)
+    }
+
+    private init(
+        configuration: ServerConfiguration, dataset: LoadedDataset, clusterers: Clusterers, live: LiveData?,
+        logger: Logger
+    ) {
         self.configuration = configuration
         self.dataset = dataset
         self.logger = logger
-        self.clusterers = clusterers
+        current = Mutex(clusterers)
+        self.live = live
+        if let live, let token = configuration.ingestToken {
+            ingest = Ingest(live: live, token: token, rate: configuration.ingestRate)
+        } else {
+            ingest = nil
+        }
         metrics.datasetLoaded(points: dataset.dataset.count, unlocated: dataset.unlocated, skipped: dataset.skipped)
         workers = Workers(count: configuration.workers, metrics: metrics)
         transport = WebSocketServer(configuration: transportConfiguration())
@@ -50,6 +91,7 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
 
     /// Binds the port and starts the lws service thread.
     public func start() throws {
+        live?.start { [weak self] data in self?.publish(data) }
         try transport.start(delegate: self)
         presence.start { [weak self] connection, message in
             _ = self?.send(message, type: "presence", to: connection)
@@ -66,6 +108,7 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
         presence.stop()
         transport.stop()
         workers.stop()
+        live?.stop()
         stopped.signal()
     }
 
@@ -154,7 +197,35 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
         session.post(.closed)
     }
 
+    /// The clusterers sessions share now.
+    public var clusterers: Clusterers { current.withLock { $0 } }
+
+    /// Rebuild thread: rebuilds the algorithms in use over newer data, swaps them in and tells every
+    /// session, which refreshes its view.
+    private func publish(_ data: Dataset) {
+        let now = ContinuousClock.now
+        let inUse = lastAsked.withLock { asked in
+            Set(asked.filter { now - $0.value < .seconds(60) }.keys).union([configuration.algorithm])
+        }
+        let started = ContinuousClock.now
+        do {
+            let next = try clusterers.rebuilt(over: data, algorithms: inUse)
+            current.withLock { $0 = next }
+        } catch {
+            logger.error("rebuilding the index at version \(data.version) failed: \(error)")
+            return
+        }
+        metrics.indexRebuilt(version: data.version, points: data.count, took: started.duration(to: .now))
+        for session in sessions.withLock({ Array($0.values) }) { session.post(.dataChanged) }
+    }
+
     // MARK: For sessions (any thread)
+
+    /// The shared clusterer of an algorithm now.
+    func clusterer(for algorithm: Algorithm) -> any Clusterer {
+        if live != nil { lastAsked.withLock { $0[algorithm] = .now } }
+        return clusterers.clusterer(for: algorithm)
+    }
 
     /// Hands a message to the transport; false when the connection is gone or was closed for
     /// not reading (the transport closes it with 1008 then).

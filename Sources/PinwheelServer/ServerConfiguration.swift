@@ -45,6 +45,16 @@ public struct ServerConfiguration: Sendable {
     public var aggregates: [Aggregate] = []
     /// Worker threads that cluster and diff.
     public var workers: Int = 2
+    /// The bearer token producers must show to change data; nil turns ingest off.
+    public var ingestToken: String?
+    /// Changes per second each producer may send; beyond it requests get 429.
+    public var ingestRate: Double = 100_000
+    /// Largest `POST /v1/changes` body, bytes; larger ones get 413.
+    public var maxIngestBodyBytes: Int = 16 * 1024 * 1024
+    /// Least time between two rebuilds of the index while data changes.
+    public var refreshInterval: Duration = .milliseconds(50)
+    /// Changes between two snapshots of the data in the change log.
+    public var snapshotEvery: UInt64 = 1_000_000
 
     public init(webRoot: String) {
         self.webRoot = webRoot

@@ -28,6 +28,10 @@ public final class ServerMetrics: Sendable {
     private let leftOutBad: CoreMetrics.Meter
     private let leftOutUnlocated: CoreMetrics.Meter
     private let firstBatch: CoreMetrics.Timer
+    /// Live data: the version served, and how long index rebuilds take.
+    private let dataVersion: CoreMetrics.Meter
+    private let rebuild: CoreMetrics.Timer
+    private let changesIn: CoreMetrics.Counter
     private let windowWait: CoreMetrics.Timer
     /// Exact percentiles of ``firstBatchMicros``, refreshed at each scrape.
     private let firstBatchP50: Prometheus.Gauge
@@ -54,6 +58,10 @@ public final class ServerMetrics: Sendable {
         ]
         factory.durationHistogramBuckets["pinwheel_viewport_first_batch_seconds"] = latencyBuckets
         factory.durationHistogramBuckets["pinwheel_viewport_window_wait_seconds"] = latencyBuckets
+        factory.durationHistogramBuckets["pinwheel_index_rebuild_seconds"] = [
+            .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
+            .milliseconds(500), .seconds(1), .seconds(2), .seconds(5),
+        ]
         self.factory = factory
         sessions = Meter(label: "pinwheel_sessions", factory: factory)
         bytesIn = Counter(label: "pinwheel_bytes_in_total", factory: factory)
@@ -69,6 +77,9 @@ public final class ServerMetrics: Sendable {
             label: "pinwheel_dataset_rows_left_out", dimensions: [("reason", "unlocated")], factory: factory)
         firstBatch = CoreMetrics.Timer(label: "pinwheel_viewport_first_batch_seconds", factory: factory)
         windowWait = CoreMetrics.Timer(label: "pinwheel_viewport_window_wait_seconds", factory: factory)
+        dataVersion = Meter(label: "pinwheel_data_version", factory: factory)
+        rebuild = CoreMetrics.Timer(label: "pinwheel_index_rebuild_seconds", factory: factory)
+        changesIn = Counter(label: "pinwheel_changes_accepted_total", factory: factory)
         firstBatchP50 = registry.makeGauge(
             descriptor: Self.firstBatchDescriptor("p50", help: "Median viewport to first batch, exact"))
         firstBatchP99 = registry.makeGauge(
@@ -153,6 +164,16 @@ public final class ServerMetrics: Sendable {
     func windowWait(_ wait: Duration) {
         windowWait.recordNanoseconds(max(0, wait.nanoseconds))
     }
+
+    /// A rebuilt index over data at `version` is now served.
+    func indexRebuilt(version: UInt64, points: Int, took: Duration) {
+        dataVersion.set(Int(version))
+        datasetPoints.set(points)
+        rebuild.recordNanoseconds(max(0, took.nanoseconds))
+    }
+
+    /// Producers' changes made durable.
+    func changesAccepted(_ count: Int) { changesIn.increment(by: count) }
 
     /// Records the server's time from a viewport's arrival to its first batch being handed to the
     /// transport (without a wait for the client's window).

@@ -16,6 +16,8 @@ final class Session: WorkerJob, @unchecked Sendable {
         case message([UInt8], receivedAt: ContinuousClock.Instant)
         /// A timer the session asked for fired (coalesced viewport or pacer wait).
         case tick
+        /// The shared clusterers now hold newer data.
+        case dataChanged
         /// The connection is gone.
         case closed
     }
@@ -51,13 +53,14 @@ final class Session: WorkerJob, @unchecked Sendable {
         self.server = server
         let configuration = server.configuration
         let clusterers = server.clusterers
+        let dataset = server.dataset.helloInfo(aggregates: [])
         let options = SessionOptions(
             viewportHz: configuration.viewportHz, pace: configuration.pace, window: configuration.window,
             maxFeatures: configuration.maxFeatures, maxMessageBytes: configuration.maxMessageBytes)
-        let dataset = server.dataset.helloInfo(aggregates: [])
         machine = SessionMachine(
             clock: ContinuousClock(), options: options, session: String(connection.rawValue, radix: 16),
-            dataset: dataset, clusterOptions: clusterers.options, clusterers: { clusterers.clusterer(for: $0) },
+            dataset: dataset, clusterOptions: clusterers.options,
+            clusterers: { [unowned server] in server.clusterer(for: $0) },
             algorithm: configuration.algorithm)
     }
 
@@ -112,6 +115,8 @@ final class Session: WorkerJob, @unchecked Sendable {
             counters.messagesIn += 1
         case .tick:
             machine.tick(actions: &actions)
+        case .dataChanged:
+            machine.dataChanged()
         case .closed:
             closed = true
             // Here, after every earlier event of this session, so no later update brings it back.

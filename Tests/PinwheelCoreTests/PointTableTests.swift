@@ -63,3 +63,36 @@ struct PointTableTests {
         #expect(table.problem(with: .upsert(.number(1), lat: 0, lon: 0, properties: ["name": "x"])) == nil)
     }
 }
+
+@Suite("Point table snapshots")
+struct PointTableSnapshotTests {
+    @Test("a snapshot reads back to a table that goes on exactly as the original would")
+    func roundTrip() throws {
+        var table = PointTable(PointTableTests.base)
+        table.apply(.upsert(.name("bus-12"), lat: 1, lon: 2, properties: ["line": "12", "ü": "ß"]), version: 1)
+        table.apply(.upsert(.name("bus-13"), lat: 3, lon: 4, properties: [:]), version: 2)
+        table.apply(.delete(.name("bus-12")), version: 3)
+        var copy = try PointTable(snapshot: table.snapshotBytes())
+        #expect(copy.snapshotBytes() == table.snapshotBytes())
+        #expect(copy.dataset.version == 3 && copy.dataset.names == table.dataset.names)
+        for change in [Change.upsert(.name("bus-14"), lat: 5, lon: 6, properties: [:]), .delete(.number(20))] {
+            table.apply(change, version: 4)
+            copy.apply(change, version: 4)
+        }
+        #expect(copy.snapshotBytes() == table.snapshotBytes())
+        #expect(copy.id(of: .name("bus-14")) == table.id(of: .name("bus-14")))
+    }
+
+    @Test("every truncation and a wrong magic are refused with a reason")
+    func damage() throws {
+        var table = PointTable(PointTableTests.base)
+        table.apply(.upsert(.name("bus-12"), lat: 1, lon: 2, properties: ["line": "12"]), version: 1)
+        let bytes = table.snapshotBytes()
+        for n in 0..<bytes.count {
+            #expect(throws: SnapshotError.self) { try PointTable(snapshot: Array(bytes[..<n])) }
+        }
+        var wrong = bytes
+        wrong[0] = 0
+        #expect(throws: SnapshotError(offset: 0, reason: "not a point table")) { try PointTable(snapshot: wrong) }
+    }
+}

@@ -14,9 +14,9 @@ public struct PointTable: Sendable {
     /// The row of each id.
     private var rowByID: [UInt32: Int32] = [:]
     /// Ids given to points named by strings, both ways.
-    private var idByName: [String: UInt32] = [:]
+    var idByName: [String: UInt32] = [:]
     /// The id the next new name gets, counting up from ``PointKey/firstNamedID`` and skipping ids in use.
-    private var nextNamedID = PointKey.firstNamedID
+    var nextNamedID = PointKey.firstNamedID
 
     /// A table holding `dataset`'s points, as of `dataset.version`.
     public init(_ dataset: Dataset) {

@@ -1,0 +1,136 @@
+/// A point table as bytes, for the change log's snapshots: everything needed to go on exactly where the
+/// table was, including the next id a new name gets.
+///
+/// Layout (little-endian): "PWPT", format 1, version u64, nextNamedID u32, count u32, column count u32,
+/// each column as a string, then per row id u32, lon f64, lat f64 and one string per column; then the
+/// name count u32 and per name id u32 and string. A string is a u32 byte count and UTF-8.
+extension PointTable {
+    private static let magic: [UInt8] = Array("PWPT".utf8)
+    private static let format: UInt32 = 1
+
+    /// The table's snapshot bytes.
+    public func snapshotBytes() -> [UInt8] {
+        var out = SnapshotWriter()
+        out.bytes.append(contentsOf: PointTable.magic)
+        out.u32(PointTable.format)
+        out.u64(dataset.version)
+        out.u32(nextNamedID)
+        out.u32(UInt32(dataset.count))
+        let columns = dataset.properties.columns
+        out.u32(UInt32(columns.count))
+        for c in columns { out.string(c) }
+        for row in 0..<dataset.count {
+            out.u32(dataset.ids[row])
+            out.u64(dataset.lon(row).bitPattern)
+            out.u64(dataset.lat(row).bitPattern)
+            for c in 0..<columns.count { out.string(dataset.properties.value(row: row, column: c)) }
+        }
+        out.u32(UInt32(dataset.names.count))
+        for (id, name) in dataset.names.sorted(by: { $0.key < $1.key }) {
+            out.u32(id)
+            out.string(name)
+        }
+        return out.bytes
+    }
+
+    /// Reads a table back from ``snapshotBytes()``.
+    /// - Throws: ``SnapshotError`` naming what is wrong when the bytes are not such a snapshot.
+    public init(snapshot bytes: [UInt8]) throws(SnapshotError) {
+        var r = SnapshotReader(bytes: bytes)
+        guard Array(try r.take(4)) == PointTable.magic else {
+            throw SnapshotError(offset: 0, reason: "not a point table")
+        }
+        let format = try r.u32()
+        guard format == PointTable.format else {
+            throw SnapshotError(offset: 4, reason: "format \(format), this build reads \(PointTable.format)")
+        }
+        let version = try r.u64()
+        let nextNamedID = try r.u32()
+        let count = Int(try r.u32())
+        let columnCount = Int(try r.u32())
+        // Each row takes at least 20 bytes: a count the rest of the bytes cannot hold is damage.
+        guard count <= r.remaining / 20, columnCount <= PointTable.maxColumns else {
+            throw SnapshotError(offset: r.offset, reason: "\(count) rows of \(columnCount) columns do not fit")
+        }
+        var columns: [String] = []
+        for _ in 0..<columnCount { columns.append(try r.string()) }
+        var ids = [UInt32](repeating: 0, count: count)
+        var coordinates = [Double](repeating: 0, count: 2 * count)
+        var values: [String] = []
+        values.reserveCapacity(count * columnCount)
+        for row in 0..<count {
+            ids[row] = try r.u32()
+            coordinates[2 * row] = Double(bitPattern: try r.u64())
+            coordinates[2 * row + 1] = Double(bitPattern: try r.u64())
+            for _ in 0..<columnCount { values.append(try r.string()) }
+        }
+        var names: [UInt32: String] = [:]
+        let nameCount = Int(try r.u32())
+        guard nameCount <= r.remaining / 8 else {
+            throw SnapshotError(offset: r.offset, reason: "\(nameCount) names do not fit")
+        }
+        for _ in 0..<nameCount {
+            let id = try r.u32()
+            names[id] = try r.string()
+        }
+        guard r.remaining == 0 else {
+            throw SnapshotError(offset: r.offset, reason: "\(r.remaining) bytes after the end")
+        }
+        var dataset = Dataset(
+            ids: ids, coordinates: coordinates, properties: PropertyTable(columns: columns, values: values),
+            version: version)
+        dataset.names = names
+        self.init(dataset)
+        self.nextNamedID = nextNamedID
+        for (id, name) in names { idByName[name] = id }
+    }
+}
+
+/// Why bytes are not a point-table snapshot.
+public struct SnapshotError: Error, Equatable, Sendable, CustomStringConvertible {
+    public var offset: Int
+    public var reason: String
+
+    public var description: String { "snapshot damaged at byte \(offset): \(reason)" }
+}
+
+private struct SnapshotWriter {
+    var bytes: [UInt8] = []
+
+    mutating func u32(_ v: UInt32) { withUnsafeBytes(of: v.littleEndian) { bytes.append(contentsOf: $0) } }
+    mutating func u64(_ v: UInt64) { withUnsafeBytes(of: v.littleEndian) { bytes.append(contentsOf: $0) } }
+    mutating func string(_ s: String) {
+        u32(UInt32(s.utf8.count))
+        bytes.append(contentsOf: s.utf8)
+    }
+}
+
+private struct SnapshotReader {
+    let bytes: [UInt8]
+    var offset = 0
+
+    var remaining: Int { bytes.count - offset }
+
+    mutating func take(_ n: Int) throws(SnapshotError) -> ArraySlice<UInt8> {
+        guard n <= remaining else { throw SnapshotError(offset: offset, reason: "ends early") }
+        defer { offset += n }
+        return bytes[offset..<offset + n]
+    }
+
+    mutating func u32() throws(SnapshotError) -> UInt32 {
+        try take(4).reversed().reduce(0) { $0 << 8 | UInt32($1) }
+    }
+
+    mutating func u64() throws(SnapshotError) -> UInt64 {
+        try take(8).reversed().reduce(0) { $0 << 8 | UInt64($1) }
+    }
+
+    mutating func string() throws(SnapshotError) -> String {
+        let n = Int(try u32())
+        let start = offset
+        guard let s = String(validating: try take(n), as: UTF8.self) else {
+            throw SnapshotError(offset: start, reason: "a string is not UTF-8")
+        }
+        return s
+    }
+}
