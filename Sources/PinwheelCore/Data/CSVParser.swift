@@ -71,7 +71,9 @@ public enum CSVParser {
             }
             guard !header.isEmpty else { throw .empty }
             let lowered = header.map { $0.lowercased() }
-            for (k, name) in lowered.enumerated() where lowered[..<k].contains(name) {
+            // A set, not a scan of the names before each one: a wide header must not cost its square.
+            var seen = Set<String>(minimumCapacity: lowered.count)
+            for (k, name) in lowered.enumerated() where !seen.insert(name).inserted {
                 throw .duplicateColumn(line: headerLine, column: header[k])
             }
             guard let latIndex = lowered.firstIndex(where: { CSVParser.latitudeNames.contains($0) }) else {
