@@ -1018,7 +1018,8 @@
         root.className = 'pw-popup';
         const props = f.properties || {};
         const title = document.createElement('h3');
-        title.textContent = props.name !== undefined ? String(props.name) : `#${f.id}`;
+        // A point a producer named by a string (live data) is titled by that name.
+        title.textContent = props.name !== undefined ? String(props.name) : f.key !== undefined ? f.key : `#${f.id}`;
         root.appendChild(title);
         const table = document.createElement('table');
         const rows = Object.keys(props).filter((k) => k !== 'name').map((k) => [k, props[k]]);

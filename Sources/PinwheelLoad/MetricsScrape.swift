@@ -37,7 +37,7 @@ public struct MetricsScrape: Sendable {
         let url = "http://\(host):\(port)/metrics"
         let response: String
         do {
-            response = try HTTPGet.fetch(host: host, port: port, path: "/metrics", timeout: timeout)
+            response = try HTTPExchange.fetch(host: host, port: port, path: "/metrics", timeout: timeout)
         } catch {
             throw .scrapeFailed(url: url, reason: error.reason)
         }

@@ -209,4 +209,15 @@ struct GeoJSONParserTests {
         #expect(DataFormat(fileName: "a.ndjson") == .ndjson)
         #expect(DataFormat(fileName: "a.txt") == nil)
     }
+
+    @Test("sparse property names stop at PropertyTable.maxColumns: later features bringing new ones are bad rows")
+    func sparseNamesAreCapped() throws {
+        let lines = (0..<300).map { k in
+            "{\"type\":\"Feature\",\"geometry\":{\"type\":\"Point\",\"coordinates\":[1,2]},\"properties\":{\"p\(k)\":1}}"
+        }
+        let parsed = try GeoJSONParser.parseNDJSON(Array(lines.joined(separator: "\n").utf8), badRows: .skip)
+        #expect(parsed.dataset.properties.columns.count == PropertyTable.maxColumns)
+        #expect(parsed.skipped == 300 - PropertyTable.maxColumns)
+        #expect(parsed.dataset.count == PropertyTable.maxColumns)
+    }
 }

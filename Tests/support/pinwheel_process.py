@@ -65,6 +65,12 @@ class PinwheelServer:
                 self.process.kill()
                 self.process.wait()
 
+    def kill(self):
+        """SIGKILL: the process gets no chance to flush or close anything."""
+        if self.process and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
     def restart(self):
         self.stop()
         # The port was just released; a few quick retries cover a slow socket teardown.

@@ -65,3 +65,54 @@ class Viewer:
 def percentile(values, p):
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))]
+
+
+class Watcher(Viewer):
+    """A viewer that keeps what the page would show (id -> feature) and every batch it got, for
+    following live data: `watch(bbox, zoom)`, then `wait_for(lambda w: ...)`."""
+
+    def __init__(self, ws_url, timeout_s=10):
+        super().__init__(ws_url, timeout_s)
+        self.features = {}
+        self.batches = []
+
+    def watch(self, bbox, zoom, width=1280, height=800):
+        self.viewport_done_seconds(bbox, zoom, width, height)
+
+    def apply(self, batch):
+        """Applies a batch as the page does: removes, then updates, then adds; every id must make sense."""
+        for i in batch["remove"]:
+            assert i in self.features, f"remove of {i}, which the viewer does not have"
+            del self.features[i]
+        for f in batch["update"]:
+            assert f["id"] in self.features, f"update of {f['id']}, which the viewer does not have"
+            self.features[f["id"]] = f
+        for f in batch["add"]:
+            assert f["id"] not in self.features, f"add of {f['id']}, which the viewer already has"
+            self.features[f["id"]] = f
+        self.batches.append(batch)
+
+    def receive(self, wanted):
+        msg = super().receive(wanted)
+        if wanted == "batch":
+            self.apply(msg)
+        return msg
+
+    def wait_for(self, predicate, timeout_s=10):
+        """Acknowledges batches until `predicate(self)` holds; fails after `timeout_s`."""
+        deadline = time.monotonic() + timeout_s
+        while not predicate(self):
+            left = deadline - time.monotonic()
+            assert left > 0, f"condition not met in {timeout_s} s; last batches: {self.batches[-3:]}"
+            try:
+                msg = json.loads(self.ws.recv(timeout=min(left, 1)))
+            except TimeoutError:
+                continue
+            if msg["type"] == "batch":
+                self.apply(msg)
+                applied = sum(len(msg[k]) for k in ("remove", "update", "add"))
+                self.ws.send(json.dumps({"type": "ack", "batch": msg["batch"], "applied": applied, "ms": 0.1}))
+
+    def keyed(self):
+        """The points producers named by strings: key -> feature."""
+        return {f["key"]: f for f in self.features.values() if "key" in f}

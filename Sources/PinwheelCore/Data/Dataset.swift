@@ -43,6 +43,9 @@ public struct Dataset: Sendable {
 
 /// Extra columns of a dataset, row-major: row r, column c at `values[r * columns.count + c]`.
 public struct PropertyTable: Sendable {
+    /// Most columns a table holds: every column costs a cell in every row.
+    public static let maxColumns = 256
+
     public var columns: [String]
     public var values: [String]
 

@@ -37,6 +37,14 @@ extension GeoJSONParser {
                 row.removeAll(keepingCapacity: true)
                 row.append(contentsOf: repeatElement("", count: columns.count))
                 if let properties = feature.properties {
+                    // Every distinct name costs a cell in every row: sparse names must not grow the
+                    // table as rows times names.
+                    let new = properties.members.keys.count { columnIndex[$0] == nil }
+                    if columns.count + new > PropertyTable.maxColumns {
+                        throw .invalidFeature(
+                            line: line, column: "\(path).properties",
+                            reason: "a dataset may have at most \(PropertyTable.maxColumns) distinct property names")
+                    }
                     // Sorted, so the column order does not depend on dictionary order.
                     for key in properties.members.keys.sorted() {
                         let c = column(for: key)

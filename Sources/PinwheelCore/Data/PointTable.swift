@@ -7,7 +7,7 @@
 public struct PointTable: Sendable {
     /// Most distinct property names; an upsert bringing more is refused, since every name costs a
     /// column in every row.
-    public static let maxColumns = 64
+    public static let maxColumns = PropertyTable.maxColumns
 
     /// The points now; `dataset.version` is the version of the last change applied.
     public private(set) var dataset: Dataset

@@ -98,3 +98,27 @@ public struct IngestAnswer: Sendable, Equatable {
         return w.bytes
     }
 }
+
+extension IngestAnswer {
+    /// Reads an answer as a producer does.
+    /// - Throws: ``WireError`` naming the field at fault.
+    public static func decode(_ bytes: [UInt8]) throws(WireError) -> IngestAnswer {
+        let value: JSONValue
+        do {
+            value = try JSONReader.parse(bytes)
+        } catch {
+            throw WireError(.badJSON, message: "not JSON: \(error.description)")
+        }
+        guard case .object(let object) = value else {
+            throw WireError(.badJSON, message: "an answer must be a JSON object, got \(value.kindName)")
+        }
+        let m = MessageFields(object: object, type: "an answer")
+        var rejected: [ChangeLines.Rejection] = []
+        for item in try m.array("rejected") {
+            guard case .object(let o) = item else { throw MessageFields.invalid("rejected", "must hold objects") }
+            let r = MessageFields(object: o, type: "a rejection")
+            rejected.append(ChangeLines.Rejection(line: Int(try r.whole("line")), error: try r.string("error")))
+        }
+        return IngestAnswer(accepted: Int(try m.whole("accepted")), rejected: rejected, version: try m.whole("version"))
+    }
+}
