@@ -35,6 +35,8 @@ struct LoadClient {
     /// Encoded size of every feature the client holds, to price a naive server's full re-send.
     var featureBytes: [UInt64: Int] = [:]
     var heldBytes = 0
+    /// The newest data version a batch brought.
+    var dataVersion: UInt64 = 0
 
     var figures = ClientFigures()
 
@@ -46,10 +48,21 @@ struct LoadClient {
 
     /// Applies a scanned batch: latency of its viewport, what the client now holds, the counts.
     /// - Returns: the number of markers to acknowledge.
-    /// - Parameter keepsSamples: false for long-running bots, whose latency samples would only pile up.
+    /// - Parameters:
+    ///   - keepsSamples: false for long-running bots, whose latency samples would only pile up.
+    ///   - acks: the run's producer's acknowledgements: a batch bringing a newer data version is a
+    ///     staleness sample, the time since that version was acknowledged.
     mutating func apply(
-        _ scanned: MessageScanner, bytes: Int, at now: ContinuousClock.Instant, keepsSamples: Bool = true
+        _ scanned: MessageScanner, bytes: Int, at now: ContinuousClock.Instant, keepsSamples: Bool = true,
+        acks: AckLog? = nil
     ) -> Int {
+        if scanned.version > dataVersion {
+            // The first batch only tells where the data stood when the client arrived.
+            if dataVersion > 0, keepsSamples, let age = acks?.age(of: scanned.version, at: now) {
+                figures.stalenessMicros.append(Self.micros(age))
+            }
+            dataVersion = scanned.version
+        }
         figures.batches += 1
         figures.bytes += bytes
         let markers = scanned.removed.count + scanned.features.count
@@ -125,6 +138,8 @@ struct ClientFigures: Sendable {
     var errors: [String: Int] = [:]
     var firstBatchMicros: [UInt32] = []
     var doneMicros: [UInt32] = []
+    /// A producer's acknowledgement of a version → the first batch bringing it.
+    var stalenessMicros: [UInt32] = []
 
     mutating func count(error: String) {
         errors[error, default: 0] += 1

@@ -21,6 +21,8 @@ final class LoadGroup: WebSocketClientDelegate, @unchecked Sendable {
     private let origin: String?
     private let period: Duration?
     private let keepsSamples: Bool
+    /// The producer's acknowledgements, when the run pushes changes (for staleness).
+    private let acks: AckLog?
     private let stopTicker = Atomic<Bool>(false)
     private let stopped = Atomic<Bool>(false)
     private let tickerDone = DispatchSemaphore(value: 0)
@@ -34,8 +36,9 @@ final class LoadGroup: WebSocketClientDelegate, @unchecked Sendable {
     ///   - keepsSamples: keep every latency sample for the report (false for bots that run for hours).
     init(
         indices: [Int], options: LoadOptions, origin: String?, start: ContinuousClock.Instant,
-        keepsSamples: Bool = true
+        keepsSamples: Bool = true, acks: AckLog? = nil
     ) {
+        self.acks = acks
         self.options = options
         self.keepsSamples = keepsSamples
         self.origin = origin
@@ -202,7 +205,8 @@ final class LoadGroup: WebSocketClientDelegate, @unchecked Sendable {
             }
             switch scanner.kind {
             case .batch:
-                ack = s.clients[k].apply(scanner, bytes: text.count, at: now, keepsSamples: keepsSamples)
+                ack = s.clients[k].apply(
+                    scanner, bytes: text.count, at: now, keepsSamples: keepsSamples, acks: acks)
                 if s.clients[k].tour == nil { s.clients[k].figures.count(error: "batch before hello") }
             case .hello:
                 guard let hello else {

@@ -38,6 +38,14 @@ public struct LoadOptions: Sendable {
     /// served by that server would send.
     public var origin: String?
 
+    /// Changes per second a producer beside the clients posts to the server's `/v1/changes`
+    /// (90 % moves, 5 % inserts, 5 % deletes); 0 posts none. Needs `ingestToken`.
+    public var ingestRate: Double = 0
+    /// The server's ingest token.
+    public var ingestToken: String?
+    /// Lines per ingest request.
+    public var ingestBatch: Int = 500
+
     public init(url: String) {
         self.url = url
     }
@@ -57,6 +65,15 @@ public struct LoadOptions: Sendable {
             throw .invalidOption(
                 name: "threads", value: String(threads),
                 expected: "1 with the libev event loop (one libev context per process), or --event-loop poll")
+        }
+        if !(ingestRate >= 0 && ingestRate.isFinite) {
+            throw .invalidOption(name: "ingest-rate", value: String(ingestRate), expected: "0 or more")
+        }
+        if ingestRate > 0 && ingestToken == nil {
+            throw .invalidOption(name: "ingest-token-file", value: "none", expected: "a token file with --ingest-rate")
+        }
+        if ingestBatch < 1 {
+            throw .invalidOption(name: "ingest-batch", value: String(ingestBatch), expected: "at least 1")
         }
         if width < 1 || width > 16384 || height < 1 || height > 16384 {
             throw .invalidOption(name: "size", value: "\(width)x\(height)", expected: "1 to 16384 pixels each")

@@ -35,6 +35,22 @@ public struct LoadReport: Codable, Sendable {
         }
     }
 
+    /// What the producer beside the clients did (`--ingest-rate`), and how stale the viewers' data was.
+    public struct Ingest: Codable, Sendable {
+        /// Changes per second asked for.
+        public var rate: Double
+        public var requests: Int
+        public var accepted: Int
+        public var rejected: Int
+        /// Request → durable answer, milliseconds.
+        public var answerMs: Summary
+        /// A change's acknowledgement → the first batch bringing its version to a viewer, milliseconds;
+        /// one sample per batch that brought a viewer newer data.
+        public var staleness: Summary?
+        /// Why the producer stopped early, if it did.
+        public var error: String?
+    }
+
     /// The options of the run.
     public struct Run: Codable, Sendable {
         public var url: String
@@ -166,6 +182,8 @@ public struct LoadReport: Codable, Sendable {
     public var errors: [String: Int]
     public var server: ServerSide?
     public var tool: Tool?
+    /// The producer's side and the viewers' staleness, when the run pushed changes.
+    public var ingest: Ingest?
     public var clients: [Client]
 
     /// Every error counted, including failed connects, closes during the run and unanswered viewports.

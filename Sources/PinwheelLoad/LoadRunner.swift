@@ -25,10 +25,11 @@ public final class LoadRunner: Sendable {
 
         let start = ContinuousClock.now + .milliseconds(20)
         let threads = min(options.threads, options.clients)
+        let acks = options.ingestRate > 0 ? AckLog() : nil
         let groups = (0..<threads).map { g in
             LoadGroup(
                 indices: Array(stride(from: g, to: options.clients, by: threads)), options: options, origin: origin,
-                start: start)
+                start: start, acks: acks)
         }
         for group in groups {
             do { try group.start() } catch {
@@ -39,6 +40,7 @@ public final class LoadRunner: Sendable {
 
         // Tour, sampling once a second.
         let tourEnd = start + options.ramp + options.duration
+        let feeder = acks.map { IngestFeeder(url: url, options: options, acks: $0, until: tourEnd) }
         let steadyStart = start + options.ramp
         var rates = RateHistograms()
         var previous = LoadProgress()
@@ -69,6 +71,7 @@ public final class LoadRunner: Sendable {
             Thread.sleep(forTimeInterval: 0.02)
         }
         server.readAfter()
+        let ingest = feeder?.finish()
         let elapsed = ContinuousClock.now - start
         for group in groups { group.stop() }
 
@@ -77,6 +80,13 @@ public final class LoadRunner: Sendable {
         var report = LoadReportBuilder(options: options, clients: clients).build(
             elapsed: elapsed, steadySeconds: steadySeconds, rates: rates, server: server.report())
         report.tool = tool
+        report.ingest = ingest.map { summary in
+            var with = summary
+            var staleness = LoadReportBuilder.latencyHistogram()
+            for client in clients { for v in client.figures.stalenessMicros { _ = staleness.record(UInt64(v)) } }
+            with.staleness = .init(staleness, divisor: 1000)
+            return with
+        }
         return report
     }
 

@@ -15,6 +15,8 @@ public enum LoadTable {
         out += row("connect (ms)", report.latency.connect, digits: 2)
         out += row("first batch (ms)", report.latency.firstBatch, digits: 2)
         out += row("done (ms)", report.latency.done, digits: 2)
+        if let staleness = report.ingest?.staleness { out += row("staleness (ms)", staleness, digits: 2) }
+        if let answers = report.ingest?.answerMs { out += row("ingest answer (ms)", answers, digits: 2) }
         out += row("viewports/s", report.rates.viewports, digits: nil)
         out += row("batches/s", report.rates.batches, digits: nil)
         out += row("markers/s", report.rates.markers, digits: nil)
@@ -32,6 +34,10 @@ public enum LoadTable {
         out += "connections \(t.connected) opened, \(t.failedToConnect) failed\n"
         out += "closes      \(codes(report.closes)); during the run: \(codes(report.closesDuringRun))\n"
         out += "errors      \(report.errors.isEmpty ? "none" : codes(report.errors))\n"
+        if let i = report.ingest {
+            out += "ingest      \(i.accepted) changes accepted in \(i.requests) requests (\(number(i.rate))/s asked), "
+            out += "\(i.rejected) rejected\(i.error.map { "; stopped: \($0)" } ?? "")\n"
+        }
         if let s = report.server {
             out += "server      " + server(s) + "\n"
             if let latency = serverLatency(s) { out += "            " + latency + "\n" }

@@ -13,6 +13,8 @@ struct MessageScanner {
     private(set) var seq = -1
     private(set) var batch = -1
     private(set) var done = false
+    /// A batch's data version.
+    private(set) var version: UInt64 = 0
     /// Ids in `remove`.
     private(set) var removed: [UInt64] = []
     /// Features of `add` then `update`: id and the byte length of the feature's JSON object.
@@ -29,6 +31,7 @@ struct MessageScanner {
         seq = -1
         batch = -1
         done = false
+        version = 0
         removed.removeAll(keepingCapacity: true)
         features.removeAll(keepingCapacity: true)
         addCount = 0
@@ -59,6 +62,10 @@ struct MessageScanner {
             } else if c.equals(key, "batch") {
                 batch = c.integer().map(Int.init) ?? -1
                 ok = batch >= 0
+            } else if c.equals(key, "version") {
+                guard let v = c.integer() else { return false }
+                version = v
+                ok = true
             } else if c.equals(key, "done") {
                 guard let flag = c.boolean() else { return false }
                 done = flag
