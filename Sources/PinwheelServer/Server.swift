@@ -142,7 +142,11 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
                 let text = metrics.render(queuedBytes: stats.queuedBytes, deflateGuardTrips: stats.deflateGuardTrips)
                 return HTTPResponse(contentType: "text/plain; version=0.0.4; charset=utf-8", text: text)
             },
+            "/v1/changes": { [weak self] request in
+                self?.answerChanges(request) ?? HTTPResponse(status: 503, text: "stopping\n")
+            },
         ]
+        c.maxRequestBodyBytes = configuration.maxIngestBodyBytes
         if configuration.allowedOrigins.contains("*") {
             c.allowedOrigins = .any
         } else if !configuration.allowedOrigins.isEmpty {

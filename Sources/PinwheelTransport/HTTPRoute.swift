@@ -1,9 +1,29 @@
 /// A dynamic HTTP request as a route handler sees it.
 public struct HTTPRequest: Sendable, Equatable {
+    /// "GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS" or "HEAD".
+    public var method: String = "GET"
     /// The exact path that matched the route, e.g. "/metrics".
     public var path: String
     /// The query string without "?", empty when there is none.
     public var query: String
+    /// The request's `Authorization` header, nil when absent.
+    public var authorization: String?
+    /// The peer's address, e.g. "127.0.0.1".
+    public var peer: String = ""
+    /// The body of a POST, PUT or PATCH, at most the server's `maxRequestBodyBytes`.
+    public var body: [UInt8] = []
+
+    public init(
+        method: String = "GET", path: String, query: String = "", authorization: String? = nil, peer: String = "",
+        body: [UInt8] = []
+    ) {
+        self.method = method
+        self.path = path
+        self.query = query
+        self.authorization = authorization
+        self.peer = peer
+        self.body = body
+    }
 }
 
 /// A complete HTTP response from a route handler.
@@ -14,15 +34,31 @@ public struct HTTPResponse: Sendable, Equatable {
     public var contentType: String
     /// The whole body.
     public var body: [UInt8]
+    /// Headers besides Content-Type and Content-Length, e.g. `("Retry-After", "2")`.
+    public var headers: [HTTPHeader]
 
-    public init(status: Int = 200, contentType: String, body: [UInt8]) {
+    public init(status: Int = 200, contentType: String, body: [UInt8], headers: [HTTPHeader] = []) {
         self.status = status
         self.contentType = contentType
         self.body = body
+        self.headers = headers
     }
 
-    public init(status: Int = 200, contentType: String = "text/plain; charset=utf-8", text: String) {
-        self.init(status: status, contentType: contentType, body: Array(text.utf8))
+    public init(
+        status: Int = 200, contentType: String = "text/plain; charset=utf-8", text: String, headers: [HTTPHeader] = []
+    ) {
+        self.init(status: status, contentType: contentType, body: Array(text.utf8), headers: headers)
+    }
+}
+
+/// One response header.
+public struct HTTPHeader: Sendable, Equatable {
+    public var name: String
+    public var value: String
+
+    public init(_ name: String, _ value: String) {
+        self.name = name
+        self.value = value
     }
 }
 

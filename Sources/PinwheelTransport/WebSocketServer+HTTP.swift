@@ -9,6 +9,15 @@ struct PendingHTTPResponse {
     var offset = 0
 }
 
+/// A request body on its way in. Lws service thread only.
+struct PendingHTTPBody {
+    var request: HTTPRequest
+    /// Bytes still to come, from Content-Length.
+    var expected: Int
+    /// The body is over the limit: its bytes are read and dropped, and the answer is 413.
+    var overLimit: Bool
+}
+
 /// A route handler's answer, handed from the thread that ran it to the service thread.
 struct FinishedHTTPRequest: Sendable {
     var key: UInt
@@ -28,6 +37,10 @@ func serverHTTPCallback(
     switch reason {
     case LWS_CALLBACK_HTTP:
         return server.answerHTTP(wsi)
+    case LWS_CALLBACK_HTTP_BODY:
+        return server.receiveHTTPBody(wsi, input, length)
+    case LWS_CALLBACK_HTTP_BODY_COMPLETION:
+        return server.finishHTTPBody(wsi)
     case LWS_CALLBACK_HTTP_WRITEABLE:
         return server.writeHTTPBody(wsi)
     case LWS_CALLBACK_CLOSED_HTTP:
@@ -47,13 +60,80 @@ extension WebSocketServer {
     /// through ``finishHTTP()``. Paths that only share the mount's prefix, and missing static files
     /// (which lws sends to the 404 document path), get 404 at once. Lws service thread only.
     func answerHTTP(_ wsi: OpaquePointer) -> Int32 {
-        guard let path = LWSConnection.header(wsi, WSI_TOKEN_GET_URI) else {
-            return respond(wsi, HTTPResponse(status: 405, text: "only GET is served here\n"))
+        guard let (method, path) = Self.methodAndPath(wsi) else {
+            return respond(wsi, HTTPResponse(status: 405, text: "method not served here\n"))
         }
-        guard let handler = routes[path] else {
+        guard routes[path] != nil else {
             return respond(wsi, HTTPResponse(status: 404, text: "not found\n"))
         }
-        let request = HTTPRequest(path: path, query: LWSConnection.header(wsi, WSI_TOKEN_HTTP_URI_ARGS) ?? "")
+        var peer = [CChar](repeating: 0, count: 64)
+        _ = lws_get_peer_simple(wsi, &peer, peer.count)
+        let request = HTTPRequest(
+            method: method, path: path, query: LWSConnection.header(wsi, WSI_TOKEN_HTTP_URI_ARGS) ?? "",
+            authorization: LWSConnection.header(wsi, WSI_TOKEN_HTTP_AUTHORIZATION),
+            peer: String(decoding: peer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        guard ["POST", "PUT", "PATCH"].contains(method) else { return dispatch(wsi, request) }
+        guard let length = LWSConnection.header(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH).flatMap({ Int($0) }), length >= 0
+        else {
+            return respond(wsi, HTTPResponse(status: 411, text: "a \(method) needs a Content-Length\n"))
+        }
+        if length == 0 { return dispatch(wsi, request) }
+        // Lws hands the body over in HTTP_BODY calls and ends it with HTTP_BODY_COMPLETION.
+        httpBodies[Self.key(wsi)] = PendingHTTPBody(
+            request: request, expected: length, overLimit: length > configuration.maxRequestBodyBytes)
+        return 0
+    }
+
+    /// HTTP_BODY: keeps the bytes, or drops them once the body is known to be over the limit.
+    /// Lws service thread only.
+    func receiveHTTPBody(_ wsi: OpaquePointer, _ input: UnsafeMutableRawPointer?, _ length: Int) -> Int32 {
+        let key = Self.key(wsi)
+        guard var pending = httpBodies[key], let input, length > 0 else { return 0 }
+        httpBodies[key] = nil  // Modified in place below without a second copy of the body.
+        pending.expected -= length
+        if !pending.overLimit {
+            if pending.request.body.count + length > configuration.maxRequestBodyBytes {
+                pending.overLimit = true
+                pending.request.body = []
+            } else {
+                pending.request.body.append(
+                    contentsOf: UnsafeRawBufferPointer(start: input, count: length).bindMemory(to: UInt8.self))
+            }
+        }
+        httpBodies[key] = pending
+        return 0
+    }
+
+    /// HTTP_BODY_COMPLETION: the handler gets the whole body, or the client gets 413.
+    /// Lws service thread only.
+    func finishHTTPBody(_ wsi: OpaquePointer) -> Int32 {
+        guard let pending = httpBodies.removeValue(forKey: Self.key(wsi)) else { return 0 }
+        if pending.overLimit {
+            let limit = configuration.maxRequestBodyBytes
+            return respond(wsi, HTTPResponse(status: 413, text: "a request body may hold at most \(limit) bytes\n"))
+        }
+        return dispatch(wsi, pending.request)
+    }
+
+    /// The request's method and path, from whichever URI header lws filled in.
+    private static func methodAndPath(_ wsi: OpaquePointer) -> (String, String)? {
+        let methods: [(String, lws_token_indexes)] = [
+            ("GET", WSI_TOKEN_GET_URI), ("POST", WSI_TOKEN_POST_URI), ("PUT", WSI_TOKEN_PUT_URI),
+            ("PATCH", WSI_TOKEN_PATCH_URI), ("DELETE", WSI_TOKEN_DELETE_URI), ("OPTIONS", WSI_TOKEN_OPTIONS_URI),
+            ("HEAD", WSI_TOKEN_HEAD_URI),
+        ]
+        for (method, token) in methods {
+            if let path = LWSConnection.header(wsi, token) { return (method, path) }
+        }
+        return nil
+    }
+
+    /// Runs the route's handler on a Dispatch queue; the answer comes back through ``finishHTTP()``.
+    /// Lws service thread only.
+    private func dispatch(_ wsi: OpaquePointer, _ request: HTTPRequest) -> Int32 {
+        guard let handler = routes[request.path] else {
+            return respond(wsi, HTTPResponse(status: 404, text: "not found\n"))
+        }
         let key = Self.key(wsi)
         lastHTTPRequest += 1
         let number = lastHTTPRequest
@@ -90,6 +170,7 @@ extension WebSocketServer {
         let key = Self.key(wsi)
         httpWaiting[key] = nil
         httpResponses[key] = nil
+        httpBodies[key] = nil
     }
 
     /// Sends a response's headers now and its body from HTTP_WRITEABLE. Lws service thread only.
@@ -146,10 +227,19 @@ extension WebSocketServer {
             let start = buffer.baseAddress! + headroom
             var cursor: UnsafeMutablePointer<UInt8>? = start
             let end = buffer.baseAddress! + buffer.count - 1
-            return lws_add_http_common_headers(
-                wsi, UInt32(response.status), response.contentType, lws_filepos_t(response.body.count), &cursor, end)
-                == 0
-                && lws_finalize_write_http_header(wsi, start, &cursor, end) == 0
+            guard
+                lws_add_http_common_headers(
+                    wsi, UInt32(response.status), response.contentType, lws_filepos_t(response.body.count), &cursor,
+                    end) == 0
+            else { return false }
+            for header in response.headers {
+                let name = header.name.lowercased() + ":"
+                let value = Array(header.value.utf8)
+                guard lws_add_http_header_by_name(wsi, name, value, Int32(value.count), &cursor, end) == 0 else {
+                    return false
+                }
+            }
+            return lws_finalize_write_http_header(wsi, start, &cursor, end) == 0
         }
     }
 

@@ -38,6 +38,8 @@ public final class WebSocketServer: @unchecked Sendable {
     var httpResponses: [UInt: PendingHTTPResponse] = [:]
     /// Route requests whose handler is still running, by connection address: the request's number.
     var httpWaiting: [UInt: UInt64] = [:]
+    /// Request bodies being read, by connection address.
+    var httpBodies: [UInt: PendingHTTPBody] = [:]
     var lastHTTPRequest: UInt64 = 0
     var routes: [String: HTTPHandler]
     var storage: CStorage?

@@ -8,8 +8,12 @@ public struct WebSocketServerConfiguration: Sendable {
     public var subprotocol: String = "pinwheel.v1"
     /// Directories served over HTTP, matched by URL prefix (longest first).
     public var staticMounts: [StaticMount] = []
-    /// Dynamic HTTP handlers for exact paths (e.g. "/healthz"); they run on the lws service thread.
+    /// Dynamic HTTP handlers for exact paths (e.g. "/healthz"); they run on a Dispatch queue, never on
+    /// the lws service thread.
     public var routes: [String: HTTPHandler] = [:]
+    /// Largest request body a route accepts (POST, PUT, PATCH); a larger one is read, dropped and
+    /// answered with 413, and a body without Content-Length with 411, before any handler runs.
+    public var maxRequestBodyBytes: Int = 1024 * 1024
     /// Which browser origins may open a WebSocket; requests without an Origin header always may.
     public var allowedOrigins: OriginPolicy = .sameOrigin
     /// Largest text message accepted, in bytes after permessage-deflate inflation; bigger closes with 1009.

@@ -84,6 +84,36 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "lws event loop: libev (epoll underneath) or poll (scans every socket at each wake-up).")
     var eventLoop = EventLoopBackend.libev.rawValue
 
+    @Option(
+        help: ArgumentHelp(
+            "Keep live data here: the change log and its snapshots. The data at first start comes from --data, --synthetic or the demo; afterwards from this folder.",
+            valueName: "dir"))
+    var dataDir: String?
+
+    @Option(
+        help:
+            "File holding the bearer token producers must send to change data; ingest is off without it. Needs --data-dir."
+    )
+    var ingestTokenFile: String?
+
+    @Option(help: "Changes per second each producer may send; beyond it requests get 429.")
+    var ingestRate: Double = 100_000
+
+    @Option(help: "Largest POST /v1/changes body in bytes; larger ones get 413.")
+    var maxIngestBytes = 16 * 1024 * 1024
+
+    @Option(help: "Changes between two snapshots of live data (the log replays at most this many at start).")
+    var snapshotEvery: UInt64 = 1_000_000
+
+    @Option(
+        help:
+            "Simulated vehicles driving between cities, pushed through the ingest API; a temporary --data-dir is made when none is given."
+    )
+    var movers = 0
+
+    @Option(help: "Changes per second the simulated vehicles send.")
+    var moversRate: Double = 100
+
     @Flag(help: "Refuse permessage-deflate: less CPU and memory per session, more bytes on the wire.")
     var noDeflate = false
 
@@ -134,6 +164,14 @@ struct ServeCommand: ParsableCommand {
         if EventLoopBackend(rawValue: eventLoop) == nil {
             throw ValidationError("--event-loop must be poll or libev, got \(eventLoop)")
         }
+        if ingestTokenFile != nil && dataDir == nil {
+            throw ValidationError("--ingest-token-file needs --data-dir: accepted changes are kept there")
+        }
+        if !(ingestRate > 0 && ingestRate.isFinite) { throw ValidationError("--ingest-rate must be positive") }
+        if maxIngestBytes < 1024 { throw ValidationError("--max-ingest-bytes must be at least 1024") }
+        if snapshotEvery < 1 { throw ValidationError("--snapshot-every must be at least 1") }
+        if movers < 0 { throw ValidationError("--movers must be 0 or more, got \(movers)") }
+        if !(moversRate > 0 && moversRate.isFinite) { throw ValidationError("--movers-rate must be positive") }
         if Logger.Level(rawValue: logLevel) == nil {
             throw ValidationError("--log-level must be trace, debug, info, notice, warning, error or critical")
         }
@@ -183,13 +221,26 @@ struct ServeCommand: ParsableCommand {
         logger.info("loaded \(dataset.name): \(dataset.dataset.count) points in \(ContinuousClock.now - started)")
         logLeftOut(dataset, logger: logger)
 
-        let server = try Server(configuration: configuration, dataset: dataset, logger: logger)
+        let live = try liveData(logger: logger)
+        configuration.ingestToken = live?.token
+        configuration.ingestRate = ingestRate
+        configuration.maxIngestBodyBytes = maxIngestBytes
+        configuration.snapshotEvery = snapshotEvery
+        let server: Server
+        if let live {
+            server = try Server(
+                configuration: configuration, dataset: dataset, log: FileChangeLog(directory: live.directory),
+                logger: logger)
+        } else {
+            server = try Server(configuration: configuration, dataset: dataset, logger: logger)
+        }
         try server.start()
         let scheme = tlsCert == nil ? "http" : "https"
         // Unbuffered, so a test or script reading our stdout sees the line at once.
         FileHandle.standardOutput.write(
             Data("pinwheel listening on \(scheme)://\(urlHost(host)):\(server.port)\n".utf8))
         let tourists = try startBots(server: server, secure: tlsCert != nil, logger: logger)
+        if let token = live?.token { startMovers(server: server, token: token, logger: logger) }
 
         // Signal handlers run on a Dispatch queue; `@Sendable` keeps them off the main actor.
         signal(SIGINT, SIG_IGN)
@@ -208,6 +259,63 @@ struct ServeCommand: ParsableCommand {
         tourists?.stop()
         for source in sources { source.cancel() }
         logger.info("stopped")
+    }
+
+    /// Where live data is kept and the token producers need; nil when the data never changes.
+    private func liveData(logger: Logger) throws -> (directory: String, token: String?)? {
+        var directory = dataDir
+        if directory == nil && movers > 0 {
+            var template = Array("/tmp/pinwheel-live-XXXXXX".utf8CString)
+            guard let made = mkdtemp(&template) else {
+                throw ValidationError("--movers: cannot make a temporary --data-dir")
+            }
+            directory = String(cString: made)
+            logger.info("live data in \(directory!) (temporary; pass --data-dir to keep it)")
+        }
+        guard let directory else { return nil }
+        var token: String?
+        if let ingestTokenFile {
+            do {
+                token = try String(contentsOfFile: ingestTokenFile, encoding: .utf8)
+                    .trimmingCharacters(in: .whitespacesAndNewlines)
+            } catch {
+                throw ValidationError(
+                    "--ingest-token-file: cannot read \(ingestTokenFile): \(error.localizedDescription)")
+            }
+            guard let token, token.utf8.count >= 16 else {
+                throw ValidationError("--ingest-token-file: the token must be at least 16 characters")
+            }
+        } else if movers > 0 {
+            // The simulated vehicles are the only producer: a token nobody else knows.
+            var random = SystemRandomNumberGenerator()
+            token = (0..<32).map { _ in String(random.next() % 16, radix: 16) }.joined()
+        }
+        return (directory, token)
+    }
+
+    /// `--movers N`: a producer on loopback posting simulated vehicles' moves, as any producer would.
+    private func startMovers(server: Server, token: String, logger: Logger) {
+        guard movers > 0 else { return }
+        var options = Producer.Options(host: "127.0.0.1", port: server.port, token: token)
+        options.rate = moversRate
+        options.batch = max(1, Int(moversRate / 10))
+        let count = movers
+        let producer = Producer(options: options)
+        let thread = Thread {
+            var simulation = Movers(count: count)
+            var placements = simulation.placements().makeIterator()
+            var steps = AnyIterator { simulation.next() }
+            do {
+                let forever = ContinuousClock.now + .seconds(365 * 86400)
+                try producer.run(source: &placements, until: forever) { _ in }
+                try producer.run(source: &steps, until: forever) { _ in }
+            } catch {
+                logger.warning("simulated vehicles stopped: \(error)")
+            }
+        }
+        thread.name = "pinwheel-movers"
+        thread.start()
+        logger.info("\(movers) simulated vehicles moving (\(Int(moversRate)) changes/s through /v1/changes)")
     }
 
     /// `--bots N`: N tourists on loopback (or on the bound address), with an origin the server accepts.

@@ -27,7 +27,7 @@ struct MessageEncoderTests {
             context: FeatureContext())
         #expect(
             encoder.text
-                == #"{"type":"batch","seq":7,"batch":3,"remove":[17,4294967396],"add":[{"id":18,"lat":1.5,"lon":2.5,"count":1,"parent":18}],"update":[],"done":false}"#
+                == #"{"type":"batch","seq":7,"batch":3,"remove":[17,4294967396],"add":[{"id":18,"lat":1.5,"lon":2.5,"count":1,"parent":18}],"update":[],"done":false,"version":0}"#
         )
 
         encoder.batch(

@@ -11,6 +11,9 @@ public struct Dataset: Sendable {
     public var version: UInt64
     /// The names of points producers named by strings, by id (see ``PointKey``).
     public var names: [UInt32: String] = [:]
+    /// Per row, the low bits of the version that last set the point's properties; empty for data never
+    /// changed. A point's ``Feature/revision``.
+    public var revisions: [UInt32] = []
 
     public init(ids: [UInt32], coordinates: [Double], properties: PropertyTable = PropertyTable(), version: UInt64 = 0)
     {

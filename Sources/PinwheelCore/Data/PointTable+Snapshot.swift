@@ -10,7 +10,7 @@ extension PointTable {
 
     /// The table's snapshot bytes.
     public func snapshotBytes() -> [UInt8] {
-        var out = SnapshotWriter()
+        var out = ByteWriter()
         out.bytes.append(contentsOf: PointTable.magic)
         out.u32(PointTable.format)
         out.u64(dataset.version)
@@ -21,8 +21,8 @@ extension PointTable {
         for c in columns { out.string(c) }
         for row in 0..<dataset.count {
             out.u32(dataset.ids[row])
-            out.u64(dataset.lon(row).bitPattern)
-            out.u64(dataset.lat(row).bitPattern)
+            out.f64(dataset.lon(row))
+            out.f64(dataset.lat(row))
             for c in 0..<columns.count { out.string(dataset.properties.value(row: row, column: c)) }
         }
         out.u32(UInt32(dataset.names.count))
@@ -36,13 +36,21 @@ extension PointTable {
     /// Reads a table back from ``snapshotBytes()``.
     /// - Throws: ``SnapshotError`` naming what is wrong when the bytes are not such a snapshot.
     public init(snapshot bytes: [UInt8]) throws(SnapshotError) {
-        var r = SnapshotReader(bytes: bytes)
+        do throws(ByteReader.Failure) {
+            try self.init(reading: bytes)
+        } catch {
+            throw SnapshotError(offset: error.offset, reason: error.reason)
+        }
+    }
+
+    private init(reading bytes: [UInt8]) throws(ByteReader.Failure) {
+        var r = ByteReader(bytes[...])
         guard Array(try r.take(4)) == PointTable.magic else {
-            throw SnapshotError(offset: 0, reason: "not a point table")
+            throw ByteReader.Failure(offset: 0, reason: "not a point table")
         }
         let format = try r.u32()
         guard format == PointTable.format else {
-            throw SnapshotError(offset: 4, reason: "format \(format), this build reads \(PointTable.format)")
+            throw ByteReader.Failure(offset: 4, reason: "format \(format), this build reads \(PointTable.format)")
         }
         let version = try r.u64()
         let nextNamedID = try r.u32()
@@ -50,7 +58,7 @@ extension PointTable {
         let columnCount = Int(try r.u32())
         // Each row takes at least 20 bytes: a count the rest of the bytes cannot hold is damage.
         guard count <= r.remaining / 20, columnCount <= PointTable.maxColumns else {
-            throw SnapshotError(offset: r.offset, reason: "\(count) rows of \(columnCount) columns do not fit")
+            throw ByteReader.Failure(offset: r.offset, reason: "\(count) rows of \(columnCount) columns do not fit")
         }
         var columns: [String] = []
         for _ in 0..<columnCount { columns.append(try r.string()) }
@@ -60,21 +68,21 @@ extension PointTable {
         values.reserveCapacity(count * columnCount)
         for row in 0..<count {
             ids[row] = try r.u32()
-            coordinates[2 * row] = Double(bitPattern: try r.u64())
-            coordinates[2 * row + 1] = Double(bitPattern: try r.u64())
+            coordinates[2 * row] = try r.f64()
+            coordinates[2 * row + 1] = try r.f64()
             for _ in 0..<columnCount { values.append(try r.string()) }
         }
         var names: [UInt32: String] = [:]
         let nameCount = Int(try r.u32())
         guard nameCount <= r.remaining / 8 else {
-            throw SnapshotError(offset: r.offset, reason: "\(nameCount) names do not fit")
+            throw ByteReader.Failure(offset: r.offset, reason: "\(nameCount) names do not fit")
         }
         for _ in 0..<nameCount {
             let id = try r.u32()
             names[id] = try r.string()
         }
         guard r.remaining == 0 else {
-            throw SnapshotError(offset: r.offset, reason: "\(r.remaining) bytes after the end")
+            throw ByteReader.Failure(offset: r.offset, reason: "\(r.remaining) bytes after the end")
         }
         var dataset = Dataset(
             ids: ids, coordinates: coordinates, properties: PropertyTable(columns: columns, values: values),
@@ -92,45 +100,4 @@ public struct SnapshotError: Error, Equatable, Sendable, CustomStringConvertible
     public var reason: String
 
     public var description: String { "snapshot damaged at byte \(offset): \(reason)" }
-}
-
-private struct SnapshotWriter {
-    var bytes: [UInt8] = []
-
-    mutating func u32(_ v: UInt32) { withUnsafeBytes(of: v.littleEndian) { bytes.append(contentsOf: $0) } }
-    mutating func u64(_ v: UInt64) { withUnsafeBytes(of: v.littleEndian) { bytes.append(contentsOf: $0) } }
-    mutating func string(_ s: String) {
-        u32(UInt32(s.utf8.count))
-        bytes.append(contentsOf: s.utf8)
-    }
-}
-
-private struct SnapshotReader {
-    let bytes: [UInt8]
-    var offset = 0
-
-    var remaining: Int { bytes.count - offset }
-
-    mutating func take(_ n: Int) throws(SnapshotError) -> ArraySlice<UInt8> {
-        guard n <= remaining else { throw SnapshotError(offset: offset, reason: "ends early") }
-        defer { offset += n }
-        return bytes[offset..<offset + n]
-    }
-
-    mutating func u32() throws(SnapshotError) -> UInt32 {
-        try take(4).reversed().reduce(0) { $0 << 8 | UInt32($1) }
-    }
-
-    mutating func u64() throws(SnapshotError) -> UInt64 {
-        try take(8).reversed().reduce(0) { $0 << 8 | UInt64($1) }
-    }
-
-    mutating func string() throws(SnapshotError) -> String {
-        let n = Int(try u32())
-        let start = offset
-        guard let s = String(validating: try take(n), as: UTF8.self) else {
-            throw SnapshotError(offset: start, reason: "a string is not UTF-8")
-        }
-        return s
-    }
 }

@@ -62,6 +62,9 @@ public struct PointTable: Sendable {
         dataset.version = version
         switch change {
         case .upsert(let key, let lat, let lon, let properties):
+            if dataset.revisions.count != dataset.count {
+                dataset.revisions = [UInt32](repeating: 0, count: dataset.count)
+            }
             let id = id(of: key) ?? assignID(key)
             let row: Int
             if let existing = rowByID[id] {
@@ -76,8 +79,10 @@ public struct PointTable: Sendable {
                 dataset.coordinates.append(lat)
                 dataset.properties.values.append(
                     contentsOf: repeatElement("", count: dataset.properties.columns.count))
+                dataset.revisions.append(0)
             }
             setProperties(properties, row: row)
+            dataset.revisions[row] = UInt32(truncatingIfNeeded: version)
         case .delete(let key):
             guard let id = id(of: key), let row = rowByID.removeValue(forKey: id) else { return }
             if case .name(let name) = key {
@@ -143,7 +148,9 @@ public struct PointTable: Sendable {
                 dataset.properties.values[row * width + c] = dataset.properties.values[last * width + c]
             }
             rowByID[movedID] = Int32(row)
+            if !dataset.revisions.isEmpty { dataset.revisions[row] = dataset.revisions[last] }
         }
+        if !dataset.revisions.isEmpty { dataset.revisions.removeLast() }
         dataset.ids.removeLast()
         dataset.coordinates.removeLast(2)
         dataset.properties.values.removeLast(width)

@@ -20,6 +20,9 @@ public struct Feature: Hashable, Sendable {
     public var row: Int32
     /// Clusterer-private slot used to look up aggregate values; -1 when there is none.
     public var slot: Int32
+    /// For a point of live data: changes with its properties (see ``Dataset/revisions``), so a
+    /// property change reaches the clients that have it; 0 otherwise.
+    public var revision: UInt32 = 0
 
     public init(
         id: FeatureID, lat: Double, lon: Double, count: UInt32, parent: FeatureID?,

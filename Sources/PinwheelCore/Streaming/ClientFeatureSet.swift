@@ -80,7 +80,7 @@ public struct ClientFeatureSet: Sendable {
 public typealias FeatureVersion = UInt64
 
 extension Feature {
-    /// This feature's ``FeatureVersion``: a 64-bit mix of count, latitude and longitude.
+    /// This feature's ``FeatureVersion``: a 64-bit mix of count, latitude, longitude and revision.
     public var version: FeatureVersion {
         // splitmix64's finaliser spreads every input bit over the result.
         func mix(_ x: UInt64) -> UInt64 {
@@ -89,6 +89,6 @@ extension Feature {
             z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
             return z ^ (z >> 31)
         }
-        return mix(lat.bitPattern &+ mix(lon.bitPattern &+ mix(UInt64(count))))
+        return mix(lat.bitPattern &+ mix(lon.bitPattern &+ mix(UInt64(count) | UInt64(revision) << 32)))
     }
 }

@@ -186,6 +186,12 @@ public struct SessionMachine<Clock: PinwheelClock> {
     private mutating func query(_ viewport: ViewportMessage) {
         servedVersion = clusterer.dataset.version
         clusterer.features(in: viewport.bbox, zoom: viewport.zoom, into: &features)
+        let revisions = clusterer.dataset.revisions
+        if !revisions.isEmpty {
+            for i in features.indices where features[i].isPoint {
+                features[i].revision = revisions[Int(features[i].row)]
+            }
+        }
         let available = FeatureCap.keepNearest(&features, limit: options.maxFeatures, centre: viewport.bbox.center)
         capped = available > features.count ? (viewport.seq, available) : nil
     }

@@ -219,14 +219,19 @@ public struct MessageEncoder: Sendable {
         }
         let table = context.properties
         if f.isPoint && !table.columns.isEmpty && Int(f.row) * table.columns.count < table.values.count {
-            writer.raw(",\"properties\":{")
+            // Empty cells are left out (and `properties` with them when all are): a column another
+            // point brought is not this point's property.
+            var first = true
             for (c, name) in table.columns.enumerated() {
-                if c > 0 { writer.byte(UInt8(ascii: ",")) }
+                let value = table.value(row: Int(f.row), column: c)
+                if value.isEmpty { continue }
+                writer.raw(first ? ",\"properties\":{" : ",")
+                first = false
                 writer.string(name)
                 writer.byte(UInt8(ascii: ":"))
-                writer.string(table.value(row: Int(f.row), column: c))
+                writer.string(value)
             }
-            writer.byte(UInt8(ascii: "}"))
+            if !first { writer.byte(UInt8(ascii: "}")) }
         }
         if !f.isPoint && !context.aggregates.isEmpty {
             let values = context.values(f)

@@ -1,0 +1,44 @@
+import PinwheelCore
+import PinwheelTransport
+
+/// `POST /v1/changes`: producers' changes over HTTP (see docs/protocol.md).
+extension Server {
+    /// Answers one ingest request; runs on a route handler's thread and blocks until the accepted
+    /// changes are durable.
+    func answerChanges(_ request: HTTPRequest) -> HTTPResponse {
+        guard let ingest else {
+            return Self.error(
+                404, "this server takes no changes: start it with --data-dir and --ingest-token-file")
+        }
+        guard request.method == "POST" else {
+            return Self.error(405, "send changes with POST", headers: [HTTPHeader("Allow", "POST")])
+        }
+        guard ingest.authorizes(request.authorization) else {
+            return Self.error(
+                401, "a valid token is needed: Authorization: Bearer <token>",
+                headers: [HTTPHeader("WWW-Authenticate", "Bearer")])
+        }
+        let atomic = request.query.split(separator: "&").contains("atomic=true")
+        switch ingest.submit(request.body, producer: request.peer, atomic: atomic) {
+        case .answered(let status, let answer):
+            metrics.changesAccepted(answer.accepted)
+            return HTTPResponse(status: status, contentType: "application/json", body: answer.json())
+        case .tooFast(let retryAfter):
+            return Self.error(
+                429, "over \(Int(ingest.rate)) changes per second for this producer; retry after \(retryAfter) s",
+                headers: [HTTPHeader("Retry-After", String(retryAfter))])
+        case .failed(let reason):
+            logger.error("ingest: \(reason)")
+            return Self.error(503, reason)
+        }
+    }
+
+    /// `{"error":"..."}` with a status.
+    static func error(_ status: Int, _ message: String, headers: [HTTPHeader] = []) -> HTTPResponse {
+        var w = JSONWriter(capacity: 64 + message.utf8.count)
+        w.raw("{\"error\":")
+        w.string(message)
+        w.byte(UInt8(ascii: "}"))
+        return HTTPResponse(status: status, contentType: "application/json", body: w.bytes, headers: headers)
+    }
+}

@@ -1,0 +1,60 @@
+"""Viewers see changes as they happen: a producer moves, adds and deletes points in a watched view,
+and the viewer gets exactly those updates, adds and removes, ending with what a fresh session sees."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
+from conftest import TOKEN  # noqa: E402
+from ingest import post_changes  # noqa: E402
+from viewer import Watcher  # noqa: E402
+
+# A patch of the South Pacific with no synthetic points: everything in it is the producer's.
+SOUTH, WEST = -40.0, -120.0
+BOX = [WEST, SOUTH, WEST + 0.01, SOUTH + 0.01]
+ZOOM = 17
+
+
+def at(k):
+    """Position k of a 10 x 10 grid 0.0008 degrees apart inside BOX."""
+    return SOUTH + 0.001 + (k // 10) * 0.0008, WEST + 0.001 + (k % 10) * 0.0008
+
+
+def post(server, changes):
+    status, answer, _ = post_changes(server.port, TOKEN, changes)
+    assert status == 200 and answer["accepted"] == len(changes), answer
+    return answer["version"]
+
+
+def test_moves_adds_and_deletes_reach_a_watching_viewer(live_server):
+    for k in range(5):
+        lat, lon = at(k)
+        post(live_server, [{"op": "upsert", "id": f"bus-{k}", "lat": lat, "lon": lon}])
+    with Watcher(live_server.ws_url) as viewer:
+        viewer.watch(BOX, ZOOM)
+        # Acknowledged means durable; the index shows the changes a rebuild later.
+        viewer.wait_for(lambda w: set(w.keyed()) == {f"bus-{k}" for k in range(5)})
+        ids = {key: f["id"] for key, f in viewer.keyed().items()}
+        viewer.batches.clear()
+
+        lat, lon = at(50)
+        version = post(live_server, [
+            {"op": "upsert", "id": "bus-0", "lat": lat, "lon": lon},
+            {"op": "delete", "id": "bus-1"},
+            {"op": "upsert", "id": "tram-9", "lat": at(77)[0], "lon": at(77)[1], "properties": {"line": "9"}},
+        ])
+        viewer.wait_for(lambda w: set(w.keyed()) == {"bus-0", "bus-2", "bus-3", "bus-4", "tram-9"}
+                        and w.keyed()["bus-0"]["lat"] == lat)
+        updates = [f["id"] for b in viewer.batches for f in b["update"]]
+        removes = [i for b in viewer.batches for i in b["remove"]]
+        adds = [f.get("key") for b in viewer.batches for f in b["add"]]
+        assert updates == [ids["bus-0"]], "a move is an update of the same id"
+        assert removes == [ids["bus-1"]]
+        assert adds == ["tram-9"]
+        assert viewer.keyed()["tram-9"]["properties"]["line"] == "9"
+        assert all(b["version"] >= version for b in viewer.batches[-1:])
+        shown = viewer.features
+
+    with Watcher(live_server.ws_url) as fresh:
+        fresh.watch(BOX, ZOOM)
+        assert fresh.features == shown
