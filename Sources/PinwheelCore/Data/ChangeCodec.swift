@@ -41,6 +41,7 @@ public enum ChangeCodec {
             changes.reserveCapacity(count)
             for _ in 0..<count {
                 let op = try r.u8()
+                guard op <= 1 else { throw ByteReader.Failure(offset: r.offset - 1, reason: "unknown op \(op)") }
                 let key = try readKey(&r)
                 switch op {
                 case 0:
@@ -52,10 +53,8 @@ public enum ChangeCodec {
                         properties[name] = try r.string()
                     }
                     changes.append(.upsert(key, lat: lat, lon: lon, properties: properties))
-                case 1:
-                    changes.append(.delete(key))
                 default:
-                    throw ByteReader.Failure(offset: r.offset - 1, reason: "unknown op \(op)")
+                    changes.append(.delete(key))
                 }
             }
             guard r.remaining == 0 else {

@@ -1,0 +1,53 @@
+import Testing
+
+@testable import PinwheelCore
+
+@Suite("Change codec")
+struct ChangeCodecTests {
+    static func randomChanges(_ random: inout SeededRandom, count: Int) -> [Change] {
+        (0..<count).map { _ in
+            let key: PointKey =
+                Bool.random(using: &random)
+                ? .number(UInt32.random(in: 0...PointKey.maxNumber, using: &random))
+                : .name(["bus-12", "ü-straße", "點", String(repeating: "x", count: 128)].randomElement(using: &random)!)
+            if Int.random(in: 0..<4, using: &random) == 0 { return .delete(key) }
+            let lat = [-90, 90, 0, Double.random(in: -90...90, using: &random)].randomElement(using: &random)!
+            let lon = [-180, 180, Double.random(in: -180...180, using: &random)].randomElement(using: &random)!
+            var properties: [String: String] = [:]
+            for k in 0..<Int.random(in: 0..<3, using: &random) { properties["p\(k)"] = "välue \(k)" }
+            return .upsert(key, lat: lat, lon: lon, properties: properties)
+        }
+    }
+
+    @Test("random change lists round-trip", arguments: [UInt64(1), 2, 3, 4])
+    func roundTrip(seed: UInt64) throws {
+        var random = SeededRandom(seed: seed)
+        for count in [0, 1, 17, 300] {
+            let changes = Self.randomChanges(&random, count: count)
+            #expect(try ChangeCodec.decode(ChangeCodec.encode(changes)[...]) == changes)
+        }
+    }
+
+    @Test("every truncation, a trailing byte and an unknown op are refused with a reason")
+    func damage() throws {
+        var random = SeededRandom(seed: 9)
+        let bytes = ChangeCodec.encode(Self.randomChanges(&random, count: 12))
+        for n in 0..<bytes.count {
+            #expect(throws: SnapshotError.self) { try ChangeCodec.decode(bytes[..<n]) }
+        }
+        #expect(throws: SnapshotError.self) { try ChangeCodec.decode((bytes + [0])[...]) }
+        var bad = ChangeCodec.encode([.delete(.number(1))])
+        bad[4] = 9
+        #expect(throws: SnapshotError(offset: 4, reason: "unknown op 9")) { try ChangeCodec.decode(bad[...]) }
+    }
+
+    @Test("an ingest line encodes and decodes back to the same change")
+    func lines() throws {
+        var random = SeededRandom(seed: 5)
+        for change in Self.randomChanges(&random, count: 200) {
+            var w = JSONWriter()
+            change.encode(into: &w)
+            #expect(try Change.decode(w.bytes) == change)
+        }
+    }
+}

@@ -1,0 +1,192 @@
+import Foundation
+import PinwheelCore
+import Synchronization
+import Testing
+
+@testable import PinwheelServer
+
+/// The embedded change log on a real file system: what was acknowledged comes back after a reopen,
+/// in order, whatever a crash left at the end of the last segment.
+@Suite("File change log")
+struct FileChangeLogTests {
+    /// A fresh directory, removed when the test ends.
+    final class Directory {
+        let path = NSTemporaryDirectory() + "pinwheel-log-\(UUID().uuidString)"
+        deinit { try? FileManager.default.removeItem(atPath: path) }
+    }
+
+    /// Everything `open` replays, in order.
+    final class Replayed: @unchecked Sendable {
+        let records = Mutex<[LoggedChanges]>([])
+        var changes: [Change] { records.withLock { $0.flatMap(\.changes) } }
+        var firsts: [UInt64] { records.withLock { $0.map(\.first) } }
+        func add(_ r: LoggedChanges) { records.withLock { $0.append(r) } }
+    }
+
+    static func change(_ k: Int) -> Change {
+        k % 7 == 3
+            ? .delete(.name("p\(k - 1)"))
+            : .upsert(
+                .name("p\(k)"), lat: Double(k % 90), lon: Double(k % 180), properties: k % 2 == 0 ? ["k": "\(k)"] : [:])
+    }
+
+    /// Appends and waits for the answer.
+    static func appendAndWait(_ log: FileChangeLog, _ changes: [Change]) throws -> UInt64 {
+        let done = DispatchSemaphore(value: 0)
+        let result = Mutex<Result<UInt64, ChangeLogError>?>(nil)
+        log.append(changes) { r in
+            result.withLock { $0 = r }
+            done.signal()
+        }
+        done.wait()
+        return try result.withLock { $0! }.get()
+    }
+
+    /// Opens the log in `dir` and collects what it replays.
+    static func reopen(_ dir: Directory, after version: UInt64 = 0) throws -> (FileChangeLog, Replayed, UInt64) {
+        let log = try FileChangeLog(directory: dir.path)
+        let replayed = Replayed()
+        let last = try log.open(after: version) { replayed.add($0) }
+        return (log, replayed, last)
+    }
+
+    @Test("appends come back after a reopen, in order, with their versions")
+    func reopenReplays() throws {
+        let dir = Directory()
+        let (log, _, start) = try Self.reopen(dir)
+        #expect(start == 0)
+        var expected: [Change] = []
+        for k in 0..<20 {
+            let batch = (0..<(k % 4 + 1)).map { Self.change(k * 10 + $0) }
+            let version = try Self.appendAndWait(log, batch)
+            expected += batch
+            #expect(version == UInt64(expected.count))
+        }
+        log.close()
+        let (again, replayed, last) = try Self.reopen(dir)
+        #expect(last == UInt64(expected.count))
+        #expect(replayed.changes == expected)
+        #expect(try Self.appendAndWait(again, [Self.change(999)]) == last + 1)
+        again.close()
+    }
+
+    @Test("open after a version delivers only later changes, splitting a record that straddles it")
+    func openAfter() throws {
+        let dir = Directory()
+        let (log, _, _) = try Self.reopen(dir)
+        _ = try Self.appendAndWait(log, (0..<5).map(Self.change))
+        _ = try Self.appendAndWait(log, (5..<10).map(Self.change))
+        log.close()
+        let (again, replayed, last) = try Self.reopen(dir, after: 3)
+        #expect(last == 10)
+        #expect(replayed.changes == (3..<10).map(Self.change))
+        #expect(replayed.firsts == [4, 6])
+        again.close()
+    }
+
+    @Test("a record torn anywhere by a crash is cut off at open; everything before it stays, appends go on")
+    func tornTail() throws {
+        let dir = Directory()
+        let (log, _, _) = try Self.reopen(dir)
+        let kept = (0..<6).map(Self.change)
+        _ = try Self.appendAndWait(log, kept)
+        _ = try Self.appendAndWait(log, (6..<9).map(Self.change))
+        log.close()
+        let segment = try #require(
+            try FileManager.default.contentsOfDirectory(atPath: dir.path).first { $0.hasPrefix("changes-") })
+        let whole = try Data(contentsOf: URL(fileURLWithPath: "\(dir.path)/\(segment)"))
+        let firstRecordEnd = 16 + ChangeCodec.encode(kept).count
+        for cut in firstRecordEnd..<whole.count {
+            let copy = Directory()
+            try FileManager.default.createDirectory(atPath: copy.path, withIntermediateDirectories: true)
+            try whole.prefix(cut).write(to: URL(fileURLWithPath: "\(copy.path)/\(segment)"))
+            let (reopened, replayed, last) = try Self.reopen(copy)
+            #expect(replayed.changes == kept, "cut at \(cut)")
+            #expect(last == 6 && reopened.truncatedBytes == cut - firstRecordEnd)
+            #expect(try Self.appendAndWait(reopened, [Self.change(50)]) == 7)
+            reopened.close()
+            let (_, after, _) = try Self.reopen(copy)
+            #expect(after.changes == kept + [Self.change(50)])
+        }
+    }
+
+    @Test("a damaged record before the end is refused: dropping it would lose acknowledged changes")
+    func damageInTheMiddle() throws {
+        let dir = Directory()
+        let (log, _, _) = try Self.reopen(dir)
+        _ = try Self.appendAndWait(log, (0..<6).map(Self.change))
+        log.close()
+        // A second segment makes the first one's records no longer the tail.
+        let (second, _, _) = try Self.reopen(dir)
+        _ = try Self.appendAndWait(second, [Self.change(7)])
+        second.close()
+        let first = try #require(
+            try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasPrefix("changes-") }.sorted()
+                .first)
+        let url = URL(fileURLWithPath: "\(dir.path)/\(first)")
+        var bytes = try Data(contentsOf: url)
+        bytes[20] ^= 0xFF
+        try bytes.write(to: url)
+        #expect(throws: ChangeLogError.self) { _ = try Self.reopen(dir) }
+    }
+
+    @Test("concurrent appends share fsyncs and get gap-free, distinct versions; apply runs before the answer")
+    func groupCommit() throws {
+        let dir = Directory()
+        let log = try FileChangeLog(directory: dir.path)
+        let applied = Atomic<UInt64>(0)
+        _ = try log.open(after: 0) { record in
+            // A slow apply keeps the log thread busy, as a slow disk would: appends pile up meanwhile.
+            Thread.sleep(forTimeInterval: 0.002)
+            applied.store(record.last, ordering: .releasing)
+        }
+        let answers = Mutex<[(UInt64, Int)]>([])
+        let early = Atomic<Int>(0)
+        DispatchQueue.concurrentPerform(iterations: 8) { t in
+            for k in 0..<50 {
+                let size = (t + k) % 5 + 1
+                let version = try! Self.appendAndWait(log, (0..<size).map { Self.change(t * 1000 + k * 10 + $0) })
+                if applied.load(ordering: .acquiring) < version { early.add(1, ordering: .relaxed) }
+                answers.withLock { $0.append((version, size)) }
+            }
+        }
+        log.close()
+        let all = answers.withLock { $0 }.sorted { $0.0 < $1.0 }
+        var next: UInt64 = 1
+        for (last, size) in all {
+            #expect(last == next + UInt64(size) - 1)
+            next = last + 1
+        }
+        #expect(all.count == 400)
+        #expect(early.load(ordering: .relaxed) == 0)
+        #expect(log.fsyncCount < 400, "appends waiting together did not share an fsync")
+    }
+
+    @Test("snapshots: the newest comes back, a damaged newest falls back to the one before, old segments go")
+    func snapshots() throws {
+        let dir = Directory()
+        let (log, _, _) = try Self.reopen(dir)
+        try log.saveSnapshot(LogSnapshot(version: 0, bytes: [1, 2, 3]))
+        _ = try Self.appendAndWait(log, (0..<4).map(Self.change))
+        try log.saveSnapshot(LogSnapshot(version: 4, bytes: [4, 5]))
+        _ = try Self.appendAndWait(log, (4..<6).map(Self.change))
+        try log.saveSnapshot(LogSnapshot(version: 6, bytes: [6]))
+        _ = try Self.appendAndWait(log, (6..<8).map(Self.change))
+        log.close()
+        let names = try FileManager.default.contentsOfDirectory(atPath: dir.path)
+        #expect(names.filter { $0.hasPrefix("snapshot-") }.count == FileChangeLog.keptSnapshots)
+        let (again, replayed, last) = try Self.reopen(dir, after: 6)
+        #expect(try again.latestSnapshot() == LogSnapshot(version: 6, bytes: [6]))
+        #expect(last == 8 && replayed.changes == (6..<8).map(Self.change))
+        again.close()
+        // The newest snapshot damaged: the previous one and the changes after it are all still there.
+        let newest = "\(dir.path)/snapshot-\(String(repeating: "0", count: 19))6.bin"
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: newest))
+        bytes[bytes.count - 1] ^= 0xFF
+        try bytes.write(to: URL(fileURLWithPath: newest))
+        let (fallback, fromFour, _) = try Self.reopen(dir, after: 4)
+        #expect(try fallback.latestSnapshot() == LogSnapshot(version: 4, bytes: [4, 5]))
+        #expect(fromFour.changes == (4..<8).map(Self.change))
+        fallback.close()
+    }
+}
