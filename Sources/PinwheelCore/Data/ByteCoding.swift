@@ -43,9 +43,14 @@ public struct ByteReader {
     }
 
     public mutating func u8() throws(Failure) -> UInt8 { try take(1).first! }
-    public mutating func u16() throws(Failure) -> UInt16 { try take(2).reversed().reduce(0) { $0 << 8 | UInt16($1) } }
-    public mutating func u32() throws(Failure) -> UInt32 { try take(4).reversed().reduce(0) { $0 << 8 | UInt32($1) } }
-    public mutating func u64() throws(Failure) -> UInt64 { try take(8).reversed().reduce(0) { $0 << 8 | UInt64($1) } }
+    public mutating func u16() throws(Failure) -> UInt16 { try load(UInt16.self) }
+    public mutating func u32() throws(Failure) -> UInt32 { try load(UInt32.self) }
+    public mutating func u64() throws(Failure) -> UInt64 { try load(UInt64.self) }
+
+    private mutating func load<T: FixedWidthInteger>(_: T.Type) throws(Failure) -> T {
+        let slice = try take(MemoryLayout<T>.size)
+        return T(littleEndian: slice.withUnsafeBytes { $0.loadUnaligned(as: T.self) })
+    }
     public mutating func f64() throws(Failure) -> Double { Double(bitPattern: try u64()) }
 
     public mutating func string() throws(Failure) -> String {

@@ -7,11 +7,18 @@ public enum CRC32 {
     }
 
     /// The checksum of `bytes`, continuing from `crc` (0 to start).
-    public static func checksum(_ bytes: some Sequence<UInt8>, continuing crc: UInt32 = 0) -> UInt32 {
+    public static func checksum(_ bytes: ArraySlice<UInt8>, continuing crc: UInt32 = 0) -> UInt32 {
         var c = ~crc
         table.withUnsafeBufferPointer { t in
-            for b in bytes { c = t[Int((c ^ UInt32(b)) & 0xFF)] ^ (c >> 8) }
+            bytes.withUnsafeBufferPointer { b in
+                for byte in b { c = t[Int((c ^ UInt32(byte)) & 0xFF)] ^ (c >> 8) }
+            }
         }
         return ~c
+    }
+
+    /// The checksum of a whole array.
+    public static func checksum(_ bytes: [UInt8], continuing crc: UInt32 = 0) -> UInt32 {
+        checksum(bytes[...], continuing: crc)
     }
 }

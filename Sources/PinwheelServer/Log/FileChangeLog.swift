@@ -134,6 +134,16 @@ public final class FileChangeLog: ChangeLog, @unchecked Sendable {
             var offset = 0
             var expected = first
             while offset < bytes.count {
+                // A record the snapshot already holds is stepped over unread (unless it is the last
+                // segment's tail, which must be checked for a tear).
+                if k < segments.count - 1, let (first, last, end) = Self.span(in: bytes, at: offset), last <= version {
+                    guard first == expected else {
+                        throw .corrupt(path: path, offset: offset, reason: "version \(first), expected \(expected)")
+                    }
+                    expected = last + 1
+                    offset = end
+                    continue
+                }
                 guard let (record, end) = Self.record(in: bytes, at: offset, path: path) else {
                     guard k == segments.count - 1 else {
                         throw .corrupt(path: path, offset: offset, reason: "a damaged record before the last segment")
@@ -273,6 +283,17 @@ public final class FileChangeLog: ChangeLog, @unchecked Sendable {
             s.first = first
         }
         try syncDirectory()
+    }
+
+    /// The versions a record holds and where it ends, read from its header and count alone.
+    private static func span(in bytes: [UInt8], at offset: Int) -> (first: UInt64, last: UInt64, end: Int)? {
+        guard bytes.count - offset >= recordHeader + 4 else { return nil }
+        var r = ByteReader(bytes[offset..<offset + recordHeader + 4])
+        guard let length = try? r.u32(), (try? r.u32()) != nil, let first = try? r.u64(), let count = try? r.u32(),
+            count > 0
+        else { return nil }
+        let end = offset + recordHeader + Int(length)
+        return end <= bytes.count ? (first, first + UInt64(count) - 1, end) : nil
     }
 
     /// One record at `offset`, nil when it is torn or damaged; with the offset after it.
