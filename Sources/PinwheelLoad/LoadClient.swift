@@ -37,6 +37,8 @@ struct LoadClient {
     var heldBytes = 0
     /// The newest data version a batch brought.
     var dataVersion: UInt64 = 0
+    /// The seq of the last viewport answered by its `done`: changed data re-serves it, `done` again.
+    var answeredSeq = 0
 
     var figures = ClientFigures()
 
@@ -86,13 +88,15 @@ struct LoadClient {
             if scanned.done {
                 if keepsSamples { figures.doneMicros.append(Self.micros(now - first.sentAt)) }
                 figures.answered += 1
+                answeredSeq = scanned.seq
                 inFlight.removeFirst()
                 // A naive server would send every held feature again for this view, in one batch.
                 figures.naiveBytes += Self.naiveBatchBytes(
                     seq: scanned.seq, batch: scanned.batch, featureBytes: heldBytes, features: featureBytes.count)
             }
-        } else if scanned.done {
-            // A done for a viewport this client never sent, or already answered: a protocol error.
+        } else if scanned.done && scanned.seq != answeredSeq {
+            // A done for a viewport this client never sent, or one it moved on from: a protocol error.
+            // (The served viewport's seq comes again when changed data refreshes it.)
             figures.count(error: "done for unknown seq")
         }
         return markers

@@ -27,6 +27,8 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
     let workers: Workers
     private var transport: WebSocketServer!
     private let sessions = Mutex<[ConnectionID: Session]>([:])
+    /// `pinwheel.ingest.v1` connections.
+    private let producers = Mutex<[ConnectionID: IngestConnection]>([:])
     private let stopped = DispatchSemaphore(value: 0)
     private let stopping = Atomic<Bool>(false)
 
@@ -129,6 +131,7 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
         c.host = configuration.host
         c.port = configuration.port
         c.subprotocol = "pinwheel.v1"
+        c.otherSubprotocols = [IngestConnection.subprotocol: IngestConnection.maxFrameBytes]
         c.permessageDeflate = configuration.permessageDeflate
         c.staticMounts = [
             StaticMount(urlPath: "/", directory: configuration.webRoot),
@@ -167,6 +170,9 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
     // MARK: Transport delegate (lws service thread only)
 
     public func webSocketServer(_ server: WebSocketServer, didOpen connection: ConnectionInfo) {
+        if connection.subprotocol == IngestConnection.subprotocol {
+            return openProducer(connection, server)
+        }
         let session = Session(connection: connection.id, server: self)
         let admitted = sessions.withLock { table -> Bool in
             guard table.count < configuration.maxSessions else { return false }
@@ -182,6 +188,16 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
     }
 
     public func webSocketServer(_ server: WebSocketServer, didReceive text: [UInt8], from connection: ConnectionID) {
+        if let producer = producers.withLock({ $0[connection] }) {
+            let accepted = producer.receive(text) { [weak self] answer in
+                _ = self?.send(answer, type: "ack", to: connection)
+            }
+            if !accepted {
+                let limit = IngestConnection.maxPendingFrames
+                server.close(connection, code: .policyViolation, reason: "more than \(limit) frames unanswered")
+            }
+            return
+        }
         guard let session = sessions.withLock({ $0[connection] }) else { return }
         if case .close(let code, let reason) = session.recordMessage() {
             server.close(connection, code: CloseCode(rawValue: code), reason: reason)
@@ -193,6 +209,10 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
     public func webSocketServer(
         _ server: WebSocketServer, didClose connection: ConnectionID, code: CloseCode, reason: String
     ) {
+        if producers.withLock({ $0.removeValue(forKey: connection) }) != nil {
+            metrics.closed(code: Int(code.rawValue))
+            return
+        }
         guard let session = sessions.withLock({ $0.removeValue(forKey: connection) }) else {
             metrics.closed(code: Int(code.rawValue))
             return
@@ -221,6 +241,21 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
         }
         metrics.indexRebuilt(version: data.version, points: data.count, took: started.duration(to: .now))
         for session in sessions.withLock({ Array($0.values) }) { session.post(.dataChanged) }
+    }
+
+    /// A producer's socket: kept when the server takes changes and the token is right, else closed
+    /// with 1008 and the reason. Lws service thread.
+    private func openProducer(_ connection: ConnectionInfo, _ server: WebSocketServer) {
+        guard let ingest else {
+            return server.close(connection.id, code: .policyViolation, reason: "this server takes no changes")
+        }
+        guard ingest.authorizes(connection.authorization) else {
+            return server.close(
+                connection.id, code: .policyViolation, reason: "a valid token is needed: Authorization: Bearer <token>")
+        }
+        producers.withLock {
+            $0[connection.id] = IngestConnection(id: connection.id, ingest: ingest, peer: connection.peerAddress)
+        }
     }
 
     // MARK: For sessions (any thread)

@@ -46,7 +46,7 @@ public final class ServerMetrics: Sendable {
 
     /// Message types counted separately; anything else counts as "invalid".
     static let clientTypes = ["viewport", "ack", "expand", "settings", "invalid"]
-    static let serverTypes = ["hello", "batch", "expansion", "error", "presence"]
+    static let serverTypes = ["hello", "batch", "expansion", "error", "presence", "ack"]
 
     public init() {
         var factory = PrometheusMetricsFactory(registry: registry)

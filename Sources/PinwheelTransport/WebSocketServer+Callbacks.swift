@@ -94,8 +94,12 @@ extension WebSocketServer {
         lastID += 1
         let id = ConnectionID(rawValue: lastID)
         LWSConnection.attach(id, to: wsi)
+        let subprotocol =
+            lws_get_protocol(wsi).flatMap { $0.pointee.name.map { String(cString: $0) } }
+            ?? configuration.subprotocol
         connections[id] = LWSConnection(
-            id: id, wsi: wsi, maxMessageBytes: configuration.maxMessageBytes,
+            id: id, wsi: wsi,
+            maxMessageBytes: configuration.otherSubprotocols[subprotocol] ?? configuration.maxMessageBytes,
             closeGrace: configuration.closeTimeout)
         // lws accepts permessage-deflate whenever the client offers it and the vhost has it.
         connections[id]?.compresses =
@@ -109,7 +113,8 @@ extension WebSocketServer {
         let address = lws_get_peer_simple(wsi, &peer, peer.count).map { String(cString: $0) } ?? ""
         let info = ConnectionInfo(
             id: id, origin: LWSConnection.header(wsi, WSI_TOKEN_ORIGIN), peerAddress: address,
-            path: LWSConnection.header(wsi, WSI_TOKEN_GET_URI) ?? "/")
+            path: LWSConnection.header(wsi, WSI_TOKEN_GET_URI) ?? "/", subprotocol: subprotocol,
+            authorization: LWSConnection.header(wsi, WSI_TOKEN_HTTP_AUTHORIZATION))
         if closingAll {
             // Accepted just as the stop began: it gets the same close as everyone else.
             let stop = stopClose.withLock { $0 }

@@ -53,8 +53,10 @@ extension WebSocketServer {
         let storage = CStorage()
         let configuration = configuration
 
-        // protocols[0] answers plain HTTP (mount callbacks and lws's file serving); [1] is ours; then the terminator.
-        let protocols = storage.array(of: lws_protocols.self, count: 3)
+        // protocols[0] answers plain HTTP (mount callbacks and lws's file serving); [1] is ours, then the
+        // other subprotocols, then the terminator.
+        let others = configuration.otherSubprotocols.keys.sorted()
+        let protocols = storage.array(of: lws_protocols.self, count: 3 + others.count)
         protocols[0] = LWSContextParts.protocolEntry(
             name: Self.httpProtocolName, txPacketSize: configuration.txPacketSize, in: storage)
         protocols[0].callback = serverHTTPCallback
@@ -64,6 +66,12 @@ extension WebSocketServer {
         // including the closes it starts itself on a protocol error (see LWSConnection.closeStarted).
         protocols[1].per_session_data_size = MemoryLayout<UInt64>.size
         protocols[1].callback = serverWebSocketCallback
+        for (k, name) in others.enumerated() {
+            protocols[2 + k] = LWSContextParts.protocolEntry(
+                name: name, txPacketSize: configuration.txPacketSize, in: storage)
+            protocols[2 + k].per_session_data_size = MemoryLayout<UInt64>.size
+            protocols[2 + k].callback = serverWebSocketCallback
+        }
 
         // pvo {subprotocol: {default: 1}}: clients that name no subprotocol are bound to ours, not to http.
         var defaultOption = lws_protocol_vhost_options()

@@ -6,6 +6,9 @@ public struct WebSocketServerConfiguration: Sendable {
     public var port: Int = 8080
     /// The WebSocket subprotocol served; it is also the default for clients that ask for none.
     public var subprotocol: String = "pinwheel.v1"
+    /// More subprotocols a client may ask for by name, each with its largest message in bytes
+    /// (instead of `maxMessageBytes`). `ConnectionInfo.subprotocol` says which one a client chose.
+    public var otherSubprotocols: [String: Int] = [:]
     /// Directories served over HTTP, matched by URL prefix (longest first).
     public var staticMounts: [StaticMount] = []
     /// Dynamic HTTP handlers for exact paths (e.g. "/healthz"); they run on a Dispatch queue, never on

@@ -8,6 +8,23 @@ public struct ConnectionInfo: Sendable, Equatable {
     public var peerAddress: String
     /// The request path of the upgrade, e.g. "/ws".
     public var path: String
+    /// The subprotocol the connection speaks: the configuration's `subprotocol` or one of
+    /// `otherSubprotocols`.
+    public var subprotocol: String = ""
+    /// The upgrade request's Authorization header, nil when absent.
+    public var authorization: String?
+
+    public init(
+        id: ConnectionID, origin: String?, peerAddress: String, path: String, subprotocol: String = "",
+        authorization: String? = nil
+    ) {
+        self.id = id
+        self.origin = origin
+        self.peerAddress = peerAddress
+        self.path = path
+        self.subprotocol = subprotocol
+        self.authorization = authorization
+    }
 }
 
 /// Receives the events of a `WebSocketServer`.
