@@ -28,4 +28,4 @@ EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
   CMD curl -fsS http://127.0.0.1:8080/healthz || exit 1
 USER nobody
-CMD ["/opt/pinwheel/bin/pinwheel", "serve", "--host", "0.0.0.0", "--port", "8080"]
+CMD ["/opt/pinwheel/bin/pinwheel", "serve", "--host", "0.0.0.0", "--port", "8080", "--movers", "500", "--movers-rate", "200"]

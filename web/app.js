@@ -96,6 +96,8 @@
                     viewports: 0, errors: 0, connects: 0, splits: 0, merges: 0 },
         /** Per-second rates over the last RATE_WINDOW_MS. */
         rates: { adds: 0, removes: 0, updates: 0 },
+        /** The change-log version of the data last drawn; 0 for data that never changes. */
+        dataVersion: 0,
         /** Seq of the last viewport sent, and of the last viewport whose `done` batch was applied. */
         seq: 0,
         doneSeq: 0,
@@ -562,6 +564,7 @@
     function finishBatch(c) {
         const msg = c.msg;
         state.counters.batches++;
+        if (msg.version) state.dataVersion = msg.version;
         send({ type: 'ack', batch: msg.batch, applied: c.total, ms: Math.round(c.ms * 100) / 100 });
         state.counters.acks++;
         if (msg.done) {
@@ -1095,6 +1098,8 @@
             state.rates.removes = Math.round((c.removes - first.removes) / span);
             state.rates.updates = Math.round((c.updates - first.updates) / span);
 
+            // Live data: the change-log version the map shows.
+            if (state.dataVersion) el.dataset.textContent = `${datasetName} · live data v${state.dataVersion.toLocaleString('en')}`;
             el.root.dataset.connection = state.connection;
             el.conn.textContent = state.connection === 'open' ? 'live' : state.connection;
             el.points.textContent = state.points.toLocaleString('en');
@@ -1112,9 +1117,12 @@
             }
         }
 
+        let datasetName = '';
+
         function showHello(msg) {
             const d = msg.dataset || {};
             const name = d.name || 'dataset';
+            datasetName = name;
             el.dataset.textContent = `${name} · ${(d.points || 0).toLocaleString('en')} points`;
             if (/geonames/i.test(name)) map.attributionControl.addAttribution('Data © <a href="https://www.geonames.org/">GeoNames</a> (CC BY 4.0)');
             const algorithms = Array.isArray(msg.algorithms) ? msg.algorithms : [msg.algorithm];
