@@ -52,12 +52,20 @@ extension WebSocketServer {
             loop.breakIfExiting(serviceShouldExit())
             return 0
         case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
+            // Lws tells every protocol of the vhost; the main one drains, once per wake.
+            guard isMainProtocol(wsi) else { return 0 }
             drainInbox()
             loop.breakIfExiting(serviceShouldExit())
             return 0
         default:
             return 0
         }
+    }
+
+    /// True for a wsi of the configuration's `subprotocol` (not one of the others).
+    private func isMainProtocol(_ wsi: OpaquePointer) -> Bool {
+        guard let name = lws_get_protocol(wsi)?.pointee.name else { return true }
+        return strcmp(name, configuration.subprotocol) == 0
     }
 
     /// True when the loop may end: stopping, and every connection is gone (or time ran out).

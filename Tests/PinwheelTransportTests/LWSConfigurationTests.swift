@@ -93,7 +93,7 @@ struct LWSConfigurationTests {
         #expect(serverEvents.events.withLock { $0.opened.first?.origin } == "https://127.0.0.1:\(server.port)")
         #expect(try curl(["-k", "https://127.0.0.1:\(server.port)/healthz"]) == "ok\n")
         let python = try probe(url: "wss://127.0.0.1:\(server.port)/", sends: [.text("py")], receive: 1)
-        #expect(python.received == ["echo:py"])
+        #expect(python.received == ["echo:py"], "probe: \(python.error ?? "no error")")
         // Plain ws to a TLS port does not get through.
         let plain = try client.connect(to: "ws://127.0.0.1:\(server.port)/", subprotocol: "pinwheel.v1")
         #expect(eventually { events.failure(plain) != nil || events.close(plain) != nil })
@@ -109,7 +109,7 @@ struct LWSConfigurationTests {
         client.send("ev", to: id)
         #expect(eventually { events.messages(id) == ["echo:ev"] })
         let python = try probe(url: "ws://127.0.0.1:\(server.port)/", sends: [.text("py")], receive: 1)
-        #expect(python.received == ["echo:py"])
+        #expect(python.received == ["echo:py"], "probe: \(python.error ?? "no error")")
         server.stop()
         #expect(eventually { events.close(id)?.code == .goingAway })
         #expect(serverEvents.closedCount == 2)
