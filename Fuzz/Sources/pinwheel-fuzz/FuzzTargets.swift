@@ -43,4 +43,28 @@ enum FuzzTargets {
             fatalError("NDJSON read whole and streamed disagree (cut at \(cut))")
         }
     }
+
+    /// A producer's batch of change lines: every valid line re-encodes to a line that decodes to the
+    /// same change.
+    static func changeLines(_ bytes: UnsafeBufferPointer<UInt8>) {
+        let lines = ChangeLines.parse(Array(bytes))
+        for change in lines.changes {
+            var writer = JSONWriter()
+            change.encode(into: &writer)
+            guard let again = try? Change.decode(writer.bytes), again == change else {
+                fatalError("\(change) did not survive encode then decode")
+            }
+        }
+    }
+
+    /// A change-log record: what decodes re-encodes to bytes that decode and encode to themselves
+    /// (compared as bytes, since a record may hold NaN coordinates, which never equal themselves).
+    static func changeRecord(_ bytes: UnsafeBufferPointer<UInt8>) {
+        let data = Array(bytes)
+        guard let changes = try? ChangeCodec.decode(data[...]) else { return }
+        let encoded = ChangeCodec.encode(changes)
+        guard let again = try? ChangeCodec.decode(encoded[...]), ChangeCodec.encode(again) == encoded else {
+            fatalError("a record of \(changes.count) changes did not survive encode then decode")
+        }
+    }
 }

@@ -16,6 +16,8 @@ let targets: [String: (UnsafeBufferPointer<UInt8>) -> Void] = [
     "csv": FuzzTargets.csv,
     "geojson": FuzzTargets.geoJSON,
     "ndjson": FuzzTargets.ndjson,
+    "change-lines": FuzzTargets.changeLines,
+    "change-record": FuzzTargets.changeRecord,
 ]
 
 let arguments = CommandLine.arguments
