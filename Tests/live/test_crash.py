@@ -8,18 +8,17 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
-from conftest import TOKEN  # noqa: E402
+from conftest import TOKEN, grid_point, patch_box  # noqa: E402
 from ingest import post_changes  # noqa: E402
 from viewer import Watcher  # noqa: E402
 
-SOUTH, WEST = -40.0, -120.0
-BOX = [WEST, SOUTH, WEST + 0.012, SOUTH + 0.012]
+BOX = patch_box(0.012)
 ZOOM = 17
 
 
 def position(k):
     """Point k's place: a grid 0.0001 degrees (11 m) apart in BOX."""
-    return SOUTH + 0.0005 + (k // 100) * 0.0001, WEST + 0.0005 + (k % 100) * 0.0001
+    return grid_point(k, columns=100, spacing=0.0001, margin=0.0005)
 
 
 def produce(server, acked, stop, start):

@@ -5,19 +5,17 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
-from conftest import TOKEN  # noqa: E402
+from conftest import TOKEN, grid_point, patch_box  # noqa: E402
 from ingest import post_changes  # noqa: E402
 from viewer import Watcher  # noqa: E402
 
-# A patch of the South Pacific with no synthetic points: everything in it is the producer's.
-SOUTH, WEST = -40.0, -120.0
-BOX = [WEST, SOUTH, WEST + 0.01, SOUTH + 0.01]
+BOX = patch_box(0.01)
 ZOOM = 17
 
 
 def at(k):
     """Position k of a 10 x 10 grid 0.0008 degrees apart inside BOX."""
-    return SOUTH + 0.001 + (k // 10) * 0.0008, WEST + 0.001 + (k % 10) * 0.0008
+    return grid_point(k, columns=10, spacing=0.0008, margin=0.001)
 
 
 def post(server, changes):

@@ -12,15 +12,7 @@ extension Change {
         guard bytes.count <= maxLineBytes else {
             throw WireError(.invalidField, message: "a change must fit in \(maxLineBytes) bytes, got \(bytes.count)")
         }
-        let value: JSONValue
-        do {
-            value = try JSONReader.parse(bytes)
-        } catch {
-            throw WireError(.badJSON, message: "not JSON: \(error.description)")
-        }
-        guard case .object(let object) = value else {
-            throw WireError(.badJSON, message: "a change must be a JSON object, got \(value.kindName)")
-        }
+        let object = try MessageFields.object(bytes, what: "a change")
         let op = try MessageFields(object: object, type: "a change").string("op")
         let m = MessageFields(object: object, type: op)
         switch op {

@@ -103,16 +103,10 @@ extension IngestAnswer {
     /// Reads an answer as a producer does.
     /// - Throws: ``WireError`` naming the field at fault.
     public static func decode(_ bytes: [UInt8]) throws(WireError) -> IngestAnswer {
-        let value: JSONValue
-        do {
-            value = try JSONReader.parse(bytes)
-        } catch {
-            throw WireError(.badJSON, message: "not JSON: \(error.description)")
+        let result: Result<JSONObject, WireError> = bytes.withUnsafeBufferPointer { buffer in
+            Result { () throws(WireError) in try MessageFields.object(buffer, what: "an answer") }
         }
-        guard case .object(let object) = value else {
-            throw WireError(.badJSON, message: "an answer must be a JSON object, got \(value.kindName)")
-        }
-        let m = MessageFields(object: object, type: "an answer")
+        let m = MessageFields(object: try result.get(), type: "an answer")
         var rejected: [ChangeLines.Rejection] = []
         for item in try m.array("rejected") {
             guard case .object(let o) = item else { throw MessageFields.invalid("rejected", "must hold objects") }

@@ -8,7 +8,8 @@ struct MessageFields {
     /// Ids and counters travel as JSON numbers; above 2^53 a JavaScript number is no longer exact.
     static let maxWhole: Double = 9_007_199_254_740_991
 
-    static func root(_ bytes: UnsafeBufferPointer<UInt8>) throws(WireError) -> MessageFields {
+    /// The JSON object `bytes` hold; `what` names it in errors ("a message", "a change").
+    static func object(_ bytes: UnsafeBufferPointer<UInt8>, what: String) throws(WireError) -> JSONObject {
         let value: JSONValue
         do {
             value = try JSONReader.parse(bytes)
@@ -16,8 +17,13 @@ struct MessageFields {
             throw WireError(.badJSON, message: "not JSON: \(error.description)")
         }
         guard case .object(let object) = value else {
-            throw WireError(.badJSON, message: "a message must be a JSON object, got \(value.kindName)")
+            throw WireError(.badJSON, message: "\(what) must be a JSON object, got \(value.kindName)")
         }
+        return object
+    }
+
+    static func root(_ bytes: UnsafeBufferPointer<UInt8>) throws(WireError) -> MessageFields {
+        let object = try object(bytes, what: "a message")
         guard let typeValue = object["type"] else {
             throw WireError(.missingField, field: "type", message: "a message needs a \"type\"")
         }
