@@ -85,6 +85,8 @@ final class LWSConnection {
         case .tooLarge:
             return closeFromReceive(
                 wsi, code: .messageTooBig, reason: "message exceeds \(assembler.limit) bytes", grace: closeGrace)
+        case .invalidUTF8:
+            return closeFromReceive(wsi, code: .invalidPayload, reason: "invalid utf8", grace: closeGrace)
         case .complete(let message):
             counters.messagesReceived.add(1, ordering: .relaxed)
             counters.bytesReceived.add(message.count, ordering: .relaxed)

@@ -1,4 +1,5 @@
-/// Joins the chunks lws hands over into whole messages, refusing any that grow past a limit.
+/// Joins the chunks lws hands over into whole messages, refusing any that grow past a limit or are
+/// not UTF-8.
 ///
 /// lws delivers at most `rx_buffer_size` bytes per callback (1024 with permessage-deflate, already
 /// inflated), so the limit counts inflated bytes: a 2 MiB message compressed to a few KB is refused.
@@ -11,6 +12,8 @@ struct MessageAssembler {
         case complete([UInt8])
         /// The message passed the limit; the caller closes with 1009.
         case tooLarge(receivedBytes: Int)
+        /// The whole message is not UTF-8; the caller closes with 1007.
+        case invalidUTF8
     }
 
     /// Most bytes one message may have.
@@ -32,6 +35,23 @@ struct MessageAssembler {
         buffer.append(contentsOf: chunk)
         guard isLast else { return .incomplete }
         defer { buffer = [] }
+        // lws (LWS_SERVER_OPTION_VALIDATE_UTF8) checks text as it arrives, but with permessage-deflate
+        // negotiated it misses a character cut off by the end of the message (lws 4.1.6 ops-ws.c only
+        // checks that for the deflate outcomes EMPTY_FINAL and UNKNOWN).
+        guard Self.isUTF8(buffer) else { return .invalidUTF8 }
         return .complete(buffer)
+    }
+
+    /// True when `bytes` is well-formed UTF-8. Decodes without allocating.
+    static func isUTF8(_ bytes: [UInt8]) -> Bool {
+        var iterator = bytes.makeIterator()
+        var decoder = UTF8()
+        while true {
+            switch decoder.decode(&iterator) {
+            case .scalarValue: continue
+            case .emptyInput: return true
+            case .error: return false
+            }
+        }
     }
 }

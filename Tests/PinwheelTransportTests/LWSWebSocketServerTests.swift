@@ -136,6 +136,21 @@ struct LWSWebSocketServerTests {
         #expect(serverEvents.events.withLock { $0.messages.isEmpty })
     }
 
+    @Test("a text message that ends inside a UTF-8 character closes with 1007, with permessage-deflate too")
+    func truncatedUTF8Closes1007() throws {
+        let (server, serverEvents) = try makeServer()
+        defer { server.stop() }
+        for deflate in [true, false] {
+            // "aé" with the é (C3 A9) cut after its first byte.
+            let result = try probe(
+                url: "ws://127.0.0.1:\(server.port)/", deflate: deflate, sends: [.rawText([0x61, 0xC3])],
+                waitForClose: true)
+            #expect(result.closeCode == 1007, "deflate \(deflate): \(result)")
+        }
+        #expect(eventually { serverEvents.closedCount == 2 })
+        #expect(serverEvents.events.withLock { $0.messages.isEmpty })
+    }
+
     @Test("origins: same-origin and no Origin are admitted, others refused; an allow list admits exactly its entries")
     func originChecks() throws {
         let (server, serverEvents) = try makeServer()
