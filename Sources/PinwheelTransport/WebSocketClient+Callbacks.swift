@@ -90,29 +90,22 @@ extension WebSocketClient {
                 connection.io.collectDeflateGuardTrip(wsi, counters: counters)
                 finished(connection, failure: nil)
             }
-            loop.breakIfExiting(serviceShouldExit())
+            loop.breakIfExiting(mayExit(connectionsLeft: connections.count))
             return 0
         case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
             if let connection = connection(of: wsi) {
                 let text = input.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) }
                 finished(connection, failure: text ?? "connection failed")
             }
-            loop.breakIfExiting(serviceShouldExit())
+            loop.breakIfExiting(mayExit(connectionsLeft: connections.count))
             return 0
         case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
             drainInbox()
-            loop.breakIfExiting(serviceShouldExit())
+            loop.breakIfExiting(mayExit(connectionsLeft: connections.count))
             return 0
         default:
             return 0
         }
-    }
-
-    /// True when the loop may end: stopping, and every connection is gone (or time ran out).
-    /// Lws service thread only.
-    func serviceShouldExit() -> Bool {
-        guard stopping else { return false }
-        return connections.isEmpty || loop.forceExit.load(ordering: .sequentiallyConsistent)
     }
 
     /// Service thread, after the context is destroyed: drop what lws pointed at.
@@ -169,11 +162,8 @@ extension WebSocketClient {
         }) {
             startConnect(request)
         }
-        for (id, close) in outboxes.takeWakeList() {
-            if let connection = connections[id], connection.isOpen, let wsi = connection.io.wsi {
-                connection.io.wake(wsi, close: close)
-            }
-        }
+        // Before its handshake a connection cannot write; ESTABLISHED asks for WRITEABLE itself.
+        wakeConnections { id in connections[id].flatMap { $0.isOpen ? $0.io : nil } }
     }
 
     private func startConnect(_ request: PendingConnect) {

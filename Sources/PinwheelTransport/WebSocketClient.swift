@@ -13,14 +13,11 @@ import Synchronization
 /// client.send(#"{"type":"viewport",…}"#, to: id)
 /// client.stop()                                  // every connection closes with 1000
 /// ```
-public final class WebSocketClient: @unchecked Sendable {
+public final class WebSocketClient: WebSocketEndpoint, @unchecked Sendable {
     /// What the client was created with.
     public let configuration: WebSocketClientConfiguration
 
     // Shared with other threads, each safe on its own.
-    let outboxes: Outboxes
-    let counters = TransportCounters()
-    let loop: ServiceLoop
     private let lifecycle = Mutex(Lifecycle.idle)
     private let lastID = Atomic<UInt64>(0)
     let pendingConnects = Mutex<[PendingConnect]>([])
@@ -28,7 +25,6 @@ public final class WebSocketClient: @unchecked Sendable {
     // Lws service thread only (written by `start` before the thread exists).
     var delegate: (any WebSocketClientDelegate)?
     var connections: [ConnectionID: ClientConnection] = [:]
-    var stopping = false
     var context: OpaquePointer?
     var contextStorage: CStorage?
 
@@ -48,8 +44,8 @@ public final class WebSocketClient: @unchecked Sendable {
     /// Creates a client; nothing runs until `start`. Any thread.
     public init(configuration: WebSocketClientConfiguration = WebSocketClientConfiguration()) {
         self.configuration = configuration
-        self.outboxes = Outboxes(capacity: configuration.maxQueuedBytesPerConnection)
-        self.loop = ServiceLoop(backend: configuration.eventLoop)
+        super.init(
+            maxQueuedBytesPerConnection: configuration.maxQueuedBytesPerConnection, eventLoop: configuration.eventLoop)
     }
 
     /// Creates the lws context and starts the service thread. Any thread, once.
@@ -73,7 +69,7 @@ public final class WebSocketClient: @unchecked Sendable {
             }
             loop.start(
                 context: context, name: "lws-client", owner: self,
-                shouldExit: { [unowned self] in serviceShouldExit() },
+                shouldExit: { [unowned self] in mayExit(connectionsLeft: connections.count) },
                 didDestroy: { [unowned self] in didDestroyContext() })
             state = .running
         }
@@ -102,36 +98,6 @@ public final class WebSocketClient: @unchecked Sendable {
         return id
     }
 
-    /// Queues a text message; before the handshake ends it waits for it. Any thread.
-    /// - Returns: `.queued` with the queue depth, `.overCapacity` if this closed the connection with 1008,
-    ///   `.notConnected` if the connection is gone or closing.
-    @discardableResult
-    public func send(_ text: [UInt8], to connection: ConnectionID) -> SendResult {
-        text.withUnsafeBytes { enqueue($0, to: connection) }
-    }
-
-    /// Queues a text message. Any thread. See `send(_:to:)` for the result.
-    @discardableResult
-    public func send(_ text: String, to connection: ConnectionID) -> SendResult {
-        var text = text
-        return text.withUTF8 { enqueue(UnsafeRawBufferPointer($0), to: connection) }
-    }
-
-    /// Closes `connection` with `code` and `reason` after what is already queued. Any thread.
-    public func close(_ connection: ConnectionID, code: CloseCode = .normal, reason: String = "") {
-        if outboxes.requestClose(connection, code: code, reason: reason, dropQueued: false) {
-            loop.wake()
-        }
-    }
-
-    /// Payload bytes waiting to be written to `connection`, nil when it is unknown. Any thread.
-    public func queuedBytes(for connection: ConnectionID) -> Int? {
-        outboxes.queuedBytes(for: connection)
-    }
-
-    /// Counters since start. Any thread.
-    public var stats: TransportStats { counters.snapshot(outboxes: outboxes) }
-
     /// Closes every connection with 1000, waits up to `configuration.stopTimeout` for servers to
     /// answer, drops the rest, destroys the context and joins the service thread.
     /// Any thread except the service thread.
@@ -145,13 +111,5 @@ public final class WebSocketClient: @unchecked Sendable {
         loop.stopRequested.store(true, ordering: .sequentiallyConsistent)
         loop.wake()
         loop.awaitExit(grace: configuration.stopTimeout)
-    }
-
-    private func enqueue(_ bytes: UnsafeRawBufferPointer, to connection: ConnectionID) -> SendResult {
-        let (result, wake) = outboxes.enqueue(bytes, to: connection)
-        if wake {
-            loop.wake()
-        }
-        return result
     }
 }

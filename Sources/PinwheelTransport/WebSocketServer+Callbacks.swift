@@ -49,13 +49,13 @@ extension WebSocketServer {
             return -1
         case LWS_CALLBACK_CLOSED:
             closed(wsi)
-            loop.breakIfExiting(serviceShouldExit())
+            loop.breakIfExiting(mayExit(connectionsLeft: connections.count))
             return 0
         case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
             // Lws tells every protocol of the vhost; the main one drains, once per wake.
             guard isMainProtocol(wsi) else { return 0 }
             drainInbox()
-            loop.breakIfExiting(serviceShouldExit())
+            loop.breakIfExiting(mayExit(connectionsLeft: connections.count))
             return 0
         default:
             return 0
@@ -66,13 +66,6 @@ extension WebSocketServer {
     private func isMainProtocol(_ wsi: OpaquePointer) -> Bool {
         guard let name = lws_get_protocol(wsi)?.pointee.name else { return true }
         return strcmp(name, configuration.subprotocol) == 0
-    }
-
-    /// True when the loop may end: stopping, and every connection is gone (or time ran out).
-    /// Lws service thread only.
-    func serviceShouldExit() -> Bool {
-        guard closingAll else { return false }
-        return connections.isEmpty || loop.forceExit.load(ordering: .sequentiallyConsistent)
     }
 
     private func connection(of wsi: OpaquePointer) -> LWSConnection? {
@@ -123,7 +116,7 @@ extension WebSocketServer {
             id: id, origin: LWSConnection.header(wsi, WSI_TOKEN_ORIGIN), peerAddress: address,
             path: LWSConnection.header(wsi, WSI_TOKEN_GET_URI) ?? "/", subprotocol: subprotocol,
             authorization: LWSConnection.header(wsi, WSI_TOKEN_HTTP_AUTHORIZATION))
-        if closingAll {
+        if stopping {
             // Accepted just as the stop began: it gets the same close as everyone else.
             let stop = stopClose.withLock { $0 }
             _ = outboxes.requestClose(id, code: stop.code, reason: stop.reason, dropQueued: true)
@@ -145,18 +138,14 @@ extension WebSocketServer {
     // EVENT_WAIT_CANCELLED: start the stop if one was asked for, then ask lws for a WRITEABLE on
     // every connection that got output or a close since the last wake.
     private func drainInbox() {
-        if loop.stopRequested.load(ordering: .sequentiallyConsistent) && !closingAll {
-            closingAll = true
+        if loop.stopRequested.load(ordering: .sequentiallyConsistent) && !stopping {
+            stopping = true
             let stop = stopClose.withLock { $0 }
             for id in connections.keys {
                 _ = outboxes.requestClose(id, code: stop.code, reason: stop.reason, dropQueued: true)
             }
         }
         finishHTTP()
-        for (id, close) in outboxes.takeWakeList() {
-            if let connection = connections[id], let wsi = connection.wsi {
-                connection.wake(wsi, close: close)
-            }
-        }
+        wakeConnections { connections[$0] }
     }
 }

@@ -17,14 +17,11 @@ import Synchronization
 /// print("listening on", server.port)
 /// server.stop()                                  // every client gets 1001, the thread is joined
 /// ```
-public final class WebSocketServer: @unchecked Sendable {
+public final class WebSocketServer: WebSocketEndpoint, @unchecked Sendable {
     /// What the server was created with.
     public let configuration: WebSocketServerConfiguration
 
     // Shared with other threads, each safe on its own.
-    let outboxes: Outboxes
-    let counters = TransportCounters()
-    let loop: ServiceLoop
     private let lifecycle = Mutex(Lifecycle.idle)
     private let boundPort = Atomic<Int>(0)
     let stopClose = Mutex((code: CloseCode.goingAway, reason: "server shutting down"))
@@ -34,7 +31,6 @@ public final class WebSocketServer: @unchecked Sendable {
     var delegate: (any WebSocketServerDelegate)?
     var connections: [ConnectionID: LWSConnection] = [:]
     var lastID: UInt64 = 0
-    var closingAll = false
     var httpResponses: [UInt: PendingHTTPResponse] = [:]
     /// Route requests whose handler is still running, by connection address: the request's number.
     var httpWaiting: [UInt: UInt64] = [:]
@@ -51,9 +47,9 @@ public final class WebSocketServer: @unchecked Sendable {
     /// Creates a server; nothing is bound until `start`. Any thread.
     public init(configuration: WebSocketServerConfiguration) {
         self.configuration = configuration
-        self.outboxes = Outboxes(capacity: configuration.maxQueuedBytesPerConnection)
         self.routes = configuration.routes
-        self.loop = ServiceLoop(backend: configuration.eventLoop)
+        super.init(
+            maxQueuedBytesPerConnection: configuration.maxQueuedBytesPerConnection, eventLoop: configuration.eventLoop)
     }
 
     /// Binds the port, starts the service thread and begins calling `delegate`, which the server
@@ -75,7 +71,7 @@ public final class WebSocketServer: @unchecked Sendable {
             boundPort.store(port, ordering: .sequentiallyConsistent)
             loop.start(
                 context: context, name: "lws-server", owner: self,
-                shouldExit: { [unowned self] in serviceShouldExit() },
+                shouldExit: { [unowned self] in mayExit(connectionsLeft: connections.count) },
                 didDestroy: { [unowned self] in didDestroyContext() })
             state = .running
         }
@@ -83,39 +79,6 @@ public final class WebSocketServer: @unchecked Sendable {
 
     /// The bound TCP port (the kernel's choice when the configuration said 0); 0 before `start`. Any thread.
     public var port: Int { boundPort.load(ordering: .sequentiallyConsistent) }
-
-    /// Queues a text message for `connection`. Any thread.
-    /// - Parameter text: UTF-8 bytes of one message; they are copied.
-    /// - Returns: `.queued` with the queue depth, `.overCapacity` if this closed the connection with 1008,
-    ///   `.notConnected` if the connection is gone or closing.
-    @discardableResult
-    public func send(_ text: [UInt8], to connection: ConnectionID) -> SendResult {
-        text.withUnsafeBytes { enqueue($0, to: connection) }
-    }
-
-    /// Queues a text message for `connection`. Any thread. See `send(_:to:)` for the result.
-    @discardableResult
-    public func send(_ text: String, to connection: ConnectionID) -> SendResult {
-        var text = text
-        // The pointer stays inside the closure: small strings live inline (see LWS-NOTES.md).
-        return text.withUTF8 { enqueue(UnsafeRawBufferPointer($0), to: connection) }
-    }
-
-    /// Closes `connection` with `code` and `reason` after what is already queued; later sends
-    /// return `.notConnected`. The delegate hears `didClose` when it is gone. Any thread.
-    public func close(_ connection: ConnectionID, code: CloseCode = .normal, reason: String = "") {
-        if outboxes.requestClose(connection, code: code, reason: reason, dropQueued: false) {
-            loop.wake()
-        }
-    }
-
-    /// Payload bytes waiting to be written to `connection`, nil when it is unknown. Any thread.
-    public func queuedBytes(for connection: ConnectionID) -> Int? {
-        outboxes.queuedBytes(for: connection)
-    }
-
-    /// Counters since start. Any thread.
-    public var stats: TransportStats { counters.snapshot(outboxes: outboxes) }
 
     /// Asks the service thread to close every connection (with the code and reason of the last
     /// `stop` call, 1001 "server shutting down" by default) and end. Returns at once; lock-free,
@@ -146,13 +109,5 @@ public final class WebSocketServer: @unchecked Sendable {
     public func waitForExit() {
         guard lifecycle.withLock({ if case .idle = $0 { false } else { true } }) else { return }
         loop.awaitExit(grace: configuration.stopTimeout)
-    }
-
-    private func enqueue(_ bytes: UnsafeRawBufferPointer, to connection: ConnectionID) -> SendResult {
-        let (result, wake) = outboxes.enqueue(bytes, to: connection)
-        if wake {
-            loop.wake()
-        }
-        return result
     }
 }

@@ -1,0 +1,78 @@
+/// What a `WebSocketServer` and a `WebSocketClient` share: the outbound queues, the counters and the
+/// service loop, and the calls that any thread makes on connections.
+///
+/// Not subclassable outside the transport; use it to write code that sends through either.
+public class WebSocketEndpoint: @unchecked Sendable {
+    // Shared with other threads, each safe on its own.
+    let outboxes: Outboxes
+    let counters = TransportCounters()
+    let loop: ServiceLoop
+
+    /// Lws service thread only: set once a stop began and every connection was asked to close.
+    var stopping = false
+
+    init(maxQueuedBytesPerConnection: Int, eventLoop: EventLoopBackend) {
+        self.outboxes = Outboxes(capacity: maxQueuedBytesPerConnection)
+        self.loop = ServiceLoop(backend: eventLoop)
+    }
+
+    /// Queues a text message for `connection`; on a client connection still in its handshake it
+    /// waits for the handshake. Any thread.
+    /// - Parameter text: UTF-8 bytes of one message; they are copied.
+    /// - Returns: `.queued` with the queue depth, `.overCapacity` if this closed the connection with 1008,
+    ///   `.notConnected` if the connection is gone or closing.
+    @discardableResult
+    public func send(_ text: [UInt8], to connection: ConnectionID) -> SendResult {
+        text.withUnsafeBytes { enqueue($0, to: connection) }
+    }
+
+    /// Queues a text message for `connection`. Any thread. See `send(_:to:)` for the result.
+    @discardableResult
+    public func send(_ text: String, to connection: ConnectionID) -> SendResult {
+        var text = text
+        // The pointer stays inside the closure: small strings live inline (see LWS-NOTES.md).
+        return text.withUTF8 { enqueue(UnsafeRawBufferPointer($0), to: connection) }
+    }
+
+    /// Closes `connection` with `code` and `reason` after what is already queued; later sends
+    /// return `.notConnected`. The delegate hears `didClose` when it is gone (a client connection
+    /// closed before its handshake ended: `didFailToConnect`). Any thread.
+    public func close(_ connection: ConnectionID, code: CloseCode = .normal, reason: String = "") {
+        if outboxes.requestClose(connection, code: code, reason: reason, dropQueued: false) {
+            loop.wake()
+        }
+    }
+
+    /// Payload bytes waiting to be written to `connection`, nil when it is unknown. Any thread.
+    public func queuedBytes(for connection: ConnectionID) -> Int? {
+        outboxes.queuedBytes(for: connection)
+    }
+
+    /// Counters since start. Any thread.
+    public var stats: TransportStats { counters.snapshot(outboxes: outboxes) }
+
+    /// True when the service loop may end: stopping, and no connection is left or the time for
+    /// closing them ran out. Lws service thread only.
+    func mayExit(connectionsLeft: Int) -> Bool {
+        stopping && (connectionsLeft == 0 || loop.forceExit.load(ordering: .sequentiallyConsistent))
+    }
+
+    /// EVENT_WAIT_CANCELLED, last step: asks lws for a WRITEABLE on every connection that got output
+    /// or a close since the last wake. `connection` finds an open connection's state by id.
+    /// Lws service thread only.
+    func wakeConnections(_ connection: (ConnectionID) -> LWSConnection?) {
+        for (id, close) in outboxes.takeWakeList() {
+            if let connection = connection(id), let wsi = connection.wsi {
+                connection.wake(wsi, close: close)
+            }
+        }
+    }
+
+    private func enqueue(_ bytes: UnsafeRawBufferPointer, to connection: ConnectionID) -> SendResult {
+        let (result, wake) = outboxes.enqueue(bytes, to: connection)
+        if wake {
+            loop.wake()
+        }
+        return result
+    }
+}
