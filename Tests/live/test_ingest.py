@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
-from conftest import TOKEN  # noqa: E402
+from live_patch import TOKEN  # noqa: E402
 from ingest import post_changes  # noqa: E402
 from pinwheel_process import running_server  # noqa: E402
 from websockets.sync.client import connect  # noqa: E402

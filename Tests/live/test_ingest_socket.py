@@ -10,7 +10,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
-from conftest import TOKEN  # noqa: E402
+from live_patch import TOKEN  # noqa: E402
 from viewer import Watcher  # noqa: E402
 
 PROTOCOL = "pinwheel.ingest.v1"

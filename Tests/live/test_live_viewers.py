@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
-from conftest import TOKEN, grid_point, patch_box  # noqa: E402
+from live_patch import TOKEN, grid_point, patch_box  # noqa: E402
 from ingest import post_changes  # noqa: E402
 from viewer import Watcher  # noqa: E402
 
