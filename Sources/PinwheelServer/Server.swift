@@ -269,9 +269,20 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
     /// Hands a message to the transport; false when the connection is gone or was closed for
     /// not reading (the transport closes it with 1008 then).
     func send(_ text: [UInt8], type: String, to connection: ConnectionID) -> Bool {
-        switch transport.send(text, to: connection) {
+        counted(transport.send(text, to: connection), type: type, bytes: text.count)
+    }
+
+    /// Hands over a message encoded behind the transport's headroom (see ``SessionOptions/headroom``),
+    /// without copying it.
+    func send(framed: [UInt8], type: String, to connection: ConnectionID) -> Bool {
+        counted(
+            transport.send(framed: framed, to: connection), type: type, bytes: framed.count - WebSocketServer.headroom)
+    }
+
+    private func counted(_ result: SendResult, type: String, bytes: Int) -> Bool {
+        switch result {
         case .queued:
-            metrics.sent(type: type, bytes: text.count)
+            metrics.sent(type: type, bytes: bytes)
             return true
         case .overCapacity, .notConnected:
             return false

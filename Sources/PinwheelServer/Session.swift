@@ -56,7 +56,8 @@ final class Session: WorkerJob, @unchecked Sendable {
         let dataset = server.dataset.helloInfo(aggregates: [])
         let options = SessionOptions(
             viewportHz: configuration.viewportHz, pace: configuration.pace, window: configuration.window,
-            maxFeatures: configuration.maxFeatures, maxMessageBytes: configuration.maxMessageBytes)
+            maxFeatures: configuration.maxFeatures, maxMessageBytes: configuration.maxMessageBytes,
+            headroom: WebSocketServer.headroom)
         machine = SessionMachine(
             clock: ContinuousClock(), options: options, session: String(connection.rawValue, radix: 16),
             dataset: dataset, clusterOptions: clusterers.options,
@@ -131,13 +132,13 @@ final class Session: WorkerJob, @unchecked Sendable {
     /// Carries out what the state machine decided: sends, measurements, presence, timers.
     private func carryOut(_ actions: SessionActions<ContinuousClock>) {
         for message in actions.messages {
-            guard server.send(message.bytes, type: message.type, to: connection) else {
+            guard server.send(framed: message.framed, type: message.type, to: connection) else {
                 // The transport refused: the connection is closing (gone or not reading).
                 closed = true
                 return
             }
             counters.messagesOut += 1
-            counters.bytesOut += message.bytes.count
+            counters.bytesOut += message.payload.count
             if message.type == "batch" { counters.batches += 1 }
             if message.type == "error" { counters.errors += 1 }
         }

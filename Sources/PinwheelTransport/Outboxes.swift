@@ -106,13 +106,20 @@ final class Outboxes: Sendable {
             }
             count = headroom + payload.count
         }
+        return enqueue(framed: buffer, to: id)
+    }
+
+    /// Queues one text message already behind `SHIM_LWS_PRE` bytes of headroom, as it is. Any thread.
+    /// - Returns: what happened, and whether the service thread must be woken to notice.
+    func enqueue(framed buffer: [UInt8], to id: ConnectionID) -> (result: SendResult, wake: Bool) {
+        let payloadCount = buffer.count - Int(SHIM_LWS_PRE)
         return state.withLock { state in
             // Work on the stored queue through its index: a copy would duplicate the message array.
             guard let index = state.queues.index(forKey: id), state.queues.values[index].close == nil else {
                 return (.notConnected, false)
             }
             let waiting = state.queues.values[index].bytes
-            if waiting + payload.count > capacity {
+            if waiting + payloadCount > capacity {
                 // Drop everything: the peer is not reading, and the close frame must not wait behind it.
                 state.totalBytes -= waiting
                 state.queues.values[index].dropMessages()
@@ -121,9 +128,9 @@ final class Outboxes: Sendable {
                 return (.overCapacity, state.list(at: index))
             }
             state.queues.values[index].messages.append(buffer)
-            state.queues.values[index].bytes += payload.count
-            state.totalBytes += payload.count
-            return (.queued(queuedBytes: waiting + payload.count), state.list(at: index))
+            state.queues.values[index].bytes += payloadCount
+            state.totalBytes += payloadCount
+            return (.queued(queuedBytes: waiting + payloadCount), state.list(at: index))
         }
     }
 

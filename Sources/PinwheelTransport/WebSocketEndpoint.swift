@@ -1,3 +1,5 @@
+import CLibWebSockets
+
 /// What a `WebSocketServer` and a `WebSocketClient` share: the outbound queues, the counters and the
 /// service loop, and the calls that any thread makes on connections.
 ///
@@ -24,6 +26,20 @@ public class WebSocketEndpoint: @unchecked Sendable {
     @discardableResult
     public func send(_ text: [UInt8], to connection: ConnectionID) -> SendResult {
         text.withUnsafeBytes { enqueue($0, to: connection) }
+    }
+
+    /// Bytes of room lws needs before a message's payload (`LWS_PRE`): see ``send(framed:to:)``.
+    public static let headroom = Int(SHIM_LWS_PRE)
+
+    /// Queues a text message that already sits behind ``headroom`` bytes (whose contents do not
+    /// matter), without copying it: what an encoder that reserved the room produced. Any thread.
+    /// See `send(_:to:)` for the result.
+    @discardableResult
+    public func send(framed buffer: [UInt8], to connection: ConnectionID) -> SendResult {
+        precondition(buffer.count >= Self.headroom, "a framed message starts with the headroom")
+        let (result, wake) = outboxes.enqueue(framed: buffer, to: connection)
+        if wake { loop.wake() }
+        return result
     }
 
     /// Queues a text message for `connection`. Any thread. See `send(_:to:)` for the result.

@@ -72,7 +72,7 @@ struct SessionMachineTests {
             if let t = actions.wakeAt { wakeAt = t }
             firstBatchLatencies += actions.firstBatchLatencies
             windowWaits += actions.windowWaits
-            let messages = try actions.messages.map { try ServerMessage.decode($0.bytes) }
+            let messages = try actions.messages.map { try ServerMessage.decode(Array($0.payload)) }
             var acksToSend: [ClientMessage] = []
             for case .batch(let b) in messages {
                 batches.append(b)
@@ -118,6 +118,19 @@ struct SessionMachineTests {
         }
         #expect(hello.session == "s1" && hello.algorithm == .hierarchical)
         #expect(hello.limits.viewportHz == 5 && hello.limits.maxFeatures == 777)
+    }
+
+    @Test("messages come encoded behind the transport's headroom, so the transport sends them as they are")
+    func headroom() throws {
+        var h = Harness(options: SessionOptions(headroom: 16))
+        var actions = SessionActions<ManualClock>()
+        h.machine.opened(actions: &actions)
+        let hello = try #require(actions.messages.first)
+        #expect(hello.headroom == 16 && hello.framed.count == hello.payload.count + 16)
+        guard case .hello = try ServerMessage.decode(Array(hello.payload)) else {
+            Issue.record("the payload is not the hello")
+            return
+        }
     }
 
     @Test("a viewport is served until the page holds exactly the clusterer's features, the last batch done")
@@ -226,7 +239,7 @@ struct SessionMachineTests {
             at: h.clock.now, actions: &actions)
         #expect(type == "invalid")
         #expect(
-            try ServerMessage.decode(actions.messages[0].bytes)
+            try ServerMessage.decode(Array(actions.messages[0].payload))
                 == .error(WireError(.invalidField, field: "zoom", message: "zoom must be between 0 and 24, got 31")))
         try h.turn([h.viewport(Self.europe, zoom: 6)])
         try h.settle()

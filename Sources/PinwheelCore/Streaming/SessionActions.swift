@@ -1,9 +1,15 @@
 /// What a ``SessionMachine`` decided during one turn of events, for the server to carry out in order.
 public struct SessionActions<Clock: PinwheelClock>: Sendable {
-    /// A message to send: its type (for the metrics) and its encoded bytes.
+    /// A message to send: its type (for the metrics) and its encoded bytes behind the session's
+    /// `headroom` (``SessionOptions/headroom``).
     public struct Message: Sendable {
         public var type: String
-        public var bytes: [UInt8]
+        /// The headroom, then the message.
+        public var framed: [UInt8]
+        public var headroom: Int
+
+        /// The message itself.
+        public var payload: ArraySlice<UInt8> { framed[headroom...] }
     }
 
     /// Messages to send, in order.
@@ -22,7 +28,8 @@ public struct SessionActions<Clock: PinwheelClock>: Sendable {
 
     public init() {}
 
-    mutating func send(_ type: String, _ bytes: [UInt8]) {
-        messages.append(Message(type: type, bytes: bytes))
+    /// Queues the encoder's last message.
+    mutating func send(_ type: String, _ encoder: MessageEncoder) {
+        messages.append(Message(type: type, framed: encoder.framed, headroom: encoder.headroom))
     }
 }

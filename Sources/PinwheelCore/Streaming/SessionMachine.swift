@@ -40,7 +40,7 @@ public struct SessionMachine<Clock: PinwheelClock> {
     /// When the timer already asked for fires; nil when none is pending.
     private var tickDue: Clock.Instant?
     private var features: [Feature] = []
-    private var encoder = MessageEncoder(capacity: 16 * 1024)
+    private var encoder: MessageEncoder
 
     /// - Parameters:
     ///   - dataset: what `hello` says of the dataset (its `aggregates` come from the clusterer).
@@ -61,13 +61,14 @@ public struct SessionMachine<Clock: PinwheelClock> {
         self.algorithm = algorithm
         clusterer = clusterers(algorithm)
         context = FeatureContext(clusterer: clusterer)
+        encoder = MessageEncoder(headroom: options.headroom, capacity: 16 * 1024)
         pacer = Pacer(clock: clock, options: PacerOptions(pace: options.pace, window: options.window))
         limiter = RateLimiter(clock: clock, perSecond: options.viewportHz)
     }
 
     /// The handshake is done: greet.
     public mutating func opened(actions: inout SessionActions<Clock>) {
-        actions.send("hello", hello())
+        hello(actions: &actions)
     }
 
     /// A complete text message from the client.
@@ -81,7 +82,7 @@ public struct SessionMachine<Clock: PinwheelClock> {
         } catch {
             flush(actions: &actions)
             encoder.error(error)
-            actions.send("error", Array(encoder.message))
+            actions.send("error", encoder)
             return "invalid"
         }
         // Only runs of viewports coalesce: anything else is answered after the viewports before it.
@@ -108,7 +109,7 @@ public struct SessionMachine<Clock: PinwheelClock> {
             algorithm = newAlgorithm
             clusterer = clusterers(algorithm)
             context = FeatureContext(clusterer: clusterer)
-            actions.send("hello", hello())
+            hello(actions: &actions)
             // Re-serve the current view with the new algorithm, diffed against what the client has,
             // through the limiter like a viewport, so flipping algorithms costs no more than panning.
             // A newer viewport held or released already is served with the new algorithm anyway.
@@ -205,7 +206,7 @@ public struct SessionMachine<Clock: PinwheelClock> {
                 cap = BatchMessage.Capped(limit: options.maxFeatures, available: capped.available)
             }
             encoder.batch(batch, capped: cap, version: servedVersion, context: context)
-            actions.send("batch", Array(encoder.message))
+            actions.send("batch", encoder)
             if case .running(let elapsed, let since) = firstBatch {
                 actions.firstBatchLatencies.append(elapsed + since.duration(to: clock.now))
                 firstBatch = nil
@@ -222,11 +223,11 @@ public struct SessionMachine<Clock: PinwheelClock> {
     private mutating func expand(_ id: FeatureID, actions: inout SessionActions<Clock>) {
         guard let expansion = clusterer.expansion(of: id, zoom: served?.zoom ?? 0) else {
             encoder.error(WireError(.unknownFeature, field: "id", message: "no feature has id \(id)"))
-            actions.send("error", Array(encoder.message))
+            actions.send("error", encoder)
             return
         }
         encoder.expansion(id: id, expansion, context: context)
-        actions.send("expansion", Array(encoder.message))
+        actions.send("expansion", encoder)
     }
 
     /// Asks for a tick at `instant` unless one is already due no later.
@@ -236,7 +237,7 @@ public struct SessionMachine<Clock: PinwheelClock> {
         actions.wakeAt = instant
     }
 
-    private mutating func hello() -> [UInt8] {
+    private mutating func hello(actions: inout SessionActions<Clock>) {
         var info = dataset
         info.aggregates = clusterer.aggregates
         let limits = HelloMessage.Limits(
@@ -245,7 +246,7 @@ public struct SessionMachine<Clock: PinwheelClock> {
         encoder.hello(
             HelloMessage(session: session, algorithm: algorithm, dataset: info, options: clusterOptions, limits: limits)
         )
-        return Array(encoder.message)
+        actions.send("hello", encoder)
     }
 
     /// The server's own time on a viewport's first batch. It stops while the client's window holds

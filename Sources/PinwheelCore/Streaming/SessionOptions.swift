@@ -10,11 +10,15 @@ public struct SessionOptions: Equatable, Sendable {
     public var maxFeatures: Int
     /// Largest client message, announced in `hello` (the transport enforces it).
     public var maxMessageBytes: Int
+    /// Bytes the transport needs before each message (libwebsockets' `LWS_PRE`): messages are encoded
+    /// behind that much room, so the transport sends the encoder's bytes as they are.
+    public var headroom: Int
 
     public init(
         viewportHz: Double = 10, pace: Double = 0.5, window: Int = 4, maxFeatures: Int = 10_000,
-        maxMessageBytes: Int = 64 * 1024
+        maxMessageBytes: Int = 64 * 1024, headroom: Int = 0
     ) {
+        self.headroom = headroom
         self.viewportHz = viewportHz
         self.pace = pace
         self.window = window

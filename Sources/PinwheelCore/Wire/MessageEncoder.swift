@@ -18,6 +18,10 @@ public struct MessageEncoder: Sendable {
     /// The last encoded message.
     public var message: ArraySlice<UInt8> { writer.bytes[headroom...] }
 
+    /// The last encoded message behind its headroom, in a buffer of its own: what a transport that
+    /// asked for the headroom sends as it is.
+    public var framed: [UInt8] { Array(writer.bytes) }
+
     /// The last encoded message as text (tests, logs).
     public var text: String { String(decoding: message, as: UTF8.self) }
 
