@@ -328,6 +328,13 @@ struct LiveSessionMachineTests {
         try h.dataChanged()
         try h.settle()
         #expect(h.batches.isEmpty)
+        // A session opened now is told how many points there are now.
+        var later = SessionMachineTests.Harness(clusterers: { _ in shared.get() })
+        guard case .hello(let hello) = try later.opened().first else {
+            Issue.record("no hello")
+            return
+        }
+        #expect(hello.dataset.points == 20_001)
     }
 
     @Test("a burst of changes while the window is full ends with the latest state only")

@@ -240,6 +240,8 @@ public struct SessionMachine<Clock: PinwheelClock> {
     private mutating func hello(actions: inout SessionActions<Clock>) {
         var info = dataset
         info.aggregates = clusterer.aggregates
+        // Live data: the points now, not those loaded at start-up.
+        info.points = clusterer.dataset.count
         let limits = HelloMessage.Limits(
             viewportHz: options.viewportHz, pace: options.pace, window: options.window,
             maxMessageBytes: options.maxMessageBytes, maxFeatures: options.maxFeatures)
