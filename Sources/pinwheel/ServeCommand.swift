@@ -256,6 +256,10 @@ struct ServeCommand: ParsableCommand {
             return source
         }
         server.wait()
+        if dataDir == nil, let directory = live?.directory {
+            // The folder --movers made for itself goes with the process.
+            try? FileManager.default.removeItem(atPath: directory)
+        }
         tourists?.stop()
         for source in sources { source.cancel() }
         logger.info("stopped")
