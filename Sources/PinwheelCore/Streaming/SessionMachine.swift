@@ -188,9 +188,15 @@ public struct SessionMachine<Clock: PinwheelClock> {
         servedVersion = clusterer.dataset.version
         clusterer.features(in: viewport.bbox, zoom: viewport.zoom, into: &features)
         let revisions = clusterer.dataset.revisions
-        if !revisions.isEmpty {
+        let changed = context.changedRows
+        if !revisions.isEmpty || changed != nil {
             for i in features.indices where features[i].isPoint {
-                features[i].revision = revisions[Int(features[i].row)]
+                let row = features[i].row
+                if let changed, row >= changed.start {
+                    features[i].revision = changed.revisions[Int(row - changed.start)]
+                } else if !revisions.isEmpty {
+                    features[i].revision = revisions[Int(row)]
+                }
             }
         }
         let available = FeatureCap.keepNearest(&features, limit: options.maxFeatures, centre: viewport.bbox.center)
@@ -241,7 +247,7 @@ public struct SessionMachine<Clock: PinwheelClock> {
         var info = dataset
         info.aggregates = clusterer.aggregates
         // Live data: the points now, not those loaded at start-up.
-        info.points = clusterer.dataset.count
+        info.points = clusterer.pointCount
         let limits = HelloMessage.Limits(
             viewportHz: options.viewportHz, pace: options.pace, window: options.window,
             maxMessageBytes: options.maxMessageBytes, maxFeatures: options.maxFeatures)

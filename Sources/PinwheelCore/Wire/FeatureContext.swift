@@ -3,6 +3,8 @@
 public struct FeatureContext: Sendable {
     /// Columns of points' `properties`, looked up by ``Feature/row``.
     public var properties: PropertyTable
+    /// Rows from `changedRows.start` on: points a live index added since its base was built.
+    public var changedRows: ChangedRows?
     /// The names of points producers named by strings, by id; written as a point's `key`.
     public var names: [UInt32: String] = [:]
     /// The aggregates, the keys of a cluster's `aggregates`; empty means no `aggregates`.
@@ -25,5 +27,12 @@ public struct FeatureContext: Sendable {
             properties: clusterer.dataset.properties, aggregates: clusterer.aggregates,
             values: { clusterer.aggregateValues(of: $0) })
         names = clusterer.dataset.names
+        changedRows = clusterer.changedRows
+    }
+
+    /// The property table holding a point's row, and the row within it.
+    @inline(__always) func propertyRow(_ row: Int32) -> (table: PropertyTable, row: Int) {
+        if let changed = changedRows, row >= changed.start { return (changed.properties, Int(row - changed.start)) }
+        return (properties, Int(row))
     }
 }

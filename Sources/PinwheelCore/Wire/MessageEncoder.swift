@@ -221,13 +221,13 @@ public struct MessageEncoder: Sendable {
             writer.raw(",\"key\":")
             writer.string(name)
         }
-        let table = context.properties
-        if f.isPoint && !table.columns.isEmpty && Int(f.row) * table.columns.count < table.values.count {
+        let (table, row) = context.propertyRow(f.row)
+        if f.isPoint && !table.columns.isEmpty && row * table.columns.count < table.values.count {
             // Empty cells are left out (and `properties` with them when all are): a column another
             // point brought is not this point's property.
             var first = true
             for (c, name) in table.columns.enumerated() {
-                let value = table.value(row: Int(f.row), column: c)
+                let value = table.value(row: row, column: c)
                 if value.isEmpty { continue }
                 writer.raw(first ? ",\"properties\":{" : ",")
                 first = false
