@@ -243,12 +243,14 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
         let inUse = lastAsked.withLock { asked in
             Set(asked.filter { now - $0.value < .seconds(60) }.keys).union([configuration.algorithm])
         }
+        var footprint: ChangeFootprint?
         if let keeper {
             guard let published = keeper.refresh(inUse: inUse) else { return }
             current.withLock { $0 = $0.replacing(published.clusterers) }
             metrics.indexServes(
                 version: published.version, points: published.points, took: now.duration(to: .now),
                 rebuilt: published.compaction)
+            footprint = published.footprint
         } else if let live {
             let data = live.datasetTakingChanges().dataset
             guard data.version != clusterers.clusterer(for: configuration.algorithm).dataset.version else { return }
@@ -262,7 +264,16 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
             let took = now.duration(to: .now)
             metrics.indexServes(version: data.version, points: data.count, took: took, rebuilt: took)
         }
-        for session in sessions.withLock({ Array($0.values) }) { session.post(.dataChanged) }
+        let options = configuration.clusterOptions
+        for session in sessions.withLock({ Array($0.values) }) {
+            // A session whose view no change reaches has nothing to refresh.
+            if let footprint, let view = session.servedView,
+                !footprint.touches(view.bbox, zoom: view.zoom, options: options)
+            {
+                continue
+            }
+            session.post(.dataChanged)
+        }
     }
 
     /// A producer's socket: kept when the server takes changes and the token is right, else closed

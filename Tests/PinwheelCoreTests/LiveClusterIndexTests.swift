@@ -19,8 +19,8 @@ struct LiveClusterIndexTests {
         var delta = ClusterDelta(base: try ClusterIndex(dataset: start))
         for change in changed { delta.apply(change) }
         let live = LiveClusterIndex(
-            delta: delta, version: table.dataset.version, names: table.dataset.names, pointCount: table.count,
-            rows: { table.rows(of: $0) })
+            delta: delta, version: table.dataset.version, names: table.dataset.names,
+            columns: table.dataset.properties.columns, pointCount: table.count)
         return (live, try ClusterIndex(dataset: table.dataset), table)
     }
 
@@ -94,11 +94,10 @@ struct LiveClusterIndexTests {
         var delta = ClusterDelta(base: base)
         // Far from every synthetic point: alone at every zoom.
         let away = Coordinate(lat: -80, lon: -170)
-        delta.apply(ChangedPoint(id: id, position: away))
         var table = PointTable(start)
         table.apply(.upsert(.number(id), lat: away.lat, lon: away.lon, properties: [:]), version: 1)
-        let live = LiveClusterIndex(
-            delta: delta, version: 1, names: [:], pointCount: table.count, rows: { table.rows(of: $0) })
+        delta.apply(ChangedPoint(id: id, now: table.record(ofID: id)))
+        let live = LiveClusterIndex(delta: delta, version: 1, names: [:], columns: [], pointCount: table.count)
         let after = Self.query(live, Self.world, 3)
         #expect(after.first { $0.id == holder.id }?.count == holder.count - 1)
         let moved = after.first { $0.id == FeatureID(id) }
@@ -115,13 +114,58 @@ struct LiveClusterIndexTests {
         let base = try ClusterIndex(dataset: start)
         let cluster = Self.query(base, Self.world, 5).first { $0.count == 3 }!
         var delta = ClusterDelta(base: base)
-        delta.apply(ChangedPoint(id: 2, position: nil))
-        delta.apply(ChangedPoint(id: 3, position: nil))
-        let live = LiveClusterIndex(
-            delta: delta, version: 2, names: [:], pointCount: 2, rows: { _ in (PropertyTable(), []) })
+        delta.apply(ChangedPoint(id: 2, now: nil))
+        delta.apply(ChangedPoint(id: 3, now: nil))
+        let live = LiveClusterIndex(delta: delta, version: 2, names: [:], columns: [], pointCount: 2)
         let features = Self.query(live, Self.world, 5)
         #expect(!features.contains { $0.id == cluster.id })
         let left = features.first { $0.id == 1 }
         #expect(left?.count == 1 && left?.lat == 50.0 && left?.lon == 10.0 && left?.parent == cluster.parent)
+    }
+
+    @Test("a point added since the base is sent with its properties, key and revision")
+    func addedPointOnTheWire() throws {
+        let start = Dataset(
+            ids: [1, 2], coordinates: [10.0, 50.0, -120.0, -40.0],
+            properties: PropertyTable(columns: ["name"], values: ["Ghent", "Nowhere"]))
+        var table = PointTable(start)
+        let base = try ClusterIndex(dataset: start)
+        table.apply(.upsert(.name("bus-7"), lat: 20, lon: 30, properties: ["name": "Bus 7", "line": "12"]), version: 1)
+        let id = table.id(of: .name("bus-7"))!
+        var delta = ClusterDelta(base: base)
+        delta.apply(ChangedPoint(id: id, now: table.record(ofID: id)))
+        let live = LiveClusterIndex(
+            delta: delta, version: 1, names: table.dataset.names, columns: table.dataset.properties.columns,
+            pointCount: table.count)
+        let features = Self.query(live, Self.world, 18)
+        let bus = try #require(features.first { $0.id == FeatureID(id) })
+        #expect(bus.revision == 1)
+        var encoder = MessageEncoder()
+        encoder.batch(
+            seq: 1, number: 1, remove: [], add: features.sorted { $0.id < $1.id }, update: [], done: true,
+            context: FeatureContext(clusterer: live))
+        guard case .batch(let batch) = try ServerMessage.decode(Array(encoder.message)) else {
+            Issue.record("not a batch")
+            return
+        }
+        #expect(batch.add.first { $0.id == 1 }?.properties == ["name": "Ghent"])
+        let sent = batch.add.first { $0.id == FeatureID(id) }
+        #expect(sent?.properties == ["name": "Bus 7", "line": "12"])
+        #expect(sent?.key == "bus-7")
+    }
+
+    @Test("a change footprint reaches views near it, across the antimeridian too, and not views far away")
+    func footprint() {
+        var footprint = ChangeFootprint()
+        footprint.add(x: Mercator.x(lon: 4.9), y: Mercator.y(lat: 52.37))
+        footprint.add(x: Mercator.x(lon: 179.9), y: Mercator.y(lat: -17))
+        let options = ClusterOptions()
+        #expect(footprint.touches(BBox(west: 4, south: 52, east: 5, north: 53), zoom: 10, options: options))
+        // Just outside the view, within two cluster radii at zoom 3 (about 1,200 km there).
+        #expect(footprint.touches(BBox(west: 8, south: 52, east: 12, north: 54), zoom: 3, options: options))
+        #expect(!footprint.touches(BBox(west: 8, south: 52, east: 12, north: 54), zoom: 12, options: options))
+        #expect(footprint.touches(BBox(west: 170, south: -20, east: -170, north: -10), zoom: 6, options: options))
+        #expect(!footprint.touches(BBox(west: -80, south: 30, east: -70, north: 40), zoom: 6, options: options))
+        #expect(!ChangeFootprint().touches(Self.world, zoom: 0, options: options))
     }
 }

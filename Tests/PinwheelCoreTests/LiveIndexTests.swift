@@ -48,10 +48,10 @@ struct LiveIndexTests {
             switch change {
             case .upsert(let key, let lat, let lon, _):
                 model[table.id(of: key)!] = (lat, lon)
-                changed.append(ChangedPoint(id: table.id(of: key)!, position: Coordinate(lat: lat, lon: lon)))
+                changed.append(ChangedPoint(id: table.id(of: key)!, now: table.record(ofID: table.id(of: key)!)))
             case .delete:
                 model[deleted!] = nil
-                changed.append(ChangedPoint(id: deleted!, position: nil))
+                changed.append(ChangedPoint(id: deleted!, now: nil))
             }
         }
         return (table, model, changed)

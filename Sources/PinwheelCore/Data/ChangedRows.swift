@@ -1,28 +1,41 @@
-/// The points a live index added since its base was built, as the wire reads them: their properties
-/// and revisions, in rows numbered from `start` on (below `start`, a feature's row is the base
-/// dataset's), so a point's encoding never needs a copy of the whole table.
-public struct ChangedRows: Sendable {
-    /// The first row number these rows take.
-    public var start: Int32
-    /// Properties of row `start + k` at row k.
-    public var properties: PropertyTable
-    /// Revision of row `start + k` at k (see ``Dataset/revisions``).
-    public var revisions: [UInt32]
+/// A point that changed: where it is now and what it carries, or nil once it is deleted.
+public struct ChangedPoint: Sendable, Equatable {
+    public var id: UInt32
+    public var now: PointRecord?
 
-    public init(start: Int32, properties: PropertyTable, revisions: [UInt32]) {
-        self.start = start
-        self.properties = properties
-        self.revisions = revisions
+    public init(id: UInt32, now: PointRecord?) {
+        self.id = id
+        self.now = now
     }
 }
 
-/// A point that changed: where it is now, nil once it is deleted.
-public struct ChangedPoint: Sendable, Equatable {
-    public var id: UInt32
-    public var position: Coordinate?
+/// What a changed point is now: its position, its property values (in the table's column order;
+/// columns only ever grow, so they stay aligned with a later table's first columns) and revision.
+public struct PointRecord: Sendable, Equatable {
+    public var position: Coordinate
+    public var values: [String]
+    public var revision: UInt32
 
-    public init(id: UInt32, position: Coordinate?) {
-        self.id = id
+    public init(position: Coordinate, values: [String] = [], revision: UInt32 = 0) {
         self.position = position
+        self.values = values
+        self.revision = revision
+    }
+}
+
+/// How the wire reads points a live index added since its base was built: their rows start at
+/// `start` (below it, a feature's row is the base dataset's), and their properties come by id.
+public struct ChangedRows: Sendable {
+    /// The row number every added point carries.
+    public var start: Int32
+    /// The property columns now.
+    public var columns: [String]
+    /// An added point's property values, by id.
+    public var values: @Sendable (UInt32) -> [String]
+
+    public init(start: Int32, columns: [String], values: @escaping @Sendable (UInt32) -> [String]) {
+        self.start = start
+        self.columns = columns
+        self.values = values
     }
 }

@@ -45,24 +45,14 @@ public struct PointTable: Sendable {
         return Coordinate(lat: dataset.lat(Int(row)), lon: dataset.lon(Int(row)))
     }
 
-    /// The properties and revisions of the given points now, one row each in the order given (an id
-    /// no point has gets empty cells and revision 0).
-    public func rows(of ids: [UInt32]) -> (properties: PropertyTable, revisions: [UInt32]) {
-        let columns = dataset.properties.columns
-        var values: [String] = []
-        values.reserveCapacity(ids.count * columns.count)
-        var revisions: [UInt32] = []
-        revisions.reserveCapacity(ids.count)
-        for id in ids {
-            guard let row = rowByID[id].map(Int.init) else {
-                values.append(contentsOf: repeatElement("", count: columns.count))
-                revisions.append(0)
-                continue
-            }
-            values.append(contentsOf: dataset.properties.values[row * columns.count..<(row + 1) * columns.count])
-            revisions.append(dataset.revisions.isEmpty ? 0 : dataset.revisions[row])
-        }
-        return (PropertyTable(columns: columns, values: values), revisions)
+    /// A point as it is now, nil when no point has the id.
+    public func record(ofID id: UInt32) -> PointRecord? {
+        guard let row = rowByID[id].map(Int.init) else { return nil }
+        let width = dataset.properties.columns.count
+        return PointRecord(
+            position: Coordinate(lat: dataset.lat(row), lon: dataset.lon(row)),
+            values: Array(dataset.properties.values[row * width..<(row + 1) * width]),
+            revision: dataset.revisions.isEmpty ? 0 : dataset.revisions[row])
     }
 
     /// Why an upsert would be refused now: it brings property names beyond ``maxColumns``.

@@ -1,15 +1,33 @@
 /// Lookups a live index needs of its base: the cluster nearest a spot at a level, and the items
 /// holding a point.
 extension ClusterIndex {
+    /// Where each grid row of each level starts: `rowStarts[li][row] ..< rowStarts[li][row + 1]` are
+    /// the items of that row, so a search for a cell reads one row, not the whole level.
+    /// - Complexity: O(n) over every level's items.
+    func rowStarts() -> [[Int32]] {
+        levels.map { level in
+            let side = 1 << level.gridBits
+            var starts = [Int32](repeating: 0, count: side + 1)
+            level.xy.withUnsafeBufferPointer { xy in
+                for i in 0..<level.count {
+                    starts[min(Int(xy[2 * i + 1] * Double(side)), side - 1) + 1] += 1
+                }
+            }
+            for row in 0..<side { starts[row + 1] += starts[row] }
+            return starts
+        }
+    }
+
     /// The cluster item of level `li` nearest to (x, y) within the radius its zoom clusters with.
-    /// - Parameter accepts: whether a candidate item may take the spot (a live index refuses clusters
-    ///   emptied by changes).
+    /// - Parameters:
+    ///   - rowStarts: the level's row directory (see ``rowStarts()``).
+    ///   - accepts: whether a candidate item may take the spot (a live index refuses clusters emptied
+    ///     by changes).
     /// - Returns: the item's index, nil when no cluster is that near.
-    /// - Complexity: O(log n + k) for the k items in the cells the radius reaches.
-    func nearestCluster(level li: Int, x: Double, y: Double, accepts: (Int) -> Bool) -> Int? {
+    /// - Complexity: O(log r + k) for rows of r items and the k items in the cells the radius reaches.
+    func nearestCluster(level li: Int, x: Double, y: Double, rowStarts: [Int32], accepts: (Int) -> Bool) -> Int? {
         let level = levels[li]
-        let n = level.count
-        guard n > 0 else { return nil }
+        guard level.count > 0 else { return nil }
         let r = options.radius(atZoom: level.zoom)
         let bits = level.gridBits
         let side = 1 << bits
@@ -24,15 +42,16 @@ extension ClusterIndex {
                 }
                 for row in cell(y - r)...cell(y + r) {
                     let last = UInt64(row) << UInt64(bits) | UInt64(cell(x + r))
-                    var lo = 0
-                    var hi = n
+                    var lo = Int(rowStarts[row])
+                    var hi = Int(rowStarts[row + 1])
+                    let rowEnd = hi
                     let first = UInt64(row) << UInt64(bits) | UInt64(cell(x - r))
                     while lo < hi {
                         let mid = (lo + hi) >> 1
                         if key(mid) < first { lo = mid + 1 } else { hi = mid }
                     }
                     var i = lo
-                    while i < n && key(i) <= last {
+                    while i < rowEnd && key(i) <= last {
                         let dx = xy[2 * i] - x
                         let dy = xy[2 * i + 1] - y
                         let d = dx * dx + dy * dy

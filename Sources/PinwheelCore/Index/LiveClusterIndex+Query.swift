@@ -1,4 +1,5 @@
 import Foundation
+import HashTreeCollections
 
 /// Viewport queries over base and delta: the base's features, less the points changed since, with
 /// each cluster's count and centroid as the delta left them, plus the changed points that stand
@@ -8,7 +9,6 @@ extension LiveClusterIndex {
         base.features(in: bbox, zoom: zoom, into: &out)
         guard !delta.isEmpty else { return }
         let li = base.levelIndex(zoom: zoom)
-        let isRaw = li == base.levels.count - 1
         let beyondRaw = zoom.isFinite && floor(zoom) > Double(base.options.maxZoom + 1)
         var kept = 0
         for i in out.indices {
@@ -40,31 +40,21 @@ extension LiveClusterIndex {
             )
         }
         for rect in rects {
-            forEachAdded(in: rect) { k in
-                guard isRaw || holders[k * holderStride + li] < 0 else { return }
+            forEachStandalone(atLevel: li, in: rect) { entry, from in
                 let parent: FeatureID?
                 if beyondRaw {
-                    parent = FeatureID(ids[k])
+                    parent = FeatureID(entry.id)
                 } else if li == 0 {
                     parent = nil
-                } else if case let above = holders[k * holderStride + li - 1], above >= 0 {
-                    parent = base.identity(level: li - 1, item: Int(above)).id
+                } else if li == from && entry.parentHolder >= 0 {
+                    // The coarsest level it stands alone at: one level up a cluster holds it.
+                    parent = base.identity(level: li - 1, item: Int(entry.parentHolder)).id
                 } else {
-                    parent = FeatureID(ids[k])
+                    parent = FeatureID(entry.id)
                 }
-                out.append(point(k, parent: parent))
+                out.append(feature(entry.id, entry.record, parent: parent))
             }
         }
-    }
-
-    /// Added point k as a feature.
-    func point(_ k: Int, parent: FeatureID?) -> Feature {
-        let position = positions[k]
-        var feature = Feature(
-            id: FeatureID(ids[k]), lat: position.lat, lon: position.lon, count: 1, parent: parent,
-            row: changedRows!.start + Int32(k))
-        feature.revision = changedRows!.revisions[k]
-        return feature
     }
 
     /// A base cluster as the delta leaves it: nil once it holds nothing; its one remaining base
@@ -91,35 +81,34 @@ extension LiveClusterIndex {
         return g
     }
 
-    /// Calls `body` with every added point inside a rectangle: row by row of the cells it covers, or
-    /// over all of them when that reads fewer.
-    private func forEachAdded(in rect: MercatorRect, _ body: (Int) -> Void) {
-        let n = keys.count
-        guard n > 0, rect.minX <= rect.maxX, rect.minY <= rect.maxY else { return }
-        let side = 1 << Self.cellBits
-        let scale = Double(side)
-        func cell(_ v: Double) -> Int { max(0, min(Int(v * scale), side - 1)) }
-        let (columnLo, columnHi) = (cell(rect.minX), cell(rect.maxX))
-        let (rowLo, rowHi) = (cell(rect.minY), cell(rect.maxY))
-        let searches = (rowHi - rowLo + 1) * (n.bitWidth - n.leadingZeroBitCount + 1)
-        if searches >= n {
-            for k in 0..<n where rect.contains(x: xy[2 * k], y: xy[2 * k + 1]) { body(k) }
-            return
-        }
-        let shift = UInt64(Self.cellBits)
-        for row in rowLo...rowHi {
-            let first = UInt64(row) << shift | UInt64(columnLo)
-            let last = UInt64(row) << shift | UInt64(columnHi)
-            var lo = 0
-            var hi = n
-            while lo < hi {
-                let mid = (lo + hi) >> 1
-                if keys[mid] < first { lo = mid + 1 } else { hi = mid }
+    /// Calls `body` with every added point drawn as a point at level `li` inside a rectangle.
+    /// - Parameter body: gets each entry and the level of the list it is in.
+    private func forEachStandalone(atLevel li: Int, in rect: MercatorRect, _ body: (StandaloneEntry, Int) -> Void) {
+        guard rect.minX <= rect.maxX, rect.minY <= rect.maxY else { return }
+        for from in 0...li where !delta.standalone[from].isEmpty {
+            let cells = delta.standalone[from]
+            let bits = delta.cellBits(level: from)
+            let side = 1 << bits
+            let scale = Double(side)
+            func cell(_ v: Double) -> Int { max(0, min(Int(v * scale), side - 1)) }
+            let (columnLo, columnHi) = (cell(rect.minX), cell(rect.maxX))
+            let (rowLo, rowHi) = (cell(rect.minY), cell(rect.maxY))
+            func visit(_ entries: [StandaloneEntry]) {
+                for entry in entries where rect.contains(x: entry.x, y: entry.y) { body(entry, from) }
             }
-            var k = lo
-            while k < n && keys[k] <= last {
-                if rect.contains(x: xy[2 * k], y: xy[2 * k + 1]) { body(k) }
-                k += 1
+            // Through the cells in view, or over every cell holding one when there are fewer of those.
+            if (rowHi - rowLo + 1) * (columnHi - columnLo + 1) > cells.count {
+                for (key, entries) in cells {
+                    let row = Int(key) >> bits
+                    let column = Int(key) & (side - 1)
+                    if row >= rowLo && row <= rowHi && column >= columnLo && column <= columnHi { visit(entries) }
+                }
+                continue
+            }
+            for row in rowLo...rowHi {
+                for column in columnLo...columnHi {
+                    if let entries = cells[UInt32(row << bits | column)] { visit(entries) }
+                }
             }
         }
     }

@@ -189,14 +189,11 @@ public struct SessionMachine<Clock: PinwheelClock> {
         clusterer.features(in: viewport.bbox, zoom: viewport.zoom, into: &features)
         let revisions = clusterer.dataset.revisions
         let changed = context.changedRows
-        if !revisions.isEmpty || changed != nil {
+        if !revisions.isEmpty {
             for i in features.indices where features[i].isPoint {
+                // A live index's added points come with their revision.
                 let row = features[i].row
-                if let changed, row >= changed.start {
-                    features[i].revision = changed.revisions[Int(row - changed.start)]
-                } else if !revisions.isEmpty {
-                    features[i].revision = revisions[Int(row)]
-                }
+                if !revisions.isEmpty && row < changed?.start ?? .max { features[i].revision = revisions[Int(row)] }
             }
         }
         let available = FeatureCap.keepNearest(&features, limit: options.maxFeatures, centre: viewport.bbox.center)

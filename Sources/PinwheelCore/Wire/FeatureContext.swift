@@ -30,9 +30,4 @@ public struct FeatureContext: Sendable {
         changedRows = clusterer.changedRows
     }
 
-    /// The property table holding a point's row, and the row within it.
-    @inline(__always) func propertyRow(_ row: Int32) -> (table: PropertyTable, row: Int) {
-        if let changed = changedRows, row >= changed.start { return (changed.properties, Int(row - changed.start)) }
-        return (properties, Int(row))
-    }
 }

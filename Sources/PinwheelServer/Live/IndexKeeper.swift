@@ -31,6 +31,9 @@ final class IndexKeeper: @unchecked Sendable {
         var points: Int
         /// A compaction's build time, when this refresh installed one.
         var compaction: Duration?
+        /// Where the changes laid over the index happened; nil when the whole index changed (a
+        /// compaction), so every view may show something new.
+        var footprint: ChangeFootprint?
     }
 
     private let live: LiveData
@@ -107,19 +110,17 @@ final class IndexKeeper: @unchecked Sendable {
         } else {
             taken = live.takeChanges()
         }
-        for change in taken.changes { delta.apply(change) }
+        var footprint = ChangeFootprint()
+        for change in taken.changes { delta.apply(change, footprint: &footprint) }
         if sinceCompaction != nil { sinceCompaction!.append(contentsOf: taken.changes) }
         guard installed != nil || !taken.changes.isEmpty || !published.isEmpty else { return nil }
         version = max(version, taken.version)
-        let rows = live.rows(of: [])
-        let index = LiveClusterIndex(
-            delta: delta, version: version, names: rows.names, pointCount: rows.count,
-            rows: { [live] ids in
-                let now = live.rows(of: ids)
-                return (now.properties, now.revisions)
-            })
-        published[.hierarchical] = index
-        return Published(clusterers: published, version: version, points: rows.count, compaction: installed)
+        let now = live.publication()
+        published[.hierarchical] = LiveClusterIndex(
+            delta: delta, version: version, names: now.names, columns: now.columns, pointCount: now.count)
+        return Published(
+            clusterers: published, version: version, points: now.count, compaction: installed,
+            footprint: installed == nil ? footprint : nil)
     }
 
     /// Starts a full build of `data` on a thread of its own; the next refresh after it installs it.

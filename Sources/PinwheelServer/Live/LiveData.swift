@@ -15,7 +15,7 @@ import Synchronization
 final class LiveData: @unchecked Sendable {
     struct Options: Sendable {
         /// Least time between the starts of two refreshes of the index.
-        var refreshInterval: Duration = .milliseconds(50)
+        var refreshInterval: Duration = .milliseconds(100)
         /// Longest time the index thread sleeps without changes.
         var idleWake: Duration = .milliseconds(250)
         /// Changes between two snapshots.
@@ -61,15 +61,15 @@ final class LiveData: @unchecked Sendable {
     private func apply(_ committed: LoggedChanges) {
         state.withLock { state in
             for (k, change) in committed.changes.enumerated() {
-                let id = state.table.id(of: change.key)
+                let before = state.table.id(of: change.key)
                 state.table.apply(change, version: committed.first + UInt64(k))
                 switch change {
-                case .upsert(let key, let lat, let lon, _):
+                case .upsert(let key, _, _, _):
                     let id = state.table.id(of: key)!
-                    state.changed.append(ChangedPoint(id: id, position: Coordinate(lat: lat, lon: lon)))
+                    state.changed.append(ChangedPoint(id: id, now: state.table.record(ofID: id)))
                 case .delete:
                     // Deleting a key no point has changes nothing.
-                    if let id { state.changed.append(ChangedPoint(id: id, position: nil)) }
+                    if let before { state.changed.append(ChangedPoint(id: before, now: nil)) }
                 }
             }
         }
@@ -96,15 +96,10 @@ final class LiveData: @unchecked Sendable {
         }
     }
 
-    /// What a live index publishes of the points now: given points' properties and revisions, the
-    /// names producers gave, and how many points there are.
-    func rows(of ids: [UInt32]) -> (
-        properties: PropertyTable, revisions: [UInt32], names: [UInt32: String], count: Int
-    ) {
-        state.withLock { state in
-            let (properties, revisions) = state.table.rows(of: ids)
-            return (properties, revisions, state.table.dataset.names, state.table.count)
-        }
+    /// What a live index publishes of the points now beyond its delta: the names producers gave, the
+    /// property columns, and how many points there are.
+    func publication() -> (names: [UInt32: String], columns: [String], count: Int) {
+        state.withLock { ($0.table.dataset.names, $0.table.dataset.properties.columns, $0.table.count) }
     }
 
     /// Wakes the index thread (a compaction finished).
