@@ -29,7 +29,7 @@ public struct ClusterDelta: Sendable {
     /// by grid cell (``cellBits(level:)`` per axis, cells about a map tile wide at that level's zoom):
     /// a query at level li reads lists 0...li, a dozen cells of each, and a change moves a point in
     /// one list.
-    var standalone: [TreeDictionary<UInt32, [StandaloneEntry]>]
+    var standalone: [TreeDictionary<UInt32, TreeDictionary<UInt32, StandaloneEntry>>]
     /// The base's row directory per level, for nearest-cluster searches.
     let rowStarts: [[Int32]]
 
@@ -78,36 +78,40 @@ public struct ClusterDelta: Sendable {
             }
             let from = old.standaloneFrom
             let cell = cellKey(level: from, x: old.x, y: old.y)
-            if let at = standalone[from][cell]?.firstIndex(where: { $0.id == id }) {
-                standalone[from][cell]!.swapAt(at, standalone[from][cell]!.count - 1)
-                standalone[from][cell]!.removeLast()
-                if standalone[from][cell]!.isEmpty { standalone[from][cell] = nil }
-            }
+            standalone[from][cell]?[id] = nil
+            if standalone[from][cell]?.isEmpty == true { standalone[from][cell] = nil }
         }
         guard let now = change.now else { return }
         var point = AddedPoint(
             x: Mercator.x(lon: now.position.lon), y: Mercator.y(lat: now.position.lat), record: now,
             holders: [Int32](repeating: -1, count: base.levels.count - 1))
-        // Finest cluster level first: once a cluster takes the point, its ancestors hold it too.
-        var holder: Int?
-        for li in stride(from: base.levels.count - 2, through: 0, by: -1) {
-            if let finer = holder {
-                holder = Int(base.levels[li + 1].parents[finer])
-            } else {
-                holder = base.nearestCluster(level: li, x: point.x, y: point.y, rowStarts: rowStarts[li]) { item in
-                    Int(ItemMeta.count(base.levels[li].meta[item])) + Int(adjustments[li][Int32(item)]?.count ?? 0) > 0
-                }
+        // Coarsest level first, down to two levels in a row with no cluster near after one with: the
+        // finest level with one holds the point, finer ones show it alone. (Sparse places may have
+        // no cluster near at the coarsest zooms and some at finer ones.) A fresh build keeps merged
+        // points merged, so the clusters holding it at coarser levels are that one's ancestors.
+        var finest = -1
+        var nearest = -1
+        for li in 0..<(base.levels.count - 1) where finest < 0 || li <= finest + 2 {
+            let accepts = { (item: Int) in
+                Int(ItemMeta.count(base.levels[li].meta[item])) + Int(adjustments[li][Int32(item)]?.count ?? 0) > 0
             }
-            if let holder {
-                point.holders[li] = Int32(holder)
-                adjust(level: li, item: Int32(holder), by: 1, x: point.x, y: point.y)
+            if let item = base.nearestCluster(
+                level: li, x: point.x, y: point.y, rowStarts: rowStarts[li], accepts: accepts)
+            {
+                finest = li
+                nearest = item
             }
+        }
+        var holder = nearest
+        for li in stride(from: finest, through: 0, by: -1) {
+            if li < finest { holder = Int(base.levels[li + 1].parents[holder]) }
+            point.holders[li] = Int32(holder)
+            adjust(level: li, item: Int32(holder), by: 1, x: point.x, y: point.y)
         }
         footprint.add(x: point.x, y: point.y)
         let from = point.standaloneFrom
-        standalone[from][cellKey(level: from, x: point.x, y: point.y), default: []].append(
-            StandaloneEntry(
-                id: id, x: point.x, y: point.y, record: now, parentHolder: from > 0 ? point.holders[from - 1] : -1))
+        standalone[from][cellKey(level: from, x: point.x, y: point.y), default: [:]][id] = StandaloneEntry(
+            id: id, x: point.x, y: point.y, record: now, parentHolder: from > 0 ? point.holders[from - 1] : -1)
         added[id] = point
     }
 

@@ -93,8 +93,8 @@ extension LiveClusterIndex {
             func cell(_ v: Double) -> Int { max(0, min(Int(v * scale), side - 1)) }
             let (columnLo, columnHi) = (cell(rect.minX), cell(rect.maxX))
             let (rowLo, rowHi) = (cell(rect.minY), cell(rect.maxY))
-            func visit(_ entries: [StandaloneEntry]) {
-                for entry in entries where rect.contains(x: entry.x, y: entry.y) { body(entry, from) }
+            func visit(_ entries: TreeDictionary<UInt32, StandaloneEntry>) {
+                for (_, entry) in entries where rect.contains(x: entry.x, y: entry.y) { body(entry, from) }
             }
             // Through the cells in view, or over every cell holding one when there are fewer of those.
             if (rowHi - rowLo + 1) * (columnHi - columnLo + 1) > cells.count {

@@ -6,9 +6,8 @@ import Synchronization
 /// Keeps the index following live data without rebuilding it at every change: the changes since the
 /// last full build are laid over it (``ClusterDelta``) and published as a ``LiveClusterIndex`` at
 /// every refresh, which costs time in proportion to the changes, not the points. In the background a
-/// compaction rebuilds the index whole from a copy of the points, on one thread so the other core
-/// stays with the sessions; once it is done, the changes made during it are laid over the new build,
-/// which replaces the old base. After the changes stop, the last compaction leaves exactly a fresh
+/// compaction rebuilds the index whole from a copy of the points, exactly as a fresh build; its thread
+/// then lays over it the changes made meanwhile, and the new build replaces the old base. After the changes stop, the last compaction leaves exactly a fresh
 /// build of the points.
 ///
 /// `pca-tree` has no delta: it is rebuilt whole by the compactions, while sessions use it.
@@ -43,17 +42,21 @@ final class IndexKeeper: @unchecked Sendable {
     private var delta: ClusterDelta
     /// The version the delta brings its base to.
     private var version: UInt64
-    /// The changes taken while a compaction runs, laid over its build when it is done.
-    private var sinceCompaction: [ChangedPoint]?
+    /// True while a compaction runs.
+    private var compacting = false
+    /// The changes taken while a compaction runs: its thread lays them over its build, and the index
+    /// thread the few that came after, when it installs the build.
+    private let sinceCompaction = Mutex<[ChangedPoint]?>(nil)
     private var lastCompactionEnd = ContinuousClock.now
     private var lastCompactionTook: Duration = .zero
     /// The data version `pca-tree` was last built at.
     private var pcaVersion: UInt64
     private let compacted = Mutex<Compaction?>(nil)
 
-    /// A compaction's result: its build, or why there is none.
+    /// A compaction's result: its build with the changes made meanwhile laid over it, or why there is
+    /// none.
     private struct Compaction: @unchecked Sendable {
-        var base: ClusterIndex? = nil
+        var delta: ClusterDelta? = nil
         var failure: String? = nil
         var pcaTree: (any Clusterer)? = nil
         var took: Duration
@@ -78,29 +81,30 @@ final class IndexKeeper: @unchecked Sendable {
         var published: [Algorithm: any Clusterer] = [:]
         var installed: Duration?
         if let done = compacted.withLock({ $0.take() }) {
-            guard let base = done.base else {
-                // Nothing to install: the changes stay in the delta, and a later compaction tries again.
-                logger.error("compacting the index failed: \(done.failure ?? "unknown error")")
-                sinceCompaction = nil
-                lastCompactionEnd = .now
-                return nil
+            let rest = sinceCompaction.withLock { taken in
+                defer { taken = nil }
+                return taken ?? []
             }
-            var next = ClusterDelta(base: base)
-            for change in sinceCompaction ?? [] { next.apply(change) }
-            delta = next
-            sinceCompaction = nil
+            compacting = false
             lastCompactionEnd = .now
             lastCompactionTook = done.took
+            guard var next = done.delta else {
+                // Nothing to install: the changes stay in the delta, and a later compaction tries again.
+                logger.error("compacting the index failed: \(done.failure ?? "unknown error")")
+                return nil
+            }
+            for change in rest { next.apply(change) }
+            delta = next
             installed = done.took
             if let tree = done.pcaTree {
                 published[.pcaTree] = tree
-                pcaVersion = base.dataset.version
+                pcaVersion = next.base.dataset.version
             }
         }
         let pcaStale = inUse.contains(.pcaTree) && pcaVersion < version
         let wait = max(options.compactionInterval, lastCompactionTook * 2)
         let due =
-            sinceCompaction == nil && (!delta.isEmpty || pcaStale)
+            !compacting && (!delta.isEmpty || pcaStale)
             && (ContinuousClock.now - lastCompactionEnd >= wait || delta.size >= options.largestDelta)
         let taken: (version: UInt64, changes: [ChangedPoint])
         if due {
@@ -112,7 +116,8 @@ final class IndexKeeper: @unchecked Sendable {
         }
         var footprint = ChangeFootprint()
         for change in taken.changes { delta.apply(change, footprint: &footprint) }
-        if sinceCompaction != nil { sinceCompaction!.append(contentsOf: taken.changes) }
+        // A compaction that starts now builds from points that include these changes already.
+        if compacting && !due { sinceCompaction.withLock { $0?.append(contentsOf: taken.changes) } }
         guard installed != nil || !taken.changes.isEmpty || !published.isEmpty else { return nil }
         version = max(version, taken.version)
         let now = live.publication()
@@ -123,16 +128,28 @@ final class IndexKeeper: @unchecked Sendable {
             footprint: installed == nil ? footprint : nil)
     }
 
-    /// Starts a full build of `data` on a thread of its own; the next refresh after it installs it.
+    /// Starts a full build of `data` on a thread of its own, which then lays over it the changes taken
+    /// meanwhile; the next refresh after it installs it.
     private func compact(_ data: Dataset, pcaTree: Bool) {
-        sinceCompaction = []
+        compacting = true
+        sinceCompaction.withLock { $0 = [] }
         let options = clusterOptions
         let thread = Thread { [self] in
             let started = ContinuousClock.now
             var result = Compaction(took: .zero)
             do {
-                // One thread: the other core serves the sessions meanwhile.
-                result.base = try ClusterIndex(dataset: data, options: options, aggregates: [], parallelFrom: .max)
+                // Built exactly as a fresh build is (the sweep's order depends on how it is split).
+                var next = ClusterDelta(base: try ClusterIndex(dataset: data, options: options))
+                // Until few are left, so the index thread's share at install is small.
+                while true {
+                    let batch = sinceCompaction.withLock { taken in
+                        defer { taken = [] }
+                        return taken ?? []
+                    }
+                    for change in batch { next.apply(change) }
+                    if batch.count < 256 { break }
+                }
+                result.delta = next
                 if pcaTree { result.pcaTree = try ClustererFactory.make(.pcaTree, dataset: data, options: options) }
             } catch {
                 result.failure = "\(error)"

@@ -54,6 +54,8 @@ final class LiveData: @unchecked Sendable {
         let replayed = try log.open(after: start.dataset.version) { [unowned self] committed in
             apply(committed)
         }
+        // The index is built from the replayed points: the replay is no change to lay over it.
+        state.withLock { $0.changed.removeAll() }
         logger.info("data at version \(replayed): \(self.state.withLock { $0.table.count }) points")
     }
 
