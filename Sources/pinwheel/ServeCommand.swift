@@ -91,6 +91,12 @@ struct ServeCommand: ParsableCommand {
     var dataDir: String?
 
     @Option(
+        help: ArgumentHelp(
+            "Where the change log lives: file (in --data-dir) or nats://HOST:PORT[,HOST:PORT...], a NATS JetStream stream every node shares (snapshots stay in --data-dir).",
+            valueName: "file|nats-urls"))
+    var log = "file"
+
+    @Option(
         help:
             "File holding the bearer token producers must send to change data; ingest is off without it. Needs --data-dir."
     )
@@ -167,6 +173,14 @@ struct ServeCommand: ParsableCommand {
         if ingestTokenFile != nil && dataDir == nil {
             throw ValidationError("--ingest-token-file needs --data-dir: accepted changes are kept there")
         }
+        if log != "file" {
+            guard log.hasPrefix("nats://"), !natsServers.isEmpty else {
+                throw ValidationError("--log must be file or nats://HOST:PORT[,HOST:PORT...], got \(log)")
+            }
+            if dataDir == nil && movers == 0 {
+                throw ValidationError("--log \(log) needs --data-dir: this node's snapshots are kept there")
+            }
+        }
         if !(ingestRate > 0 && ingestRate.isFinite) { throw ValidationError("--ingest-rate must be positive") }
         if maxIngestBytes < 1024 { throw ValidationError("--max-ingest-bytes must be at least 1024") }
         if snapshotEvery < 1 { throw ValidationError("--snapshot-every must be at least 1") }
@@ -228,9 +242,17 @@ struct ServeCommand: ParsableCommand {
         configuration.snapshotEvery = snapshotEvery
         let server: Server
         if let live {
-            server = try Server(
-                configuration: configuration, dataset: dataset, log: FileChangeLog(directory: live.directory),
-                logger: logger)
+            let changeLog: any ChangeLog
+            if log == "file" {
+                changeLog = try FileChangeLog(directory: live.directory)
+            } else {
+                var options = JetStreamChangeLog.Options(servers: natsServers, directory: live.directory)
+                options.name = "pinwheel \(urlHost(host)):\(port)"
+                let replicated = try JetStreamChangeLog(options: options)
+                logger.info("change log: stream \(options.stream) on \(log), \(replicated.replicas) replicas")
+                changeLog = replicated
+            }
+            server = try Server(configuration: configuration, dataset: dataset, log: changeLog, logger: logger)
         } else {
             server = try Server(configuration: configuration, dataset: dataset, logger: logger)
         }
@@ -263,6 +285,13 @@ struct ServeCommand: ParsableCommand {
         tourists?.stop()
         for source in sources { source.cancel() }
         logger.info("stopped")
+    }
+
+    /// The NATS servers of `--log nats://A,B,...`, each as a URL.
+    private var natsServers: [String] {
+        log.dropFirst("nats://".count).split(separator: ",").map { part in
+            part.contains("://") ? String(part) : "nats://\(part)"
+        }
     }
 
     /// Where live data is kept and the token producers need; nil when the data never changes.

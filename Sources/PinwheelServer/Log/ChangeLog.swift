@@ -63,12 +63,23 @@ public enum ChangeLogError: Error, Equatable, Sendable, CustomStringConvertible 
     case corrupt(path: String, offset: Int, reason: String)
     /// The log was closed.
     case closed
+    /// A call into the NATS C client failed: the function and what it said.
+    case nats(function: String, reason: String)
+    /// The replicated stream ends before the sequence this node's snapshot was taken at: the stream
+    /// was deleted or replaced, and replaying it would silently lose changes.
+    case streamBehind(stream: String, lastSequence: UInt64, snapshotSequence: UInt64)
+    /// A record too large for the transport that carries it.
+    case recordTooLarge(bytes: Int, limit: Int)
 
     public var description: String {
         switch self {
         case .io(let path, let operation, let errno): "\(operation) \(path) failed: errno \(errno)"
         case .corrupt(let path, let offset, let reason): "\(path) is damaged at byte \(offset): \(reason)"
         case .closed: "the change log is closed"
+        case .nats(let function, let reason): "\(function) failed: \(reason)"
+        case .streamBehind(let stream, let last, let snapshot):
+            "stream \(stream) ends at sequence \(last), before this node's snapshot at sequence \(snapshot)"
+        case .recordTooLarge(let bytes, let limit): "a record of \(bytes) bytes is over the limit of \(limit) bytes"
         }
     }
 }
