@@ -41,7 +41,7 @@ final class NATSConnection: @unchecked Sendable {
         try Self.check(natsOptions_Create(&options), "natsOptions_Create")
         defer { natsOptions_Destroy(options) }
         let urls = servers.map { strdup($0) }
-        defer { urls.forEach { free($0) } }
+        defer { for url in urls { free(url) } }
         var pointers = urls.map { UnsafePointer($0) }
         try Self.check(natsOptions_SetServers(options, &pointers, Int32(pointers.count)), "natsOptions_SetServers")
         try Self.check(natsOptions_SetName(options, name), "natsOptions_SetName")
@@ -70,8 +70,8 @@ final class NATSConnection: @unchecked Sendable {
         jsCtx_Destroy(jetStream)
         natsConnection_Destroy(connection)
         retained.withLock { kept in
-            kept.handlers.forEach { $0.release() }
-            kept.strings.forEach { free(UnsafeMutableRawPointer(bitPattern: $0)) }
+            for handler in kept.handlers { handler.release() }
+            for address in kept.strings { free(UnsafeMutableRawPointer(bitPattern: address)) }
         }
     }
 
