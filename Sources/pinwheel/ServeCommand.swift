@@ -6,6 +6,7 @@ import PinwheelCore
 import PinwheelLoad
 import PinwheelServer
 import PinwheelTransport
+import Synchronization
 
 /// `pinwheel serve`: the WebSocket server and the page, on one port.
 struct ServeCommand: ParsableCommand {
@@ -123,6 +124,12 @@ struct ServeCommand: ParsableCommand {
     @Flag(help: "Refuse permessage-deflate: less CPU and memory per session, more bytes on the wire.")
     var noDeflate = false
 
+    @Option(
+        help: ArgumentHelp(
+            "On SIGTERM, answer /healthz with 503 for this many seconds (so a load balancer stops sending new sessions here) before closing every session with 1001.",
+            valueName: "seconds"))
+    var drain: Double = 0
+
     @Option(help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel = "info"
 
@@ -186,6 +193,7 @@ struct ServeCommand: ParsableCommand {
         if snapshotEvery < 1 { throw ValidationError("--snapshot-every must be at least 1") }
         if movers < 0 { throw ValidationError("--movers must be 0 or more, got \(movers)") }
         if !(moversRate > 0 && moversRate.isFinite) { throw ValidationError("--movers-rate must be positive") }
+        if !(drain >= 0 && drain.isFinite) { throw ValidationError("--drain must be 0 or more seconds") }
         if Logger.Level(rawValue: logLevel) == nil {
             throw ValidationError("--log-level must be trace, debug, info, notice, warning, error or critical")
         }
@@ -268,9 +276,19 @@ struct ServeCommand: ParsableCommand {
         signal(SIGINT, SIG_IGN)
         signal(SIGTERM, SIG_IGN)
         let queue = DispatchQueue(label: "pinwheel.signals")
+        let drainStarted = Atomic<Bool>(false)
         let sources = [SIGINT, SIGTERM].map { signo in
             let source = DispatchSource.makeSignalSource(signal: signo, queue: queue)
-            source.setEventHandler { @Sendable in
+            source.setEventHandler { @Sendable [drain] in
+                // The first SIGTERM drains when asked to; SIGINT or a second signal stops at once.
+                if signo == SIGTERM && drain > 0 && !drainStarted.exchange(true, ordering: .acquiringAndReleasing) {
+                    logger.info(
+                        "signal \(signo): draining for \(drain) s (/healthz answers 503), then closing every session with 1001"
+                    )
+                    server.drain()
+                    queue.asyncAfter(deadline: .now() + drain) { @Sendable in server.stop() }
+                    return
+                }
                 logger.info("signal \(signo): closing every session with 1001")
                 server.stop()
             }

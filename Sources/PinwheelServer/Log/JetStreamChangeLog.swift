@@ -37,6 +37,8 @@ public final class JetStreamChangeLog: ChangeLog, @unchecked Sendable {
         public var replicas: Int?
         /// How long an append waits for JetStream's acknowledgement.
         public var publishTimeout: Duration = .seconds(5)
+        /// How long to keep asking for the stream while the NATS cluster elects its JetStream leader.
+        public var startTimeout: Duration = .seconds(30)
         /// How this node appears in the NATS servers' monitoring.
         public var name = "pinwheel"
 
@@ -96,7 +98,18 @@ public final class JetStreamChangeLog: ChangeLog, @unchecked Sendable {
         }
         connection = try NATSConnection(servers: options.servers, name: options.name)
         let wanted = options.replicas ?? min(3, max(options.servers.count, connection.knownServers))
-        replicas = try connection.ensureStream(options.stream, subject: options.subject, replicas: max(1, wanted))
+        // A NATS cluster that is starting answers before it has elected its JetStream leader: retry a while.
+        let deadline = ContinuousClock.now + options.startTimeout
+        while true {
+            do {
+                replicas = try connection.ensureStream(
+                    options.stream, subject: options.subject, replicas: max(1, wanted))
+                break
+            } catch {
+                if ContinuousClock.now > deadline { throw error }
+                Thread.sleep(forTimeInterval: 0.25)
+            }
+        }
         var random = SystemRandomNumberGenerator()
         node = String(random.next(), radix: 36)
     }
