@@ -89,6 +89,7 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
             ingest = nil
         }
         metrics.datasetLoaded(points: dataset.dataset.count, unlocated: dataset.unlocated, skipped: dataset.skipped)
+        if live != nil { metrics.dataVersionLoaded(dataset.dataset.version) }
         workers = Workers(count: configuration.workers, metrics: metrics)
         transport = WebSocketServer(configuration: transportConfiguration())
     }

@@ -166,6 +166,9 @@ public final class ServerMetrics: Sendable {
     }
 
     /// A rebuilt index over data at `version` is now served.
+    /// The version of live data the index was first built at (a restarted node's, after its replay).
+    func dataVersionLoaded(_ version: UInt64) { dataVersion.set(Int(version)) }
+
     func indexRebuilt(version: UInt64, points: Int, took: Duration) {
         dataVersion.set(Int(version))
         datasetPoints.set(points)

@@ -197,3 +197,25 @@ def wait_for_version(ports, version, timeout_s=60):
             return versions
         assert time.monotonic() < deadline, f"nodes at versions {versions}, waiting for {version}"
         time.sleep(0.1)
+
+
+def metric(port, name):
+    """One unlabelled metric of a node's /metrics, 0 when absent."""
+    status, text = http_get(port, "/metrics")
+    assert status == 200
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    return 0.0
+
+
+def proxy_server_states(stats_port):
+    """HAProxy's view of the backend: node name -> status (UP, DOWN, ...), from its CSV stats."""
+    status, text = http_get(stats_port, "/;csv")
+    assert status == 200
+    states = {}
+    for line in text.splitlines():
+        fields = line.split(",")
+        if len(fields) > 17 and fields[0] == "nodes" and fields[1].startswith("node"):
+            states[fields[1]] = fields[17]
+    return states
