@@ -269,6 +269,7 @@ struct ServeCommand: ParsableCommand {
         // Unbuffered, so a test or script reading our stdout sees the line at once.
         FileHandle.standardOutput.write(
             Data("pinwheel listening on \(scheme)://\(urlHost(host)):\(server.port)\n".utf8))
+        let relay = try startPresenceRelay(server: server, logger: logger)
         let tourists = try startBots(server: server, secure: tlsCert != nil, logger: logger)
         if let token = live?.token { startMovers(server: server, token: token, logger: logger) }
 
@@ -301,6 +302,7 @@ struct ServeCommand: ParsableCommand {
             try? FileManager.default.removeItem(atPath: directory)
         }
         tourists?.stop()
+        relay?.stop()
         for source in sources { source.cancel() }
         logger.info("stopped")
     }
@@ -367,6 +369,16 @@ struct ServeCommand: ParsableCommand {
         thread.name = "pinwheel-movers"
         thread.start()
         logger.info("\(movers) simulated vehicles moving (\(Int(moversRate)) changes/s through /v1/changes)")
+    }
+
+    /// With `--log nats://…`: the presence outlines of every node's sessions, over core NATS.
+    private func startPresenceRelay(server: Server, logger: Logger) throws -> PresenceRelay? {
+        guard log != "file" else { return nil }
+        let relay = try PresenceRelay(
+            board: server.presence, servers: natsServers, name: "pinwheel presence \(urlHost(host)):\(server.port)")
+        try relay.start()
+        logger.info("presence shared with the other nodes on \(PresenceRelay.subject) as node \(relay.node)")
+        return relay
     }
 
     /// `--bots N`: N tourists on loopback (or on the bound address), with an origin the server accepts.

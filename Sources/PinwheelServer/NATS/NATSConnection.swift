@@ -78,12 +78,13 @@ final class NATSConnection: @unchecked Sendable {
     /// Unsubscribes everything and closes the connection; any thread, idempotent.
     func close() {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        for address in subscriptions.withLock({ $0 }) {
-            let subscription = OpaquePointer(bitPattern: address)
-            natsSubscription_Unsubscribe(subscription)
-            natsSubscription_Destroy(subscription)
-        }
+        // Closing the connection first: unsubscribing an ordered consumer would ask JetStream to delete
+        // it and wait for the answer, up to the request timeout when the servers are gone. The servers
+        // delete an ephemeral consumer by themselves once nobody reads it.
         natsConnection_Close(connection)
+        for address in subscriptions.withLock({ $0 }) {
+            natsSubscription_Destroy(OpaquePointer(bitPattern: address))
+        }
     }
 
     /// The servers the client knows now: those it was given and those the cluster announced.
