@@ -24,7 +24,7 @@ struct PresenceAcrossNodesTests {
     }
 
     @Test("a node announces only on change or once a second, never with nothing to say, at most maxShown sessions")
-    func announcementsAreRateLimitedAndCapped() {
+    func announcementsAreRateLimitedAndCapped() throws {
         let board = PresenceBoard(maxShown: 3)
         #expect(board.announcement(node: "n", now: Self.start) == nil)
         for k in 0..<10 { board.update(connection: ConnectionID(rawValue: UInt64(k)), bbox: Self.box, zoom: 3) }
