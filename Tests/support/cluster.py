@@ -113,11 +113,11 @@ class Cluster:
         self.nats = NatsCluster(self.folder / "nats")
         token_file = self.folder / "token"
         token_file.write_text(TOKEN + "\n")
+        self.node_args = [
+            ["--synthetic", "2000", "--data-dir", str(self.folder / f"node-{i}"), "--ingest-token-file",
+             str(token_file), "--allowed-origin", "*", "--drain", str(drain), *extra_args]
+            for i in range(nodes)]
         self.nodes = []
-        for i in range(nodes):
-            args = ["--synthetic", "2000", "--data-dir", str(self.folder / f"node-{i}"),
-                    "--ingest-token-file", str(token_file), "--allowed-origin", "*", "--drain", str(drain), *extra_args]
-            self.nodes.append(args)
         self.proxy = None
         self.with_proxy = proxy
 
@@ -125,7 +125,7 @@ class Cluster:
         self.nats.start()
         self.nats.wait_healthy()
         log_args = ["--log", "nats://" + self.nats.urls]
-        self.nodes = [PinwheelServer(pinwheel_binary(), args + log_args).start() for args in self.nodes]
+        self.nodes = [PinwheelServer(pinwheel_binary(), args + log_args).start() for args in self.node_args]
         if self.with_proxy:
             self.proxy = HAProxy(self.folder, [n.port for n in self.nodes]).start()
         return self
@@ -133,10 +133,13 @@ class Cluster:
     def stop(self):
         if self.proxy:
             self.proxy.stop()
+        # Every node drains at the same time, then each is waited for.
         for node in self.nodes:
-            if isinstance(node, PinwheelServer):
-                node.stop()
-                node.log.close()
+            if node.process and node.process.poll() is None:
+                node.process.send_signal(signal.SIGTERM)
+        for node in self.nodes:
+            node.stop()
+            node.log.close()
         self.nats.stop()
 
 
