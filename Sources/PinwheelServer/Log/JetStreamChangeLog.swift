@@ -23,6 +23,9 @@ import Synchronization
 ///
 /// An append answers once JetStream has acknowledged the record (stored on a majority of the
 /// stream's replicas) and this node has applied it, so the producer's next read on this node sees it.
+/// A failed append stored nothing, except when the acknowledgement timed out: JetStream may then
+/// have stored the record, and every node applies it when it arrives (the producer's retry of the
+/// same changes ends in the same points).
 public final class JetStreamChangeLog: ChangeLog, @unchecked Sendable {
     public struct Options: Sendable {
         /// `nats://host:port` URLs of the NATS cluster.
