@@ -126,6 +126,53 @@ struct JetStreamChangeLogTests {
         b.close()
     }
 
+    @Test("a node whose snapshot is newer than the stream (deleted and made again) refuses to start")
+    func streamBehindSnapshot() throws {
+        let server = try NATSServerProcess()
+        let (dirA, dirB) = (Directory(), Directory())
+        let a = try JetStreamChangeLog(options: Self.options(server, dirA))
+        try a.saveSnapshot(LogSnapshot(version: 0, bytes: []))
+        _ = try a.open(after: 0) { _ in }
+        for k in 0..<5 { _ = try Self.appendAndWait(a, [FileChangeLogTests.change(k)]) }
+        try a.saveSnapshot(LogSnapshot(version: 5, bytes: [5]))
+        a.close()
+        let admin = try NATSConnection(servers: [server.url], name: "test")
+        try admin.deleteStream(a.options.stream)
+        _ = try JetStreamChangeLog(options: Self.options(server, dirB))
+        let again = try JetStreamChangeLog(options: Self.options(server, dirA))
+        #expect(try again.latestSnapshot()?.version == 5)
+        #expect(throws: ChangeLogError.streamBehind(stream: "PINWHEEL", lastSequence: 0, snapshotSequence: 5)) {
+            _ = try again.open(after: 5) { _ in }
+        }
+    }
+
+    @Test("a node whose next records were purged from the stream refuses to start rather than skip them")
+    func streamTrimmedAfterSnapshot() throws {
+        let server = try NATSServerProcess()
+        let (dirA, dirB) = (Directory(), Directory())
+        let a = try JetStreamChangeLog(options: Self.options(server, dirA))
+        try a.saveSnapshot(LogSnapshot(version: 0, bytes: []))
+        _ = try a.open(after: 0) { _ in }
+        for k in 0..<5 {
+            _ = try Self.appendAndWait(a, [FileChangeLogTests.change(k)])
+            if k == 1 { try a.saveSnapshot(LogSnapshot(version: 2, bytes: [2])) }
+        }
+        a.close()
+        // B is running through the purge; a node starting from nothing afterwards could not.
+        let b = try JetStreamChangeLog(options: Self.options(server, dirB))
+        try b.saveSnapshot(LogSnapshot(version: 0, bytes: []))
+        _ = try b.open(after: 0) { _ in }
+        let admin = try NATSConnection(servers: [server.url], name: "test")
+        try admin.purgeStream(a.options.stream)
+        _ = try Self.appendAndWait(b, [FileChangeLogTests.change(9)])
+        b.close()
+        let again = try JetStreamChangeLog(options: Self.options(server, dirA))
+        #expect(try again.latestSnapshot()?.version == 2)
+        #expect(throws: ChangeLogError.streamTrimmed(stream: "PINWHEEL", firstSequence: 6, snapshotSequence: 2)) {
+            _ = try again.open(after: 2) { _ in }
+        }
+    }
+
     @Test("with no NATS server answering, the error names the C function that failed")
     func noServer() {
         let dir = Directory()

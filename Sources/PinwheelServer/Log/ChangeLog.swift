@@ -68,6 +68,10 @@ public enum ChangeLogError: Error, Equatable, Sendable, CustomStringConvertible 
     /// The replicated stream ends before the sequence this node's snapshot was taken at: the stream
     /// was deleted or replaced, and replaying it would silently lose changes.
     case streamBehind(stream: String, lastSequence: UInt64, snapshotSequence: UInt64)
+    /// The replicated stream no longer holds the records right after this node's snapshot (they were
+    /// purged or aged out): replaying from what is left would skip changes. Copy a newer snapshot from
+    /// another node into the data folder.
+    case streamTrimmed(stream: String, firstSequence: UInt64, snapshotSequence: UInt64)
     /// A record too large for the transport that carries it.
     case recordTooLarge(bytes: Int, limit: Int)
 
@@ -79,6 +83,8 @@ public enum ChangeLogError: Error, Equatable, Sendable, CustomStringConvertible 
         case .nats(let function, let reason): "\(function) failed: \(reason)"
         case .streamBehind(let stream, let last, let snapshot):
             "stream \(stream) ends at sequence \(last), before this node's snapshot at sequence \(snapshot)"
+        case .streamTrimmed(let stream, let first, let snapshot):
+            "stream \(stream) starts at sequence \(first), but this node's snapshot needs every record after \(snapshot)"
         case .recordTooLarge(let bytes, let limit): "a record of \(bytes) bytes is over the limit of \(limit) bytes"
         }
     }

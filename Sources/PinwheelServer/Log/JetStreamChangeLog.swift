@@ -233,9 +233,13 @@ public final class JetStreamChangeLog: ChangeLog, @unchecked Sendable {
         guard let start else {
             throw .corrupt(path: options.directory, offset: 0, reason: "no snapshot of this log at version \(version)")
         }
-        let last = try connection.streamInfo(options.stream)?.lastSequence ?? 0
+        let stream = try connection.streamInfo(options.stream)
+        let last = stream?.lastSequence ?? 0
         if last < start {
             throw .streamBehind(stream: options.stream, lastSequence: last, snapshotSequence: start)
+        }
+        if let first = stream?.firstSequence, last > start, first > start + 1 {
+            throw .streamTrimmed(stream: options.stream, firstSequence: first, snapshotSequence: start)
         }
         if last > start { state.withLock { $0.catchingUpTo = last } }
         try connection.subscribeOrdered(stream: options.stream, subject: options.subject, after: start) {

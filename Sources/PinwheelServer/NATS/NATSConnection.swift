@@ -151,8 +151,10 @@ final class NATSConnection: @unchecked Sendable {
         return Int(info?.pointee.Config?.pointee.Replicas ?? Int64(replicas))
     }
 
-    /// The stream's last sequence and replicas, nil when there is no such stream.
-    func streamInfo(_ name: String) throws(ChangeLogError) -> (lastSequence: UInt64, replicas: Int)? {
+    /// The stream's first and last sequences and its replicas, nil when there is no such stream.
+    func streamInfo(_ name: String) throws(ChangeLogError) -> (
+        firstSequence: UInt64, lastSequence: UInt64, replicas: Int
+    )? {
         var info: UnsafeMutablePointer<jsStreamInfo>?
         var code = jsErrCode(0)
         let status = js_GetStreamInfo(&info, jetStream, name, nil, &code)
@@ -160,7 +162,20 @@ final class NATSConnection: @unchecked Sendable {
         if status == NATS_NOT_FOUND { return nil }
         try Self.check(status, "js_GetStreamInfo", code)
         guard let info else { return nil }
-        return (info.pointee.State.LastSeq, Int(info.pointee.Config?.pointee.Replicas ?? 1))
+        let state = info.pointee.State
+        return (state.FirstSeq, state.LastSeq, Int(info.pointee.Config?.pointee.Replicas ?? 1))
+    }
+
+    /// Deletes every message of the stream; its sequence numbers go on from where they were.
+    func purgeStream(_ name: String) throws(ChangeLogError) {
+        var code = jsErrCode(0)
+        try Self.check(js_PurgeStream(jetStream, name, nil, &code), "js_PurgeStream", code)
+    }
+
+    /// Deletes the stream and everything in it.
+    func deleteStream(_ name: String) throws(ChangeLogError) {
+        var code = jsErrCode(0)
+        try Self.check(js_DeleteStream(jetStream, name, nil, &code), "js_DeleteStream", code)
     }
 
     /// Publishes to a stream and waits for JetStream's acknowledgement: the message is then stored on
