@@ -257,7 +257,7 @@ final class NATSConnection: @unchecked Sendable {
         var last = NATS_OK
         if let detail = nats_GetLastError(&last), last == status {
             let text = String(cString: detail)
-            if !text.isEmpty && text != reason { reason += " (\(text))" }
+            if !text.isEmpty && !text.hasSuffix(reason) { reason += " (\(text))" }
         }
         if code.rawValue != 0 { reason += ", JetStream error \(code.rawValue)" }
         return .nats(function: function, reason: reason)
