@@ -88,7 +88,6 @@ public final class JetStreamChangeLog: ChangeLog, @unchecked Sendable {
     private let state = Mutex(State())
     /// Signalled when `open` has caught up.
     private let caughtUp = DispatchSemaphore(value: 0)
-    private let applied = Atomic<UInt64>(0)
 
     /// Connects to the cluster and makes the stream if it does not exist yet.
     /// - Throws: ``ChangeLogError/nats(function:reason:)`` when no server answers or JetStream refuses.
@@ -116,9 +115,6 @@ public final class JetStreamChangeLog: ChangeLog, @unchecked Sendable {
         var random = SystemRandomNumberGenerator()
         node = String(random.next(), radix: 36)
     }
-
-    /// Records applied so far (replayed and live), for tests and metrics.
-    public var appliedRecords: UInt64 { applied.load(ordering: .relaxed) }
 
     // MARK: Snapshots
 
@@ -258,7 +254,6 @@ public final class JetStreamChangeLog: ChangeLog, @unchecked Sendable {
         let changes = (try? ChangeCodec.decode(ArraySlice(message.data))) ?? []
         // A message that is not a record (published by something else) changes nothing, on every node.
         if !changes.isEmpty { apply(LoggedChanges(first: version + 1, changes: changes)) }
-        applied.add(1, ordering: .relaxed)
         let (waiter, done) = state.withLock { s -> (Waiter?, Bool) in
             s.version = version + UInt64(changes.count)
             s.sequence = message.streamSequence
