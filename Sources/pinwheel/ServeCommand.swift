@@ -256,6 +256,7 @@ struct ServeCommand: ParsableCommand {
             } else {
                 var options = JetStreamChangeLog.Options(servers: natsServers, directory: live.directory)
                 options.name = "pinwheel \(urlHost(host)):\(port)"
+                options.connectionEvents = { event in logger.warning("change log: \(event)") }
                 let replicated = try JetStreamChangeLog(options: options)
                 logger.info("change log: stream \(options.stream) on \(log), \(replicated.replicas) replicas")
                 changeLog = replicated

@@ -44,6 +44,8 @@ public final class JetStreamChangeLog: ChangeLog, @unchecked Sendable {
         public var startTimeout: Duration = .seconds(30)
         /// How this node appears in the NATS servers' monitoring.
         public var name = "pinwheel"
+        /// Told, on a NATS client thread, when the connection is lost and when it is back.
+        public var connectionEvents: (@Sendable (String) -> Void)?
 
         public init(servers: [String], directory: String) {
             self.servers = servers
@@ -98,7 +100,7 @@ public final class JetStreamChangeLog: ChangeLog, @unchecked Sendable {
         } catch {
             throw .io(path: options.directory, operation: "mkdir", errno: EACCES)
         }
-        connection = try NATSConnection(servers: options.servers, name: options.name)
+        connection = try NATSConnection(servers: options.servers, name: options.name, events: options.connectionEvents)
         let wanted = options.replicas ?? min(3, max(options.servers.count, connection.knownServers))
         // A NATS cluster that is starting answers before it has elected its JetStream leader: retry a while.
         let deadline = ContinuousClock.now + options.startTimeout

@@ -23,11 +23,24 @@ final class NATSConnection: @unchecked Sendable {
         init(_ body: @escaping @Sendable (Message) -> Void) { self.body = body }
     }
 
+    /// What the connection reports about itself: losing its server, and finding one again.
+    final class EventHandler: @unchecked Sendable {
+        let body: @Sendable (String) -> Void
+        /// Set by ``NATSConnection/close()``: the disconnection that follows is ours, not news.
+        let closing = Atomic<Bool>(false)
+        init(_ body: @escaping @Sendable (String) -> Void) { self.body = body }
+
+        func report(_ event: String) {
+            if !closing.load(ordering: .acquiring) { body(event) }
+        }
+    }
+
     private let connection: OpaquePointer
     private let jetStream: OpaquePointer
     /// Handlers and C strings live as long as the connection: the client may use them until it is destroyed.
     /// (C pointers are kept as their addresses, which may cross threads.)
     private let retained = Mutex<(handlers: [Unmanaged<Handler>], strings: [Int])>(([], []))
+    private let events: Unmanaged<EventHandler>?
     private let subscriptions = Mutex<[Int]>([])
     private let closed = Atomic<Bool>(false)
 
@@ -36,7 +49,11 @@ final class NATSConnection: @unchecked Sendable {
     ///   - servers: `nats://host:port` URLs of the cluster (the client learns the rest from them).
     ///   - name: how this client appears in the servers' monitoring.
     ///   - requestTimeout: how long JetStream requests and publishes wait for an answer.
-    init(servers: [String], name: String, requestTimeout: Duration = .seconds(5)) throws(ChangeLogError) {
+    ///   - events: told, on a client thread, when the connection is lost and when it is back.
+    init(
+        servers: [String], name: String, requestTimeout: Duration = .seconds(5),
+        events: (@Sendable (String) -> Void)? = nil
+    ) throws(ChangeLogError) {
         var options: OpaquePointer?
         try Self.check(natsOptions_Create(&options), "natsOptions_Create")
         defer { natsOptions_Destroy(options) }
@@ -49,9 +66,20 @@ final class NATSConnection: @unchecked Sendable {
         try Self.check(natsOptions_SetMaxReconnect(options, -1), "natsOptions_SetMaxReconnect")
         try Self.check(natsOptions_SetReconnectWait(options, 250), "natsOptions_SetReconnectWait")
         try Self.check(natsOptions_SetTimeout(options, 2000), "natsOptions_SetTimeout")
+        let box = events.map { Unmanaged.passRetained(EventHandler($0)) }
+        if let box {
+            let closure = box.toOpaque()
+            try Self.check(
+                natsOptions_SetDisconnectedCB(options, natsDisconnected, closure), "natsOptions_SetDisconnectedCB")
+            try Self.check(
+                natsOptions_SetReconnectedCB(options, natsReconnected, closure), "natsOptions_SetReconnectedCB")
+        }
         var made: OpaquePointer?
-        try Self.check(natsConnection_Connect(&made, options), "natsConnection_Connect")
-        guard let made else { throw .nats(function: "natsConnection_Connect", reason: "no connection") }
+        let connected = natsConnection_Connect(&made, options)
+        guard connected == NATS_OK, let made else {
+            box?.release()
+            throw Self.failure(connected, "natsConnection_Connect")
+        }
         var jsOptions = jsOptions()
         jsOptions_Init(&jsOptions)
         jsOptions.Wait = Int64(requestTimeout.milliseconds)
@@ -59,10 +87,12 @@ final class NATSConnection: @unchecked Sendable {
         let status = natsConnection_JetStream(&context, made, &jsOptions)
         guard status == NATS_OK, let context else {
             natsConnection_Destroy(made)
+            box?.release()
             throw Self.failure(status, "natsConnection_JetStream")
         }
         connection = made
         jetStream = context
+        self.events = box
     }
 
     deinit {
@@ -73,6 +103,7 @@ final class NATSConnection: @unchecked Sendable {
             for handler in kept.handlers { handler.release() }
             for address in kept.strings { free(UnsafeMutableRawPointer(bitPattern: address)) }
         }
+        events?.release()
     }
 
     /// Unsubscribes everything and closes the connection; any thread, idempotent.
@@ -81,6 +112,7 @@ final class NATSConnection: @unchecked Sendable {
         // Closing the connection first: unsubscribing an ordered consumer would ask JetStream to delete
         // it and wait for the answer, up to the request timeout when the servers are gone. The servers
         // delete an ephemeral consumer by themselves once nobody reads it.
+        events?.takeUnretainedValue().closing.store(true, ordering: .releasing)
         natsConnection_Close(connection)
         for address in subscriptions.withLock({ $0 }) {
             natsSubscription_Destroy(OpaquePointer(bitPattern: address))
@@ -262,6 +294,23 @@ final class NATSConnection: @unchecked Sendable {
         if code.rawValue != 0 { reason += ", JetStream error \(code.rawValue)" }
         return .nats(function: function, reason: reason)
     }
+}
+
+/// The C client's callback when the connection to its server is lost (it then reconnects by itself).
+private let natsDisconnected: natsConnectionHandler = { _, closure in
+    guard let closure else { return }
+    Unmanaged<NATSConnection.EventHandler>.fromOpaque(closure).takeUnretainedValue()
+        .report("lost its NATS server; reconnecting to any server of the cluster")
+}
+
+/// The C client's callback when it is connected again, to whichever server answered.
+private let natsReconnected: natsConnectionHandler = { connection, closure in
+    guard let closure else { return }
+    var url = [CChar](repeating: 0, count: 256)
+    let known = natsConnection_GetConnectedUrl(connection, &url, url.count) == NATS_OK
+    let server =
+        known ? String(decoding: url.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "a NATS server"
+    Unmanaged<NATSConnection.EventHandler>.fromOpaque(closure).takeUnretainedValue().report("reconnected to \(server)")
 }
 
 /// The C client's message callback for every subscription: recovers the handler from the closure
