@@ -240,7 +240,8 @@ final class NATSConnection: @unchecked Sendable {
     /// every new one: an ordered consumer, which the client re-creates from where it was after a gap
     /// or a lost server.
     func subscribeOrdered(
-        stream: String, subject: String, after sequence: UInt64, handler: @escaping @Sendable (Message) -> Void
+        stream: String, subject: String, after sequence: UInt64, heartbeat: Duration = .seconds(1),
+        handler: @escaping @Sendable (Message) -> Void
     ) throws(ChangeLogError) {
         let closure = keep(handler)
         let cStream = keep(stream)
@@ -248,6 +249,10 @@ final class NATSConnection: @unchecked Sendable {
         jsSubOptions_Init(&options)
         options.Stream = UnsafePointer(cStream)
         options.Ordered = true
+        // The server sends a heartbeat when it has nothing to deliver for this long; two missed ones make
+        // the client re-create the consumer. The client's default, 5 s, left a node whose consumer lived
+        // on a dead NATS server without changes (and its producers without answers) for up to 20 s.
+        options.Config.Heartbeat = Int64(heartbeat.milliseconds) * 1_000_000
         if sequence > 0 {
             options.Config.DeliverPolicy = js_DeliverByStartSequence
             options.Config.OptStartSeq = sequence + 1
