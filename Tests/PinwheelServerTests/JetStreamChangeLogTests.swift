@@ -173,6 +173,23 @@ struct JetStreamChangeLogTests {
         }
     }
 
+    @Test("a node starting from other data than the stream was made for is refused; the same data is welcome")
+    func initialDataMustMatch() throws {
+        let server = try NATSServerProcess()
+        let (dirA, dirB, dirC) = (Directory(), Directory(), Directory())
+        let a = try JetStreamChangeLog(options: Self.options(server, dirA))
+        try a.saveSnapshot(LogSnapshot(version: 0, bytes: [1, 2, 3]))
+        let b = try JetStreamChangeLog(options: Self.options(server, dirB))
+        #expect {
+            try b.saveSnapshot(LogSnapshot(version: 0, bytes: [9]))
+        } throws: { error in
+            guard case .initialDataDiffers(let stream, _, _) = error as? ChangeLogError else { return false }
+            return stream == "PINWHEEL"
+        }
+        let c = try JetStreamChangeLog(options: Self.options(server, dirC))
+        try c.saveSnapshot(LogSnapshot(version: 0, bytes: [1, 2, 3]))
+    }
+
     @Test("with no NATS server answering, the error names the C function that failed")
     func noServer() {
         let dir = Directory()

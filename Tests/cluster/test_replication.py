@@ -2,6 +2,7 @@
 to all three nodes at once, the three serve identical features for the same viewports."""
 
 import random
+import subprocess
 import sys
 import threading
 import time
@@ -11,6 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
 from cluster import wait_for_version  # noqa: E402
 from ingest import post_changes  # noqa: E402
 from live_patch import TOKEN, patch_box  # noqa: E402
+from pinwheel_process import pinwheel_binary  # noqa: E402
 from viewer import Watcher  # noqa: E402
 
 BOX = patch_box(0.05)
@@ -103,3 +105,11 @@ def test_three_nodes_serve_identical_features_after_10000_random_changes_posted_
         assert seen[0], f"no features at {bbox} zoom {zoom}"
         for k in (1, 2):
             assert seen[k] == seen[0], f"node {k} differs from node 0 at {bbox} zoom {zoom}"
+
+
+def test_a_node_started_from_other_data_than_the_cluster_is_refused(shared_cluster, tmp_path):
+    args = [pinwheel_binary(), "serve", "--port", "0", "--synthetic", "1999", "--data-dir", str(tmp_path / "odd"),
+            "--log", "nats://" + shared_cluster.nats.urls]
+    result = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0
+    assert "start every node from the same --data" in result.stderr, result.stderr

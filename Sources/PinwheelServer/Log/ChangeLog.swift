@@ -72,6 +72,9 @@ public enum ChangeLogError: Error, Equatable, Sendable, CustomStringConvertible 
     /// purged or aged out): replaying from what is left would skip changes. Copy a newer snapshot from
     /// another node into the data folder.
     case streamTrimmed(stream: String, firstSequence: UInt64, snapshotSequence: UInt64)
+    /// This node's data at version 0 is not the data the replicated stream's changes were made to:
+    /// every node of a cluster must start from the same `--data` (or `--synthetic N`).
+    case initialDataDiffers(stream: String, expected: String, found: String)
     /// A record too large for the transport that carries it.
     case recordTooLarge(bytes: Int, limit: Int)
 
@@ -85,6 +88,8 @@ public enum ChangeLogError: Error, Equatable, Sendable, CustomStringConvertible 
             "stream \(stream) ends at sequence \(last), before this node's snapshot at sequence \(snapshot)"
         case .streamTrimmed(let stream, let first, let snapshot):
             "stream \(stream) starts at sequence \(first), but this node's snapshot needs every record after \(snapshot)"
+        case .initialDataDiffers(let stream, let theirs, let ours):
+            "this node starts from other data than stream \(stream) was made for (\(ours), the stream's: \(theirs)); start every node from the same --data"
         case .recordTooLarge(let bytes, let limit): "a record of \(bytes) bytes is over the limit of \(limit) bytes"
         }
     }

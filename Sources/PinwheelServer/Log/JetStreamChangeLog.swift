@@ -135,6 +135,7 @@ public final class JetStreamChangeLog: ChangeLog, @unchecked Sendable {
     }
 
     public func saveSnapshot(_ snapshot: LogSnapshot) throws(ChangeLogError) {
+        if snapshot.version == 0 { try checkInitialData(snapshot.bytes) }
         let found = state.withLock { s -> UInt64? in
             guard let k = s.ends.lastIndex(where: { $0.version == snapshot.version }) else { return nil }
             let sequence = s.ends[k].sequence
@@ -155,6 +156,22 @@ public final class JetStreamChangeLog: ChangeLog, @unchecked Sendable {
         let path = "\(options.directory)/\(name)"
         try Self.writeDurably(path, w.bytes + snapshot.bytes, directory: options.directory)
         for (_, old) in try snapshotFiles().dropLast(Self.keptSnapshots) { unlink("\(options.directory)/\(old)") }
+    }
+
+    /// Records what version 0 is in the stream's description, or checks that this node's version 0 is the
+    /// same: a node starting from other data would apply the same changes and end with other points.
+    private func checkInitialData(_ bytes: [UInt8]) throws(ChangeLogError) {
+        let ours = "version 0: \(bytes.count) bytes, CRC-32 \(String(CRC32.checksum(bytes), radix: 16))"
+        if let theirs = try connection.streamDescription(options.stream), !theirs.isEmpty {
+            guard theirs == ours else {
+                throw .initialDataDiffers(stream: options.stream, expected: theirs, found: ours)
+            }
+            return
+        }
+        try connection.setStreamDescription(options.stream, ours)
+        // Another node may have described it at the same moment: the last one stands.
+        let settled = try connection.streamDescription(options.stream) ?? ""
+        guard settled == ours else { throw .initialDataDiffers(stream: options.stream, expected: settled, found: ours) }
     }
 
     /// `snapshot-<20 digits>.jss` files, oldest first.

@@ -198,6 +198,37 @@ final class NATSConnection: @unchecked Sendable {
         return (state.FirstSeq, state.LastSeq, Int(info.pointee.Config?.pointee.Replicas ?? 1))
     }
 
+    /// The stream's description, nil when it has none (or there is no such stream).
+    func streamDescription(_ name: String) throws(ChangeLogError) -> String? {
+        var info: UnsafeMutablePointer<jsStreamInfo>?
+        var code = jsErrCode(0)
+        let status = js_GetStreamInfo(&info, jetStream, name, nil, &code)
+        defer { jsStreamInfo_Destroy(info) }
+        if status == NATS_NOT_FOUND { return nil }
+        try Self.check(status, "js_GetStreamInfo", code)
+        guard let description = info?.pointee.Config?.pointee.Description else { return nil }
+        return String(cString: description)
+    }
+
+    /// Sets the stream's description, keeping the rest of its configuration.
+    func setStreamDescription(_ name: String, _ description: String) throws(ChangeLogError) {
+        var info: UnsafeMutablePointer<jsStreamInfo>?
+        var code = jsErrCode(0)
+        try Self.check(js_GetStreamInfo(&info, jetStream, name, nil, &code), "js_GetStreamInfo", code)
+        defer { jsStreamInfo_Destroy(info) }
+        guard let current = info?.pointee.Config?.pointee else {
+            throw .nats(function: "js_GetStreamInfo", reason: "no configuration for stream \(name)")
+        }
+        var config = current
+        var updated: UnsafeMutablePointer<jsStreamInfo>?
+        let status = description.withCString { text in
+            config.Description = text
+            return js_UpdateStream(&updated, jetStream, &config, nil, &code)
+        }
+        jsStreamInfo_Destroy(updated)
+        try Self.check(status, "js_UpdateStream", code)
+    }
+
     /// Deletes every message of the stream; its sequence numbers go on from where they were.
     func purgeStream(_ name: String) throws(ChangeLogError) {
         var code = jsErrCode(0)
