@@ -17,10 +17,20 @@ from pinwheel_process import ARTIFACTS, ROOT, PinwheelServer, pinwheel_binary
 HAPROXY_CONFIG = ROOT / "deploy" / "haproxy.cfg"
 
 
+# Ports handed out by this process: the kernel may offer a port again once its socket is closed, and
+# two servers of one cluster given the same port would talk to each other's protocol.
+_given = set()
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port free now and not handed out before by this process."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _given:
+            _given.add(port)
+            return port
 
 
 def wait_for_port(port, timeout_s=20, process=None):

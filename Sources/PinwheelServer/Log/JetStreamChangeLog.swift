@@ -135,7 +135,7 @@ public final class JetStreamChangeLog: ChangeLog, @unchecked Sendable {
     }
 
     public func saveSnapshot(_ snapshot: LogSnapshot) throws(ChangeLogError) {
-        if snapshot.version == 0 { try checkInitialData(snapshot.bytes) }
+        if snapshot.version == 0 { try checkInitialDataRetrying(snapshot.bytes) }
         let found = state.withLock { s -> UInt64? in
             guard let k = s.ends.lastIndex(where: { $0.version == snapshot.version }) else { return nil }
             let sequence = s.ends[k].sequence
@@ -156,6 +156,21 @@ public final class JetStreamChangeLog: ChangeLog, @unchecked Sendable {
         let path = "\(options.directory)/\(name)"
         try Self.writeDurably(path, w.bytes + snapshot.bytes, directory: options.directory)
         for (_, old) in try snapshotFiles().dropLast(Self.keptSnapshots) { unlink("\(options.directory)/\(old)") }
+    }
+
+    /// ``checkInitialData(_:)``, again while it fails for NATS reasons, for at most `startTimeout`: a
+    /// NATS cluster that is starting answers before its JetStream has a leader, and nodes starting at
+    /// once update the stream at once.
+    private func checkInitialDataRetrying(_ bytes: [UInt8]) throws(ChangeLogError) {
+        let deadline = ContinuousClock.now + options.startTimeout
+        while true {
+            do {
+                return try checkInitialData(bytes)
+            } catch {
+                guard case .nats = error, ContinuousClock.now < deadline else { throw error }
+                Thread.sleep(forTimeInterval: 0.25)
+            }
+        }
     }
 
     /// Records what version 0 is in the stream's description, or checks that this node's version 0 is the
