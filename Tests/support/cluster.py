@@ -132,12 +132,20 @@ class Cluster:
         self.with_proxy = proxy
 
     def start(self):
-        self.nats.start()
-        self.nats.wait_healthy()
-        log_args = ["--log", "nats://" + self.nats.urls]
-        self.nodes = [PinwheelServer(pinwheel_binary(), args + log_args).start() for args in self.node_args]
-        if self.with_proxy:
-            self.proxy = HAProxy(self.folder, [n.port for n in self.nodes]).start()
+        try:
+            self.nats.start()
+            self.nats.wait_healthy()
+            log_args = ["--log", "nats://" + self.nats.urls]
+            for args in self.node_args:
+                self.nodes.append(PinwheelServer(pinwheel_binary(), args + log_args))
+                self.nodes[-1].start()
+            if self.with_proxy:
+                self.proxy = HAProxy(self.folder, [n.port for n in self.nodes])
+                self.proxy.start()
+        except BaseException:
+            # Whatever started is stopped: a failed start leaves no process behind.
+            self.stop()
+            raise
         return self
 
     def stop(self):
