@@ -3,6 +3,7 @@ import PackageDescription
 
 // The arrows point one way (docs/architecture.md):
 //   pinwheel -> PinwheelServer | PinwheelLoad -> PinwheelTransport -> CLibWebSockets (+ CDeflateGuard)
+//   PinwheelServer -> CNATS (the replicated change log and presence across nodes)
 //   and every module -> PinwheelCore, which does no I/O.
 let package = Package(
     name: "pinwheel",
@@ -28,6 +29,11 @@ let package = Package(
             pkgConfig: "libwebsockets",
             providers: [.apt(["libwebsockets-dev"])]
         ),
+        .systemLibrary(
+            name: "CNATS",
+            pkgConfig: "libnats",
+            providers: [.apt(["libnats-dev"])]
+        ),
         // lws's permessage-deflate assertions that a peer can reach, contained (see deflate_guard.c).
         .target(name: "CDeflateGuard"),
         // Persistent maps let a live index publish its changes without copying them.
@@ -36,11 +42,13 @@ let package = Package(
             dependencies: [.product(name: "HashTreeCollections", package: "swift-collections")]),
         // The libwebsockets wrapper: the only module that imports CLibWebSockets.
         .target(name: "PinwheelTransport", dependencies: ["PinwheelCore", "CLibWebSockets", "CDeflateGuard"]),
+        // The only module that imports CNATS.
         .target(
             name: "PinwheelServer",
             dependencies: [
                 "PinwheelCore",
                 "PinwheelTransport",
+                "CNATS",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -77,6 +85,8 @@ let package = Package(
             dependencies: ["PinwheelServer", "PinwheelTransport", "PinwheelCore", "PinwheelTestSupport"]),
         .testTarget(
             name: "PinwheelLoadTests",
-            dependencies: ["PinwheelLoad", "PinwheelServer", "PinwheelTransport", "PinwheelCore", "PinwheelTestSupport"]),
+            dependencies: [
+                "PinwheelLoad", "PinwheelServer", "PinwheelTransport", "PinwheelCore", "PinwheelTestSupport",
+            ]),
     ]
 )

@@ -34,6 +34,8 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
     private let producers = Mutex<[ConnectionID: IngestConnection]>([:])
     private let stopped = DispatchSemaphore(value: 0)
     private let stopping = Atomic<Bool>(false)
+    /// Set by ``drain()``: `/healthz` answers 503 so a load balancer sends new sessions elsewhere.
+    private let draining = Atomic<Bool>(false)
 
     /// Builds every algorithm's clusterer and binds nothing yet.
     /// - Parameters:
@@ -99,6 +101,7 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
             ingest = nil
         }
         metrics.datasetLoaded(points: dataset.dataset.count, unlocated: dataset.unlocated, skipped: dataset.skipped)
+        if live != nil { metrics.dataVersionLoaded(dataset.dataset.version) }
         workers = Workers(count: configuration.workers, metrics: metrics)
         transport = WebSocketServer(configuration: transportConfiguration())
     }
@@ -115,6 +118,13 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
 
     /// The bound port (the kernel's choice when configured with 0).
     public var port: Int { transport.port }
+
+    /// Starts draining: `/healthz` answers 503 `draining` from now on, so a load balancer's health
+    /// checks take this node out and send new sessions to the others; the sessions open now keep
+    /// being served until ``stop()`` closes them with 1001 and their pages reconnect elsewhere.
+    public func drain() {
+        draining.store(true, ordering: .releasing)
+    }
 
     /// Closes every session with 1001, stops the transport and the workers; any thread, idempotent.
     public func stop() {
@@ -150,7 +160,12 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
             StaticMount(urlPath: "/vendor/leaflet", directory: configuration.leafletRoot, defaultFile: "leaflet.js"),
         ]
         c.routes = [
-            "/healthz": { _ in HTTPResponse(text: "ok\n") },
+            "/healthz": { [weak self] _ in
+                guard let self, !draining.load(ordering: .acquiring) else {
+                    return HTTPResponse(status: 503, text: "draining\n")
+                }
+                return HTTPResponse(text: "ok\n")
+            },
             "/metrics": { [weak self] _ in
                 guard let self else { return HTTPResponse(status: 503, text: "stopping\n") }
                 let stats = transport.stats

@@ -172,6 +172,9 @@ public final class ServerMetrics: Sendable {
     }
 
     /// A rebuilt index over data at `version` is now served.
+    /// The version of live data the index was first built at (a restarted node's, after its replay).
+    func dataVersionLoaded(_ version: UInt64) { dataVersion.set(Int(version)) }
+
     /// The index now serves `version`: after a refresh that took `took`, installing a rebuild that
     /// took `rebuilt` when there was one.
     func indexServes(version: UInt64, points: Int, took: Duration, rebuilt: Duration?) {

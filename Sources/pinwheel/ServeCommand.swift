@@ -6,6 +6,7 @@ import PinwheelCore
 import PinwheelLoad
 import PinwheelServer
 import PinwheelTransport
+import Synchronization
 
 /// `pinwheel serve`: the WebSocket server and the page, on one port.
 struct ServeCommand: ParsableCommand {
@@ -91,6 +92,12 @@ struct ServeCommand: ParsableCommand {
     var dataDir: String?
 
     @Option(
+        help: ArgumentHelp(
+            "Where the change log lives: file (in --data-dir) or nats://HOST:PORT[,HOST:PORT...], a NATS JetStream stream every node shares (snapshots stay in --data-dir).",
+            valueName: "file|nats-urls"))
+    var log = "file"
+
+    @Option(
         help:
             "File holding the bearer token producers must send to change data; ingest is off without it. Needs --data-dir."
     )
@@ -122,6 +129,12 @@ struct ServeCommand: ParsableCommand {
 
     @Flag(help: "Refuse permessage-deflate: less CPU and memory per session, more bytes on the wire.")
     var noDeflate = false
+
+    @Option(
+        help: ArgumentHelp(
+            "On SIGTERM, answer /healthz with 503 for this many seconds (so a load balancer stops sending new sessions here) before closing every session with 1001.",
+            valueName: "seconds"))
+    var drain: Double = 0
 
     @Option(help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel = "info"
@@ -173,6 +186,14 @@ struct ServeCommand: ParsableCommand {
         if ingestTokenFile != nil && dataDir == nil {
             throw ValidationError("--ingest-token-file needs --data-dir: accepted changes are kept there")
         }
+        if log != "file" {
+            guard log.hasPrefix("nats://"), !natsServers.isEmpty else {
+                throw ValidationError("--log must be file or nats://HOST:PORT[,HOST:PORT...], got \(log)")
+            }
+            if dataDir == nil && movers == 0 {
+                throw ValidationError("--log \(log) needs --data-dir: this node's snapshots are kept there")
+            }
+        }
         if !(ingestRate > 0 && ingestRate.isFinite) { throw ValidationError("--ingest-rate must be positive") }
         if maxIngestBytes < 1024 { throw ValidationError("--max-ingest-bytes must be at least 1024") }
         if snapshotEvery < 1 { throw ValidationError("--snapshot-every must be at least 1") }
@@ -182,6 +203,7 @@ struct ServeCommand: ParsableCommand {
         }
         if movers < 0 { throw ValidationError("--movers must be 0 or more, got \(movers)") }
         if !(moversRate > 0 && moversRate.isFinite) { throw ValidationError("--movers-rate must be positive") }
+        if !(drain >= 0 && drain.isFinite) { throw ValidationError("--drain must be 0 or more seconds") }
         if Logger.Level(rawValue: logLevel) == nil {
             throw ValidationError("--log-level must be trace, debug, info, notice, warning, error or critical")
         }
@@ -239,9 +261,18 @@ struct ServeCommand: ParsableCommand {
         configuration.compactionInterval = .milliseconds(Int64(compactionInterval * 1000))
         let server: Server
         if let live {
-            server = try Server(
-                configuration: configuration, dataset: dataset, log: FileChangeLog(directory: live.directory),
-                logger: logger)
+            let changeLog: any ChangeLog
+            if log == "file" {
+                changeLog = try FileChangeLog(directory: live.directory)
+            } else {
+                var options = JetStreamChangeLog.Options(servers: natsServers, directory: live.directory)
+                options.name = "pinwheel \(urlHost(host)):\(port)"
+                options.connectionEvents = { event in logger.warning("change log: \(event)") }
+                let replicated = try JetStreamChangeLog(options: options)
+                logger.info("change log: stream \(options.stream) on \(log), \(replicated.replicas) replicas")
+                changeLog = replicated
+            }
+            server = try Server(configuration: configuration, dataset: dataset, log: changeLog, logger: logger)
         } else {
             server = try Server(configuration: configuration, dataset: dataset, logger: logger)
         }
@@ -250,6 +281,7 @@ struct ServeCommand: ParsableCommand {
         // Unbuffered, so a test or script reading our stdout sees the line at once.
         FileHandle.standardOutput.write(
             Data("pinwheel listening on \(scheme)://\(urlHost(host)):\(server.port)\n".utf8))
+        let relay = try startPresenceRelay(server: server, logger: logger)
         let tourists = try startBots(server: server, secure: tlsCert != nil, logger: logger)
         if let token = live?.token { startMovers(server: server, token: token, logger: logger) }
 
@@ -257,9 +289,19 @@ struct ServeCommand: ParsableCommand {
         signal(SIGINT, SIG_IGN)
         signal(SIGTERM, SIG_IGN)
         let queue = DispatchQueue(label: "pinwheel.signals")
+        let drainStarted = Atomic<Bool>(false)
         let sources = [SIGINT, SIGTERM].map { signo in
             let source = DispatchSource.makeSignalSource(signal: signo, queue: queue)
-            source.setEventHandler { @Sendable in
+            source.setEventHandler { @Sendable [drain] in
+                // The first SIGTERM drains when asked to; SIGINT or a second signal stops at once.
+                if signo == SIGTERM && drain > 0 && !drainStarted.exchange(true, ordering: .acquiringAndReleasing) {
+                    logger.info(
+                        "signal \(signo): draining for \(drain) s (/healthz answers 503), then closing every session with 1001"
+                    )
+                    server.drain()
+                    queue.asyncAfter(deadline: .now() + drain) { @Sendable in server.stop() }
+                    return
+                }
                 logger.info("signal \(signo): closing every session with 1001")
                 server.stop()
             }
@@ -272,8 +314,16 @@ struct ServeCommand: ParsableCommand {
             try? FileManager.default.removeItem(atPath: directory)
         }
         tourists?.stop()
+        relay?.stop()
         for source in sources { source.cancel() }
         logger.info("stopped")
+    }
+
+    /// The NATS servers of `--log nats://A,B,...`, each as a URL.
+    private var natsServers: [String] {
+        log.dropFirst("nats://".count).split(separator: ",").map { part in
+            part.contains("://") ? String(part) : "nats://\(part)"
+        }
     }
 
     /// Where live data is kept and the token producers need; nil when the data never changes.
@@ -331,6 +381,16 @@ struct ServeCommand: ParsableCommand {
         thread.name = "pinwheel-movers"
         thread.start()
         logger.info("\(movers) simulated vehicles moving (\(Int(moversRate)) changes/s through /v1/changes)")
+    }
+
+    /// With `--log nats://…`: the presence outlines of every node's sessions, over core NATS.
+    private func startPresenceRelay(server: Server, logger: Logger) throws -> PresenceRelay? {
+        guard log != "file" else { return nil }
+        let relay = try PresenceRelay(
+            board: server.presence, servers: natsServers, name: "pinwheel presence \(urlHost(host)):\(server.port)")
+        try relay.start()
+        logger.info("presence shared with the other nodes on \(PresenceRelay.subject) as node \(relay.node)")
+        return relay
     }
 
     /// `--bots N`: N tourists on loopback (or on the bound address), with an origin the server accepts.

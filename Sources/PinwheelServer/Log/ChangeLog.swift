@@ -63,12 +63,34 @@ public enum ChangeLogError: Error, Equatable, Sendable, CustomStringConvertible 
     case corrupt(path: String, offset: Int, reason: String)
     /// The log was closed.
     case closed
+    /// A call into the NATS C client failed: the function and what it said.
+    case nats(function: String, reason: String)
+    /// The replicated stream ends before the sequence this node's snapshot was taken at: the stream
+    /// was deleted or replaced, and replaying it would silently lose changes.
+    case streamBehind(stream: String, lastSequence: UInt64, snapshotSequence: UInt64)
+    /// The replicated stream no longer holds the records right after this node's snapshot (they were
+    /// purged or aged out): replaying from what is left would skip changes. Copy a newer snapshot from
+    /// another node into the data folder.
+    case streamTrimmed(stream: String, firstSequence: UInt64, snapshotSequence: UInt64)
+    /// This node's data at version 0 is not the data the replicated stream's changes were made to:
+    /// every node of a cluster must start from the same `--data` (or `--synthetic N`).
+    case initialDataDiffers(stream: String, expected: String, found: String)
+    /// A record too large for the transport that carries it.
+    case recordTooLarge(bytes: Int, limit: Int)
 
     public var description: String {
         switch self {
         case .io(let path, let operation, let errno): "\(operation) \(path) failed: errno \(errno)"
         case .corrupt(let path, let offset, let reason): "\(path) is damaged at byte \(offset): \(reason)"
         case .closed: "the change log is closed"
+        case .nats(let function, let reason): "\(function) failed: \(reason)"
+        case .streamBehind(let stream, let last, let snapshot):
+            "stream \(stream) ends at sequence \(last), before this node's snapshot at sequence \(snapshot)"
+        case .streamTrimmed(let stream, let first, let snapshot):
+            "stream \(stream) starts at sequence \(first), but this node's snapshot needs every record after \(snapshot)"
+        case .initialDataDiffers(let stream, let theirs, let ours):
+            "this node starts from other data than stream \(stream) was made for (\(ours), the stream's: \(theirs)); start every node from the same --data"
+        case .recordTooLarge(let bytes, let limit): "a record of \(bytes) bytes is over the limit of \(limit) bytes"
         }
     }
 }

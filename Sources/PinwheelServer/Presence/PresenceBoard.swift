@@ -24,16 +24,22 @@ public final class PresenceBoard: Sendable {
         var entries: [ConnectionID: Entry] = [:]
         /// Opted-in sessions and the board's version each last got a message for.
         var watchers: [ConnectionID: UInt64] = [:]
-        /// Bumped by every change to `entries`.
+        /// Bumped by every change to `entries` or `nodes`.
         var version: UInt64 = 1
         var stopping = false
+        /// Other nodes' sessions, by node (see PresenceBoard+Nodes.swift).
+        var nodes: [String: RemoteNode] = [:]
+        /// Bumped by every change to `entries` alone: what other nodes are told about.
+        var localVersion: UInt64 = 1
+        /// The local version last announced to other nodes, and when.
+        var announced: (version: UInt64, at: ContinuousClock.Instant)?
     }
 
     /// Most other sessions one message shows.
     public let maxShown: Int
     /// Shortest time between two messages to one watcher.
     public let interval: Duration
-    private let state = Mutex(State())
+    let state = Mutex(State())
     private let finished = DispatchSemaphore(value: 0)
     private let started = Atomic<Bool>(false)
 
@@ -67,6 +73,7 @@ public final class PresenceBoard: Sendable {
     public func update(connection: ConnectionID, bbox: BBox, zoom: Double) {
         state.withLock { s in
             s.version += 1
+            s.localVersion += 1
             s.entries[connection] = Entry(bbox: bbox, zoom: zoom, stamp: s.version)
         }
     }
@@ -74,7 +81,10 @@ public final class PresenceBoard: Sendable {
     /// Forgets a session that closed: out of every later message, and no longer a watcher.
     public func remove(connection: ConnectionID) {
         state.withLock { s in
-            if s.entries.removeValue(forKey: connection) != nil { s.version += 1 }
+            if s.entries.removeValue(forKey: connection) != nil {
+                s.version += 1
+                s.localVersion += 1
+            }
             s.watchers[connection] = nil
         }
     }
@@ -89,21 +99,31 @@ public final class PresenceBoard: Sendable {
     /// Sessions shown to watchers right now (for `/metrics` and tests).
     public var sessionCount: Int { state.withLock { $0.entries.count } }
 
-    /// One round: a message for every watcher that has not seen the latest version.
-    func round() -> [(ConnectionID, [UInt8])] {
+    /// One round: a message for every watcher that has not seen the latest version. Other nodes'
+    /// sessions not announced again within ``remoteLifetime`` are dropped first.
+    func round(now: ContinuousClock.Instant = .now) -> [(ConnectionID, [UInt8])] {
         state.withLock { s in
+            Self.forgetSilentNodes(&s, now: now)
             let due = s.watchers.filter { $0.value < s.version }
             guard !due.isEmpty else { return [] }
             // The most recent maxShown + 1 entries, so each watcher still gets maxShown after leaving
-            // itself out; each entry is encoded once for every watcher.
-            let recent = s.entries.sorted { $0.value.stamp > $1.value.stamp }.prefix(maxShown + 1)
-            var fragments: [(connection: ConnectionID, json: [UInt8])] = []
-            var writer = JSONWriter(capacity: 128)
-            for (connection, entry) in recent {
+            // itself out; each entry is encoded once for every watcher. Other nodes' sessions are never
+            // the watcher itself (their owner is nil).
+            var candidates: [(owner: ConnectionID?, stamp: UInt64, viewport: PresenceViewport)] = []
+            for (connection, entry) in s.entries {
                 let viewport = PresenceViewport(
                     session: String(connection.rawValue, radix: 16), bbox: entry.bbox, zoom: entry.zoom)
-                PresenceEncoding.entry(viewport, into: &writer)
-                fragments.append((connection, writer.bytes))
+                candidates.append((connection, entry.stamp, viewport))
+            }
+            for node in s.nodes.values {
+                for viewport in node.viewports { candidates.append((nil, node.stamp, viewport)) }
+            }
+            let recent = candidates.sorted { $0.stamp > $1.stamp }.prefix(maxShown + 1)
+            var fragments: [(connection: ConnectionID?, json: [UInt8])] = []
+            var writer = JSONWriter(capacity: 128)
+            for candidate in recent {
+                PresenceEncoding.entry(candidate.viewport, into: &writer)
+                fragments.append((candidate.owner, writer.bytes))
             }
             var messages: [(ConnectionID, [UInt8])] = []
             for connection in due.keys {

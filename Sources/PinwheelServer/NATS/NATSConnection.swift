@@ -1,0 +1,376 @@
+import CNATS
+import Foundation
+import Synchronization
+
+/// One connection to a NATS cluster and JetStream on it: the only place Pinwheel calls the NATS C
+/// client. Every C failure comes back as ``ChangeLogError/nats(function:reason:)`` naming the function.
+///
+/// The client reconnects by itself (to any server of the cluster, forever); publishes made while it is
+/// disconnected fail after their timeout. Message handlers run on the client's delivery threads, one
+/// message at a time per subscription.
+final class NATSConnection: @unchecked Sendable {
+    /// What a subscription's handler gets: the message's data, its stream sequence (0 for a message
+    /// that did not come from a stream) and its `Nats-Msg-Id` header.
+    struct Message {
+        var data: UnsafeRawBufferPointer
+        var streamSequence: UInt64
+        var id: String?
+    }
+
+    /// A handler kept at a stable address for the C client's closure pointer.
+    final class Handler: @unchecked Sendable {
+        let body: @Sendable (Message) -> Void
+        init(_ body: @escaping @Sendable (Message) -> Void) { self.body = body }
+    }
+
+    /// What the connection reports about itself: losing its server, and finding one again.
+    final class EventHandler: @unchecked Sendable {
+        let body: @Sendable (String) -> Void
+        /// Set by ``NATSConnection/close()``: the disconnection that follows is ours, not news.
+        let closing = Atomic<Bool>(false)
+        init(_ body: @escaping @Sendable (String) -> Void) { self.body = body }
+
+        func report(_ event: String) {
+            if !closing.load(ordering: .acquiring) { body(event) }
+        }
+    }
+
+    private let connection: OpaquePointer
+    private let jetStream: OpaquePointer
+    /// Handlers and C strings live as long as the connection: the client may use them until it is destroyed.
+    /// (C pointers are kept as their addresses, which may cross threads.)
+    private let retained = Mutex<(handlers: [Unmanaged<Handler>], strings: [Int])>(([], []))
+    private let events: Unmanaged<EventHandler>?
+    private let subscriptions = Mutex<[Int]>([])
+    private let closed = Atomic<Bool>(false)
+
+    /// Connects to the first server of `servers` that answers.
+    /// - Parameters:
+    ///   - servers: `nats://host:port` URLs of the cluster (the client learns the rest from them).
+    ///   - name: how this client appears in the servers' monitoring.
+    ///   - requestTimeout: how long JetStream requests and publishes wait for an answer.
+    ///   - events: told, on a client thread, when the connection is lost and when it is back.
+    init(
+        servers: [String], name: String, requestTimeout: Duration = .seconds(5),
+        events: (@Sendable (String) -> Void)? = nil
+    ) throws(ChangeLogError) {
+        var options: OpaquePointer?
+        try Self.check(natsOptions_Create(&options), "natsOptions_Create")
+        defer { natsOptions_Destroy(options) }
+        let urls = servers.map { strdup($0) }
+        defer { for url in urls { free(url) } }
+        var pointers = urls.map { UnsafePointer($0) }
+        try Self.check(natsOptions_SetServers(options, &pointers, Int32(pointers.count)), "natsOptions_SetServers")
+        try Self.check(natsOptions_SetName(options, name), "natsOptions_SetName")
+        // Reconnect forever, quickly: a node without its log takes no changes and misses none.
+        try Self.check(natsOptions_SetMaxReconnect(options, -1), "natsOptions_SetMaxReconnect")
+        try Self.check(natsOptions_SetReconnectWait(options, 250), "natsOptions_SetReconnectWait")
+        try Self.check(natsOptions_SetTimeout(options, 2000), "natsOptions_SetTimeout")
+        let box = events.map { Unmanaged.passRetained(EventHandler($0)) }
+        if let box {
+            let closure = box.toOpaque()
+            try Self.check(
+                natsOptions_SetDisconnectedCB(options, natsDisconnected, closure), "natsOptions_SetDisconnectedCB")
+            try Self.check(
+                natsOptions_SetReconnectedCB(options, natsReconnected, closure), "natsOptions_SetReconnectedCB")
+        }
+        var made: OpaquePointer?
+        let connected = natsConnection_Connect(&made, options)
+        guard connected == NATS_OK, let made else {
+            box?.release()
+            throw Self.failure(connected, "natsConnection_Connect")
+        }
+        var jsOptions = jsOptions()
+        jsOptions_Init(&jsOptions)
+        jsOptions.Wait = Int64(requestTimeout.milliseconds)
+        var context: OpaquePointer?
+        let status = natsConnection_JetStream(&context, made, &jsOptions)
+        guard status == NATS_OK, let context else {
+            natsConnection_Destroy(made)
+            box?.release()
+            throw Self.failure(status, "natsConnection_JetStream")
+        }
+        connection = made
+        jetStream = context
+        self.events = box
+    }
+
+    deinit {
+        close()
+        jsCtx_Destroy(jetStream)
+        natsConnection_Destroy(connection)
+        retained.withLock { kept in
+            for handler in kept.handlers { handler.release() }
+            for address in kept.strings { free(UnsafeMutableRawPointer(bitPattern: address)) }
+        }
+        events?.release()
+    }
+
+    /// Unsubscribes everything and closes the connection; any thread, idempotent.
+    func close() {
+        guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        // Closing the connection first: unsubscribing an ordered consumer would ask JetStream to delete
+        // it and wait for the answer, up to the request timeout when the servers are gone. The servers
+        // delete an ephemeral consumer by themselves once nobody reads it.
+        events?.takeUnretainedValue().closing.store(true, ordering: .releasing)
+        natsConnection_Close(connection)
+        for address in subscriptions.withLock({ $0 }) {
+            natsSubscription_Destroy(OpaquePointer(bitPattern: address))
+        }
+    }
+
+    /// The servers the client knows now: those it was given and those the cluster announced.
+    var knownServers: Int {
+        var list: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
+        var count: Int32 = 0
+        guard natsConnection_GetServers(connection, &list, &count) == NATS_OK, let list else { return 0 }
+        for k in 0..<Int(count) { free(list[k]) }
+        free(list)
+        return Int(count)
+    }
+
+    /// Largest message the server takes, in bytes.
+    var maxPayload: Int { Int(natsConnection_GetMaxPayload(connection)) }
+
+    // MARK: Core NATS
+
+    /// Publishes on a core subject: delivered at most once to whoever listens now.
+    func publish(_ subject: String, _ bytes: [UInt8]) throws(ChangeLogError) {
+        let status = bytes.withUnsafeBytes { raw in
+            natsConnection_Publish(connection, subject, raw.baseAddress, Int32(raw.count))
+        }
+        try Self.check(status, "natsConnection_Publish")
+    }
+
+    /// Calls `handler` with every message published on `subject` from now on.
+    func subscribe(_ subject: String, handler: @escaping @Sendable (Message) -> Void) throws(ChangeLogError) {
+        let closure = keep(handler)
+        var subscription: OpaquePointer?
+        try Self.check(
+            natsConnection_Subscribe(&subscription, connection, subject, deliverNATSMessage, closure),
+            "natsConnection_Subscribe")
+        if let subscription { subscriptions.withLock { $0.append(Int(bitPattern: subscription)) } }
+    }
+
+    // MARK: JetStream
+
+    /// Makes sure stream `name` exists, capturing `subject`, stored on disk with `replicas` copies;
+    /// an existing stream is used as it is.
+    /// - Returns: the number of replicas the stream has.
+    func ensureStream(_ name: String, subject: String, replicas: Int) throws(ChangeLogError) -> Int {
+        if let existing = try streamInfo(name) { return existing.replicas }
+        var config = jsStreamConfig()
+        jsStreamConfig_Init(&config)
+        var info: UnsafeMutablePointer<jsStreamInfo>?
+        var code = jsErrCode(0)
+        let status = name.withCString { cName in
+            subject.withCString { cSubject in
+                var subjects: [UnsafePointer<CChar>?] = [cSubject]
+                return subjects.withUnsafeMutableBufferPointer { list in
+                    config.Name = cName
+                    config.Subjects = list.baseAddress
+                    config.SubjectsLen = 1
+                    config.Storage = js_FileStorage
+                    config.Replicas = Int64(replicas)
+                    return js_AddStream(&info, jetStream, &config, nil, &code)
+                }
+            }
+        }
+        defer { jsStreamInfo_Destroy(info) }
+        // Another node may have made it between the look-up and the add.
+        if status != NATS_OK, let existing = try streamInfo(name) { return existing.replicas }
+        try Self.check(status, "js_AddStream", code)
+        return Int(info?.pointee.Config?.pointee.Replicas ?? Int64(replicas))
+    }
+
+    /// The stream's first and last sequences and its replicas, nil when there is no such stream.
+    func streamInfo(_ name: String) throws(ChangeLogError) -> (
+        firstSequence: UInt64, lastSequence: UInt64, replicas: Int
+    )? {
+        var info: UnsafeMutablePointer<jsStreamInfo>?
+        var code = jsErrCode(0)
+        let status = js_GetStreamInfo(&info, jetStream, name, nil, &code)
+        defer { jsStreamInfo_Destroy(info) }
+        if status == NATS_NOT_FOUND { return nil }
+        try Self.check(status, "js_GetStreamInfo", code)
+        guard let info else { return nil }
+        let state = info.pointee.State
+        return (state.FirstSeq, state.LastSeq, Int(info.pointee.Config?.pointee.Replicas ?? 1))
+    }
+
+    /// The stream's description, nil when it has none (or there is no such stream).
+    func streamDescription(_ name: String) throws(ChangeLogError) -> String? {
+        var info: UnsafeMutablePointer<jsStreamInfo>?
+        var code = jsErrCode(0)
+        let status = js_GetStreamInfo(&info, jetStream, name, nil, &code)
+        defer { jsStreamInfo_Destroy(info) }
+        if status == NATS_NOT_FOUND { return nil }
+        try Self.check(status, "js_GetStreamInfo", code)
+        guard let description = info?.pointee.Config?.pointee.Description else { return nil }
+        return String(cString: description)
+    }
+
+    /// Sets the stream's description, keeping the rest of its configuration.
+    func setStreamDescription(_ name: String, _ description: String) throws(ChangeLogError) {
+        var info: UnsafeMutablePointer<jsStreamInfo>?
+        var code = jsErrCode(0)
+        try Self.check(js_GetStreamInfo(&info, jetStream, name, nil, &code), "js_GetStreamInfo", code)
+        defer { jsStreamInfo_Destroy(info) }
+        guard let current = info?.pointee.Config?.pointee else {
+            throw .nats(function: "js_GetStreamInfo", reason: "no configuration for stream \(name)")
+        }
+        var config = current
+        var updated: UnsafeMutablePointer<jsStreamInfo>?
+        let status = description.withCString { text in
+            config.Description = text
+            return js_UpdateStream(&updated, jetStream, &config, nil, &code)
+        }
+        jsStreamInfo_Destroy(updated)
+        try Self.check(status, "js_UpdateStream", code)
+    }
+
+    /// Deletes every message of the stream; its sequence numbers go on from where they were.
+    func purgeStream(_ name: String) throws(ChangeLogError) {
+        var code = jsErrCode(0)
+        try Self.check(js_PurgeStream(jetStream, name, nil, &code), "js_PurgeStream", code)
+    }
+
+    /// Deletes the stream and everything in it.
+    func deleteStream(_ name: String) throws(ChangeLogError) {
+        var code = jsErrCode(0)
+        try Self.check(js_DeleteStream(jetStream, name, nil, &code), "js_DeleteStream", code)
+    }
+
+    /// Publishes to a stream and waits for JetStream's acknowledgement: the message is then stored on
+    /// the stream's replicas (a majority of them).
+    /// - Parameters:
+    ///   - id: the `Nats-Msg-Id`; JetStream stores a message with an id it saw recently only once.
+    ///   - timeout: how long to wait for the acknowledgement.
+    /// - Returns: the message's stream sequence.
+    func publishToStream(_ subject: String, _ bytes: [UInt8], id: String, timeout: Duration) throws(ChangeLogError)
+        -> UInt64
+    {
+        var options = jsPubOptions()
+        jsPubOptions_Init(&options)
+        options.MaxWait = Int64(timeout.milliseconds)
+        var ack: UnsafeMutablePointer<jsPubAck>?
+        var code = jsErrCode(0)
+        let status = id.withCString { cID in
+            options.MsgId = cID
+            return bytes.withUnsafeBytes { raw in
+                js_Publish(&ack, jetStream, subject, raw.baseAddress, Int32(raw.count), &options, &code)
+            }
+        }
+        defer { jsPubAck_Destroy(ack) }
+        try Self.check(status, "js_Publish", code)
+        guard let ack else { throw .nats(function: "js_Publish", reason: "no acknowledgement") }
+        return ack.pointee.Sequence
+    }
+
+    /// Calls `handler` with every message of the stream after `sequence`, in stream order, then with
+    /// every new one: an ordered consumer, which the client re-creates from where it was after a gap
+    /// or a lost server.
+    func subscribeOrdered(
+        stream: String, subject: String, after sequence: UInt64, heartbeat: Duration = .seconds(1),
+        handler: @escaping @Sendable (Message) -> Void
+    ) throws(ChangeLogError) {
+        let closure = keep(handler)
+        let cStream = keep(stream)
+        var options = jsSubOptions()
+        jsSubOptions_Init(&options)
+        options.Stream = UnsafePointer(cStream)
+        options.Ordered = true
+        // The server sends a heartbeat when it has nothing to deliver for this long; two missed ones make
+        // the client re-create the consumer. The client's default, 5 s, left a node whose consumer lived
+        // on a dead NATS server without changes (and its producers without answers) for up to 20 s.
+        options.Config.Heartbeat = Int64(heartbeat.milliseconds) * 1_000_000
+        if sequence > 0 {
+            options.Config.DeliverPolicy = js_DeliverByStartSequence
+            options.Config.OptStartSeq = sequence + 1
+        } else {
+            options.Config.DeliverPolicy = js_DeliverAll
+        }
+        var subscription: OpaquePointer?
+        var code = jsErrCode(0)
+        let status = js_Subscribe(&subscription, jetStream, subject, deliverNATSMessage, closure, nil, &options, &code)
+        try Self.check(status, "js_Subscribe", code)
+        if let subscription { subscriptions.withLock { $0.append(Int(bitPattern: subscription)) } }
+    }
+
+    // MARK: Helpers
+
+    private func keep(_ handler: @escaping @Sendable (Message) -> Void) -> UnsafeMutableRawPointer {
+        let box = Unmanaged.passRetained(Handler(handler))
+        retained.withLock { $0.handlers.append(box) }
+        return box.toOpaque()
+    }
+
+    private func keep(_ string: String) -> UnsafeMutablePointer<CChar> {
+        let copy = strdup(string)!
+        retained.withLock { $0.strings.append(Int(bitPattern: copy)) }
+        return copy
+    }
+
+    private static func check(_ status: natsStatus, _ function: String, _ code: jsErrCode = jsErrCode(0))
+        throws(ChangeLogError)
+    {
+        guard status != NATS_OK else { return }
+        throw failure(status, function, code)
+    }
+
+    private static func failure(_ status: natsStatus, _ function: String, _ code: jsErrCode = jsErrCode(0))
+        -> ChangeLogError
+    {
+        var reason = String(cString: natsStatus_GetText(status))
+        var last = NATS_OK
+        if let detail = nats_GetLastError(&last), last == status {
+            let text = String(cString: detail)
+            if !text.isEmpty && !text.hasSuffix(reason) { reason += " (\(text))" }
+        }
+        if code.rawValue != 0 { reason += ", JetStream error \(code.rawValue)" }
+        return .nats(function: function, reason: reason)
+    }
+}
+
+/// The C client's callback when the connection to its server is lost (it then reconnects by itself).
+private let natsDisconnected: natsConnectionHandler = { _, closure in
+    guard let closure else { return }
+    Unmanaged<NATSConnection.EventHandler>.fromOpaque(closure).takeUnretainedValue()
+        .report("lost its NATS server; reconnecting to any server of the cluster")
+}
+
+/// The C client's callback when it is connected again, to whichever server answered.
+private let natsReconnected: natsConnectionHandler = { connection, closure in
+    guard let closure else { return }
+    var url = [CChar](repeating: 0, count: 256)
+    let known = natsConnection_GetConnectedUrl(connection, &url, url.count) == NATS_OK
+    let server =
+        known ? String(decoding: url.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "a NATS server"
+    Unmanaged<NATSConnection.EventHandler>.fromOpaque(closure).takeUnretainedValue().report("reconnected to \(server)")
+}
+
+/// The C client's message callback for every subscription: recovers the handler from the closure
+/// pointer, hands it the message, then frees the message. Runs on the client's delivery thread.
+private let deliverNATSMessage: natsMsgHandler = { _, _, message, closure in
+    guard let message, let closure else { return }
+    defer { natsMsg_Destroy(message) }
+    let handler = Unmanaged<NATSConnection.Handler>.fromOpaque(closure).takeUnretainedValue()
+    var sequence: UInt64 = 0
+    var meta: UnsafeMutablePointer<jsMsgMetaData>?
+    if natsMsg_GetMetaData(&meta, message) == NATS_OK, let meta {
+        sequence = meta.pointee.Sequence.Stream
+        jsMsgMetaData_Destroy(meta)
+    }
+    var value: UnsafePointer<CChar>?
+    let id = natsMsgHeader_Get(message, "Nats-Msg-Id", &value) == NATS_OK ? value.map { String(cString: $0) } : nil
+    let length = Int(natsMsg_GetDataLength(message))
+    let data = UnsafeRawBufferPointer(start: natsMsg_GetData(message), count: length)
+    handler.body(NATSConnection.Message(data: data, streamSequence: sequence, id: id))
+}
+
+extension Duration {
+    /// Whole milliseconds, rounded down.
+    fileprivate var milliseconds: Int {
+        Int(components.seconds) * 1000 + Int(components.attoseconds / 1_000_000_000_000_000)
+    }
+}
