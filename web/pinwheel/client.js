@@ -348,8 +348,9 @@ export class PinwheelClient {
         const key = JSON.stringify(view);
         if (key === this._lastViewportKey) return;
         const seq = this.state.seq + 1;
+        // 512-px tiles are the server's own convention: the field is left out.
+        if (this.options.tileSize !== 512) view.tileSize = this.options.tileSize;
         const msg = Object.assign({ type: 'viewport', seq: seq }, view);
-        if (this.options.tileSize !== 512) msg.tileSize = this.options.tileSize;
         if (!this.send(msg)) return;
         this.state.seq = seq;
         this._lastViewportKey = key;
