@@ -46,6 +46,10 @@ const CLUSTER_HALO_OPACITY = 0.35;
 const CLUSTER_FILL_OPACITY = 0.92;
 const CLUSTER_LABEL_COLOR = '#0b1220';
 const CLUSTER_LABEL_FONT_FAMILY = 'system-ui, -apple-system, "Segoe UI", Roboto, sans-serif';
+/** A cluster's icon radius is at most this share of the distance to its nearest neighbouring
+ *  cluster (two such icons overlap by less than a quarter of a radius), but at least MIN_ICON_RADIUS. */
+const NEIGHBOUR_RADIUS_SHARE = 0.55;
+const MIN_ICON_RADIUS = 8;
 /** Distinct marker sprites kept (one per colour, size and label seen). */
 const SPRITE_CACHE_LIMIT = 4000;
 /** Opacity of a cluster while its same-coordinate members are shown spread around it. */
@@ -79,11 +83,13 @@ export function shortCount(n) {
     return (n / 1e6).toFixed(1).replace(/\.0$/, '') + 'M';
 }
 
-/** The default cluster icon: `{radius, color, label, textColor}`; `scale` shrinks clusters the
- *  algorithm packs closely. */
-export function defaultClusterIcon(feature, scale) {
+/** The default cluster icon: `{radius, color, label, textColor}`. `sizing.scale` shrinks clusters
+ *  the algorithm packs closely; `sizing.maxRadius` is half the server's cluster spacing, so icons
+ *  of neighbouring clusters do not overlap. */
+export function defaultClusterIcon(feature, sizing) {
+    const radius = sizing.scale * (CLUSTER_RADIUS_BASE + CLUSTER_RADIUS_PER_DECADE * Math.log10(feature.count));
     return {
-        radius: scale * (CLUSTER_RADIUS_BASE + CLUSTER_RADIUS_PER_DECADE * Math.log10(feature.count)),
+        radius: Math.min(sizing.maxRadius, radius),
         color: clusterColor(feature.count),
         label: shortCount(feature.count),
         textColor: CLUSTER_LABEL_COLOR,
@@ -220,7 +226,8 @@ function layerClass() {
             /** The pins of a same-coordinate group shown on request (id → entry). */
             this.spread = new Map();
             this._sprites = new Map();
-            this._clusterScale = 1;
+            /** What cluster icons are sized by: see defaultClusterIcon. */
+            this._sizing = { scale: 1, maxRadius: Infinity };
             this._animations = new Map();
             this._retiring = new Map();
             this._animationFrame = 0;
@@ -237,7 +244,11 @@ function layerClass() {
             c.on('feature-removed', (e) => this._onRemoved(e.feature));
             c.on('feature-updated', (e) => this._onUpdated(e.feature));
             c.on('feature-added', (e) => this._onAdded(e.feature));
-            c.on('view-complete', (e) => this.fire('viewcomplete', e));
+            c.on('view-complete', (e) => {
+                this._scheduleFit();
+                this.fire('viewcomplete', e);
+            });
+            this._fitFrame = 0;
             c.on('status', (e) => this.fire('status', e));
             c.on('reset', () => this._clearDrawing());
         },
@@ -256,6 +267,7 @@ function layerClass() {
             map.on('move zoom', this._onMove, this);
             map.on('moveend', this._onMoveEnd, this);
             map.on('zoomstart', this._clearSpread, this);
+            map.on('zoomend', this._scheduleFit, this);
             map.on('click', this._clearSpread, this);
             // The features already held (the layer was removed and added again) are drawn at once.
             for (const f of this.client.features.values()) this._draw(f, null, 1);
@@ -268,6 +280,7 @@ function layerClass() {
             map.off('move zoom', this._onMove, this);
             map.off('moveend', this._onMoveEnd, this);
             map.off('zoomstart', this._clearSpread, this);
+            map.off('zoomend', this._scheduleFit, this);
             map.off('click', this._clearSpread, this);
             this._clearDrawing();
             map.removeLayer(this._group);
@@ -328,10 +341,12 @@ function layerClass() {
             if (msg.algorithm === 'hierarchical' && o.radius > 0) {
                 scale = Math.max(CLUSTER_MIN_SCALE, Math.min(1, o.radius / CLUSTER_ROOMY_SPACING_PX));
             }
-            if (scale !== this._clusterScale) {
-                this._clusterScale = scale;
+            // Clusters are at least about `radius` pixels apart: icons up to half that do not overlap.
+            const maxRadius = o.radius > 0 && msg.algorithm === 'hierarchical' ? o.radius / 2 : Infinity;
+            if (scale !== this._sizing.scale || maxRadius !== this._sizing.maxRadius) {
+                this._sizing = { scale: scale, maxRadius: maxRadius };
                 for (const entry of this.markers.values()) {
-                    if (entry.feature.count > 1) entry.layer.setStyle(this._style(entry.feature, 1));
+                    if (entry.feature.count > 1) entry.layer.setStyle(this._style(entry.feature, 1, entry.room));
                 }
             }
             this.fire('hello', msg);
@@ -400,10 +415,11 @@ function layerClass() {
 
         /** Leaflet options for a feature's marker at opacity `alpha`. `radius` is for hit-testing and
          *  `weight` pads Leaflet's redraw bounds around the halo. */
-        _style: function (feature, alpha) {
+        _style: function (feature, alpha, room) {
             if (feature.count > 1) {
-                const icon = Object.assign(defaultClusterIcon(feature, this._clusterScale),
-                                           this.options.clusterIcon(feature, this._clusterScale));
+                const sizing = room === undefined || room >= this._sizing.maxRadius ? this._sizing
+                    : { scale: this._sizing.scale, maxRadius: room };
+                const icon = Object.assign(defaultClusterIcon(feature, sizing), this.options.clusterIcon(feature, sizing));
                 return { renderer: this._renderer, radius: icon.radius, weight: CLUSTER_HALO_WEIGHT, opacity: alpha,
                          sprite: this._clusterSprite(icon) };
             }
@@ -480,6 +496,52 @@ function layerClass() {
             this._parentOf.clear();
             this._ghosts.clear();
             Object.assign(this._served, { seq: null, level: null, direction: 0, changedAt: -Infinity });
+        },
+
+        /** Gives each cluster icon room up to its nearest neighbour (NEIGHBOUR_RADIUS_SHARE), using a
+         *  grid of the clusters' final screen positions; restyles only those whose room changed. */
+        _fitClusters: function () {
+            this._fitFrame = 0;
+            const map = this._map;
+            if (!map || map._animatingZoom) return;
+            const cell = 64;
+            const grid = new Map();
+            const clusters = [];
+            for (const entry of this.markers.values()) {
+                if (entry.feature.count < 2) continue;
+                const p = map.latLngToLayerPoint(this._featureLatLng(entry.feature));
+                const c = { entry: entry, x: p.x, y: p.y, gx: Math.floor(p.x / cell), gy: Math.floor(p.y / cell) };
+                clusters.push(c);
+                const key = c.gx * 100003 + c.gy;
+                const list = grid.get(key);
+                if (list) list.push(c);
+                else grid.set(key, [c]);
+            }
+            for (const c of clusters) {
+                let nearest = Infinity;
+                for (let dx = -1; dx <= 1; dx++) {
+                    for (let dy = -1; dy <= 1; dy++) {
+                        const list = grid.get((c.gx + dx) * 100003 + c.gy + dy);
+                        if (!list) continue;
+                        for (const o of list) {
+                            if (o === c) continue;
+                            const d = Math.hypot(o.x - c.x, o.y - c.y);
+                            if (d < nearest) nearest = d;
+                        }
+                    }
+                }
+                const room = Math.max(MIN_ICON_RADIUS, Math.round(NEIGHBOUR_RADIUS_SHARE * nearest * 2) / 2);
+                const entry = c.entry;
+                if (entry.room === room) continue;
+                entry.room = room;
+                const style = this._style(entry.feature, entry.layer.options.opacity, room);
+                entry.layer.setStyle({ sprite: style.sprite });
+                entry.layer.setRadius(style.radius);
+            }
+        },
+
+        _scheduleFit: function () {
+            if (!this._fitFrame) this._fitFrame = requestAnimationFrame(() => this._fitClusters());
         },
 
         // ---- Animation ----
@@ -592,7 +654,7 @@ function layerClass() {
                 this.markers.set(f.id, this._createEntry(f, this._featureLatLng(f), 1, this._group));
                 return;
             }
-            const style = this._style(f, 1);
+            const style = this._style(f, 1, entry.room);
             entry.layer.setStyle(style);
             entry.layer.setRadius(style.radius);
             if (entry.dot) entry.dot.setLatLng(this._anchorLatLng(f));
