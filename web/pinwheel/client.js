@@ -103,7 +103,9 @@ export class PinwheelClient {
             hello: null,
             points: 0,
             clusters: 0,
-            counters: { adds: 0, removes: 0, updates: 0, batches: 0, acks: 0, bytes: 0, messages: 0,
+            /** `bytes` counts every message received, `batchBytes` batches only; `held` counts the
+             *  features reported held after reconnects. */
+            counters: { adds: 0, removes: 0, updates: 0, batches: 0, acks: 0, bytes: 0, batchBytes: 0, messages: 0,
                         viewports: 0, errors: 0, connects: 0, held: 0 },
             dataVersion: 0,
             seq: 0,
@@ -249,6 +251,7 @@ export class PinwheelClient {
             console.warn('pinwheel: server sent invalid JSON');
             return;
         }
+        if (msg.type === 'batch') this.state.counters.batchBytes += utf8Length(event.data);
         switch (msg.type) {
             case 'hello':
                 this._onHello(msg);
