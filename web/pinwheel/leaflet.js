@@ -420,6 +420,7 @@ function layerClass() {
                 const sizing = room === undefined || room >= this._sizing.maxRadius ? this._sizing
                     : { scale: this._sizing.scale, maxRadius: room };
                 const icon = Object.assign(defaultClusterIcon(feature, sizing), this.options.clusterIcon(feature, sizing));
+                icon.radius = Math.min(icon.radius, sizing.maxRadius);
                 return { renderer: this._renderer, radius: icon.radius, weight: CLUSTER_HALO_WEIGHT, opacity: alpha,
                          sprite: this._clusterSprite(icon) };
             }
