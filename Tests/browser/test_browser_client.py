@@ -243,3 +243,38 @@ def test_in_the_default_views_at_most_2_percent_of_cluster_icons_overlap_another
         screenshot(page, f"density-{name}.png")
     print("overlap", shares)
     assert page.console_log.errors == []
+
+
+def test_a_zoom_step_asks_for_its_target_view_as_its_animation_starts(page, server):
+    open_map(page, server, 48.0, 10.0, 5)
+    # Leaflet starts the zoom animation in the next frame; the answer is read in the frame after.
+    before = page.evaluate(
+        """() => new Promise((resolve) => {
+            const seq = pinwheel.state.seq;
+            pinwheel.map.zoomIn(1);
+            requestAnimationFrame(() => requestAnimationFrame(() => resolve({
+                seq, sent: pinwheel.state.seq, zoom: pinwheel.state.lastViewport.zoom,
+                animating: !!pinwheel.map._animatingZoom})));
+        })""")
+    assert before["animating"], "Leaflet animates the zoom step"
+    assert before["sent"] == before["seq"] + 1 and before["zoom"] == 6, "the target view went out before the animation ended"
+    wait_settled(page)
+    assert markers(page) == server_features(server, page.evaluate("() => pinwheel.state.lastViewport"))
+    assert page.console_log.errors == []
+
+
+def test_an_animated_pan_asks_for_where_it_stops_as_it_starts(page, server):
+    open_map(page, server, 48.0, 10.0, 5)
+    predicted = page.evaluate(
+        """() => { const seq = pinwheel.state.seq;
+                   pinwheel.map.panBy([400, 150], {animate: true, duration: 0.6});
+                   return {seq, sent: pinwheel.state.seq, bbox: pinwheel.state.lastViewport.bbox}; }""")
+    assert predicted["sent"] == predicted["seq"] + 1
+    viewports = page.evaluate("() => pinwheel.state.counters.viewports")
+    wait_settled(page)
+    assert page.evaluate("() => pinwheel.state.counters.viewports") == viewports, \
+        "the views the animation passes through are not sent"
+    final = page.evaluate("() => { const b = pinwheel.map.getBounds(); return [b.getWest(), b.getSouth(), b.getEast(), b.getNorth()]; }")
+    assert all(abs(a - b) < 1e-4 for a, b in zip(predicted["bbox"], final)), (predicted, final)
+    assert markers(page) == server_features(server, page.evaluate("() => pinwheel.state.lastViewport"))
+    assert page.console_log.errors == []

@@ -14,7 +14,7 @@ import { PinwheelClient, normalizedBBox } from './client.js';
 
 /** Animation lengths: fade-in of a new feature, and the move of a split, merge or update. */
 const FADE_MS = 300;
-const MOVE_MS = 450;
+const MOVE_MS = 300;
 /** Most features animating at once; beyond it features appear and vanish without animation. */
 const MAX_ANIMATIONS = 250;
 /** How long a removed feature's position can still serve as the origin of its children's split. */
@@ -236,6 +236,9 @@ function layerClass() {
             this._served = { seq: null, level: null, direction: 0, changedAt: -Infinity };
             this._batch = null;
             this._flying = false;
+            /** A viewport for where the running pan or zoom animation ends has been sent. */
+            this._predicted = false;
+            this._insidePanBy = false;
             this._spreadOwner = null;
             this._wrapCenter = 0;
             const c = this.client;
@@ -265,6 +268,27 @@ function layerClass() {
             this._stopDragRedraw = redrawWhileDragging(map, this._renderer);
             this._wrapCenter = map.getCenter().lng;
             map.on('move zoom', this._onMove, this);
+            map.on('zoomanim', this._onZoomAnim, this);
+            // Leaflet starts animated pans (a drag's inertia among them) through panBy, with no event
+            // that says where they end: this map's panBy is wrapped to tell.
+            const layer = this;
+            const panBy = map.panBy;
+            this._unwrapPanBy = () => {
+                if (map.panBy === wrapped) delete map.panBy;
+            };
+            const wrapped = function () {
+                // Its first step fires `move` from inside panBy, before the end is known.
+                layer._insidePanBy = true;
+                let result;
+                try {
+                    result = panBy.apply(this, arguments);
+                } finally {
+                    layer._insidePanBy = false;
+                }
+                layer._onPanStart();
+                return result;
+            };
+            map.panBy = wrapped;
             map.on('moveend', this._onMoveEnd, this);
             map.on('zoomstart', this._clearSpread, this);
             map.on('zoomend', this._scheduleFit, this);
@@ -278,6 +302,8 @@ function layerClass() {
         onRemove: function (map) {
             this._stopDragRedraw();
             map.off('move zoom', this._onMove, this);
+            map.off('zoomanim', this._onZoomAnim, this);
+            this._unwrapPanBy();
             map.off('moveend', this._onMoveEnd, this);
             map.off('zoomstart', this._clearSpread, this);
             map.off('zoomend', this._scheduleFit, this);
@@ -288,9 +314,11 @@ function layerClass() {
             this.client.close();
         },
 
-        /** True when the view has been served and applied and nothing is flying. */
+        /** True when the map is still (no flight, zoom or pan animation) and its view has been served
+         *  and applied. */
         settled: function () {
-            return this.client.settled() && !this._flying && !(this._map && this._map._animatingZoom);
+            const map = this._map;
+            return this.client.settled() && !this._flying && !(map && (map._animatingZoom || (map._panAnim && map._panAnim._inProgress)));
         },
 
         /** True while markers are still moving or fading. */
@@ -315,20 +343,50 @@ function layerClass() {
         // ---- View ----
 
         _onMove: function () {
-            if (!this._map || this._flying) return;
+            // While an inertia pan or a zoom animation runs to a view already asked for, the views
+            // it passes through are not worth serving.
+            if (!this._map || this._flying || this._predicted || this._insidePanBy) return;
+            this.client.setViewport(this._viewAt(this._map.getCenter(), this._map.getZoom()));
+        },
+
+        /** The view the map will have at `center` and `zoom`, in the protocol's form. */
+        _viewAt: function (center, zoom) {
             const map = this._map;
-            const b = map.getBounds();
             const size = map.getSize();
-            this.client.setViewport({
-                bbox: normalizedBBox(b.getWest(), b.getSouth(), b.getEast(), b.getNorth()),
-                zoom: map.getZoom(),
-                width: size.x,
-                height: size.y,
-            });
+            const c = map.project(center, zoom);
+            const sw = map.unproject(c.add([-size.x / 2, size.y / 2]), zoom);
+            const ne = map.unproject(c.add([size.x / 2, -size.y / 2]), zoom);
+            return { bbox: normalizedBBox(sw.lng, sw.lat, ne.lng, ne.lat), zoom: zoom, width: size.x, height: size.y };
+        },
+
+        /** A zoom animation starts: ask for where it ends now, not when it has ended, so the batches
+         *  arrive while it runs. */
+        _onZoomAnim: function (e) {
+            if (this._flying) return;
+            this.client.setViewport(this._viewAt(e.center, e.zoom));
+            this._predicted = true;
+        },
+
+        /** An animated pan (a drag's inertia, keyboard panning, panTo) has started: ask for where it
+         *  will stop, so the batches arrive while it runs. */
+        _onPanStart: function () {
+            const map = this._map;
+            const anim = map && map._panAnim;
+            if (!anim || !anim._inProgress || this._flying) {
+                // Not animated (or already over): the view is where it is.
+                this._onMove();
+                return;
+            }
+            const target = anim._startPos.add(anim._offset);
+            const shift = target.subtract(map._getMapPanePos());
+            const centre = map.layerPointToLatLng(map._getCenterLayerPoint().subtract(shift));
+            this.client.setViewport(this._viewAt(centre, map.getZoom()));
+            this._predicted = true;
         },
 
         _onMoveEnd: function () {
             this._flying = false;
+            this._predicted = false;
             this._rewrapIfNeeded();
             this._onMove();
         },
