@@ -256,6 +256,8 @@ window.pinwheel = {
     map: map,
     layer: layer,
     client: client,
+    /** Other viewers' viewport outlines. */
+    presence: presenceGroup,
     /** True when the map is still and the last viewport sent has been served and applied completely. */
     settled: () => layer.settled(),
     /** True while markers are still moving or fading. */

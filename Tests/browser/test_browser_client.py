@@ -278,3 +278,18 @@ def test_an_animated_pan_asks_for_where_it_stops_as_it_starts(page, server):
     assert all(abs(a - b) < 1e-4 for a, b in zip(predicted["bbox"], final)), (predicted, final)
     assert markers(page) == server_features(server, page.evaluate("() => pinwheel.state.lastViewport"))
     assert page.console_log.errors == []
+
+
+def test_the_demo_outlines_where_another_viewer_is_looking(page, server):
+    open_map(page, server, 48.0, 10.0, 4)
+    other = page.context.new_page()
+    other.goto(f"{server.url}/#40.4,-3.7,7")
+    wait_settled(other)
+    theirs = other.evaluate("() => pinwheel.state.lastViewport.bbox")
+    page.wait_for_function("() => pinwheel.state.presence >= 1")
+    outlines = page.evaluate(
+        """() => pinwheel.presence.getLayers().filter(l => l.getBounds && !l.getRadius)
+                 .map(l => { const b = l.getBounds(); return [b.getWest(), b.getSouth(), b.getEast(), b.getNorth()]; })""")
+    assert any(all(abs(a - b) < 1e-6 for a, b in zip(o, theirs)) for o in outlines), (outlines, theirs)
+    other.close()
+    assert page.console_log.errors == []
