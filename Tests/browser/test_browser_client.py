@@ -194,10 +194,10 @@ def test_a_held_drag_draws_basemap_and_markers_in_the_revealed_area_before_relea
     for i in range(1, 25):
         page.mouse.move(1000 - 30 * i, 400)
         page.wait_for_timeout(16)
-    # Still held, 150 ms after the last move, 720 px to the left: the right 720 px of the screen were off-screen before; the strip
+    # Still held, 100 ms after the last move, 720 px to the left: the right 720 px of the screen were off-screen before; the strip
     # checked leaves out what Leaflet's 10 % canvas padding already covered, the folded panel and
     # the attribution.
-    page.wait_for_timeout(150)
+    page.wait_for_timeout(100)
     png = page.screenshot()
     (ARTIFACTS / "held-drag.png").write_bytes(png)
     revealed = page.evaluate(CLASSIFY, [base64.b64encode(png).decode(), 1280 - 720 + 160, 1280 - 60, 60, 800 - 40])
