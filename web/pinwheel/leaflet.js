@@ -138,7 +138,7 @@ export function redrawWhileDragging(map, renderer) {
         const size = map.getSize();
         const topLeft = map.containerPointToLayerPoint([0, 0]);
         const view = L.bounds(topLeft, topLeft.add(size));
-        if (!b.contains(view)) renderer._update();
+        if (!b.contains(view)) recentre(renderer);
     };
     const onMove = () => {
         if (!frame) frame = requestAnimationFrame(check);
@@ -148,6 +148,26 @@ export function redrawWhileDragging(map, renderer) {
         map.off('move', onMove);
         if (frame) cancelAnimationFrame(frame);
     };
+}
+
+/** Moves a canvas renderer's canvas to the view and redraws it, as its own update at the end of a
+ *  move does, but without setting the canvas size again when it has not changed: that reallocates
+ *  and re-uploads the whole canvas, which made drag frames long tasks in software compositing. */
+function recentre(renderer) {
+    const canvas = renderer._container;
+    const ratio = L.Browser.retina ? 2 : 1;
+    L.Renderer.prototype._update.call(renderer);
+    const b = renderer._bounds;
+    const size = b.getSize();
+    if (canvas.width !== ratio * size.x || canvas.height !== ratio * size.y) {
+        renderer._update();
+        return;
+    }
+    L.DomUtil.setPosition(canvas, b.min);
+    renderer._ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
+    renderer._ctx.translate(-b.min.x, -b.min.y);
+    // Paths clip themselves to the new bounds and the whole canvas is cleared and drawn again.
+    renderer.fire('update');
 }
 
 /** A marker drawn on the shared canvas as a pre-rendered sprite: one drawImage per marker instead of
