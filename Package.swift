@@ -20,6 +20,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.1.0"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.1.0"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
     ],
     targets: [
         .systemLibrary(
@@ -29,7 +30,10 @@ let package = Package(
         ),
         // lws's permessage-deflate assertions that a peer can reach, contained (see deflate_guard.c).
         .target(name: "CDeflateGuard"),
-        .target(name: "PinwheelCore"),
+        // Persistent maps let a live index publish its changes without copying them.
+        .target(
+            name: "PinwheelCore",
+            dependencies: [.product(name: "HashTreeCollections", package: "swift-collections")]),
         // The libwebsockets wrapper: the only module that imports CLibWebSockets.
         .target(name: "PinwheelTransport", dependencies: ["PinwheelCore", "CLibWebSockets", "CDeflateGuard"]),
         .target(

@@ -7,8 +7,11 @@ import PackageDescription
 let package = Package(
     name: "pinwheel-fuzz",
     platforms: [.macOS(.v15)],
+    dependencies: [.package(url: "https://github.com/apple/swift-collections", from: "1.6.0")],
     targets: [
-        .target(name: "PinwheelCore"),
+        .target(
+            name: "PinwheelCore",
+            dependencies: [.product(name: "HashTreeCollections", package: "swift-collections")]),
         .executableTarget(name: "pinwheel-fuzz", dependencies: ["PinwheelCore"]),
     ]
 )

@@ -44,6 +44,13 @@ public struct Clusterers: Sendable {
         return next
     }
 
+    /// These clusterers with some replaced (a live index, a compaction's build).
+    public func replacing(_ clusterers: [Algorithm: any Clusterer]) -> Clusterers {
+        var next = self
+        next.byAlgorithm.merge(clusterers) { $1 }
+        return next
+    }
+
     /// The shared clusterer of an algorithm.
     public func clusterer(for algorithm: Algorithm) -> any Clusterer {
         byAlgorithm[algorithm]!

@@ -22,6 +22,9 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
     private let lastAsked = Mutex<[Algorithm: ContinuousClock.Instant]>([:])
     /// The changing points and their log; nil when the data never changes.
     let live: LiveData?
+    /// Keeps the index following the live points; nil without live data, or with aggregates (whose
+    /// index is rebuilt whole at every refresh).
+    private let keeper: IndexKeeper?
     /// Producers' way in; nil unless a token is configured.
     let ingest: Ingest?
     let workers: Workers
@@ -81,6 +84,15 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
         self.logger = logger
         current = Mutex(clusterers)
         self.live = live
+        if let live, configuration.aggregates.isEmpty,
+            let base = clusterers.clusterer(for: .hierarchical) as? ClusterIndex
+        {
+            keeper = IndexKeeper(
+                live: live, base: base,
+                options: IndexKeeper.Options(compactionInterval: configuration.compactionInterval), logger: logger)
+        } else {
+            keeper = nil
+        }
         if let live, let token = configuration.ingestToken {
             ingest = Ingest(live: live, token: token, rate: configuration.ingestRate)
         } else {
@@ -93,7 +105,7 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
 
     /// Binds the port and starts the lws service thread.
     public func start() throws {
-        live?.start { [weak self] data in self?.publish(data) }
+        live?.start { [weak self] in self?.refreshIndex() }
         try transport.start(delegate: self)
         presence.start { [weak self] connection, message in
             _ = self?.send(message, type: "presence", to: connection)
@@ -224,23 +236,44 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
     /// The clusterers sessions share now.
     public var clusterers: Clusterers { current.withLock { $0 } }
 
-    /// Rebuild thread: rebuilds the algorithms in use over newer data, swaps them in and tells every
-    /// session, which refreshes its view.
-    private func publish(_ data: Dataset) {
+    /// Index thread: brings the index up to the data, swaps it in and tells every session, which
+    /// refreshes its view.
+    private func refreshIndex() {
         let now = ContinuousClock.now
         let inUse = lastAsked.withLock { asked in
             Set(asked.filter { now - $0.value < .seconds(60) }.keys).union([configuration.algorithm])
         }
-        let started = ContinuousClock.now
-        do {
-            let next = try clusterers.rebuilt(over: data, algorithms: inUse)
-            current.withLock { $0 = next }
-        } catch {
-            logger.error("rebuilding the index at version \(data.version) failed: \(error)")
-            return
+        var footprint: ChangeFootprint?
+        if let keeper {
+            guard let published = keeper.refresh(inUse: inUse) else { return }
+            current.withLock { $0 = $0.replacing(published.clusterers) }
+            metrics.indexServes(
+                version: published.version, points: published.points, took: now.duration(to: .now),
+                rebuilt: published.compaction)
+            footprint = published.footprint
+        } else if let live {
+            let data = live.datasetTakingChanges().dataset
+            guard data.version != clusterers.clusterer(for: configuration.algorithm).dataset.version else { return }
+            do {
+                let next = try clusterers.rebuilt(over: data, algorithms: inUse)
+                current.withLock { $0 = next }
+            } catch {
+                logger.error("rebuilding the index at version \(data.version) failed: \(error)")
+                return
+            }
+            let took = now.duration(to: .now)
+            metrics.indexServes(version: data.version, points: data.count, took: took, rebuilt: took)
         }
-        metrics.indexRebuilt(version: data.version, points: data.count, took: started.duration(to: .now))
-        for session in sessions.withLock({ Array($0.values) }) { session.post(.dataChanged) }
+        let options = configuration.clusterOptions
+        for session in sessions.withLock({ Array($0.values) }) {
+            // A session whose view no change reaches has nothing to refresh.
+            if let footprint, let view = session.servedView,
+                !footprint.touches(view.bbox, zoom: view.zoom, options: options)
+            {
+                continue
+            }
+            session.post(.dataChanged)
+        }
     }
 
     /// A producer's socket: kept when the server takes changes and the token is right, else closed

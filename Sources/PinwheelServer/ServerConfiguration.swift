@@ -51,8 +51,12 @@ public struct ServerConfiguration: Sendable {
     public var ingestRate: Double = 100_000
     /// Largest `POST /v1/changes` body, bytes; larger ones get 413.
     public var maxIngestBodyBytes: Int = 16 * 1024 * 1024
-    /// Least time between two rebuilds of the index while data changes.
-    public var refreshInterval: Duration = .milliseconds(50)
+    /// Least time between two refreshes of the index while data changes: each refresh publishes the
+    /// changes since the last and refreshes the sessions they reach.
+    public var refreshInterval: Duration = .milliseconds(100)
+    /// Least time between two full rebuilds (compactions) of the index while data changes; between
+    /// them, changes are laid over the last build.
+    public var compactionInterval: Duration = .seconds(2)
     /// Changes between two snapshots of the data in the change log.
     public var snapshotEvery: UInt64 = 1_000_000
 

@@ -28,9 +28,11 @@ public final class ServerMetrics: Sendable {
     private let leftOutBad: CoreMetrics.Meter
     private let leftOutUnlocated: CoreMetrics.Meter
     private let firstBatch: CoreMetrics.Timer
-    /// Live data: the version served, and how long index rebuilds take.
+    /// Live data: the version served, how long full rebuilds (compactions) take, and how long a
+    /// refresh takes to lay the latest changes over the last build.
     private let dataVersion: CoreMetrics.Meter
     private let rebuild: CoreMetrics.Timer
+    private let refresh: CoreMetrics.Timer
     private let changesIn: CoreMetrics.Counter
     private let windowWait: CoreMetrics.Timer
     /// Exact percentiles of ``firstBatchMicros``, refreshed at each scrape.
@@ -58,10 +60,13 @@ public final class ServerMetrics: Sendable {
         ]
         factory.durationHistogramBuckets["pinwheel_viewport_first_batch_seconds"] = latencyBuckets
         factory.durationHistogramBuckets["pinwheel_viewport_window_wait_seconds"] = latencyBuckets
-        factory.durationHistogramBuckets["pinwheel_index_rebuild_seconds"] = [
-            .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
-            .milliseconds(500), .seconds(1), .seconds(2), .seconds(5),
+        let indexBuckets: [Duration] = [
+            .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10), .milliseconds(25),
+            .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2),
+            .seconds(5),
         ]
+        factory.durationHistogramBuckets["pinwheel_index_rebuild_seconds"] = indexBuckets
+        factory.durationHistogramBuckets["pinwheel_index_refresh_seconds"] = indexBuckets
         self.factory = factory
         sessions = Meter(label: "pinwheel_sessions", factory: factory)
         bytesIn = Counter(label: "pinwheel_bytes_in_total", factory: factory)
@@ -79,6 +84,7 @@ public final class ServerMetrics: Sendable {
         windowWait = CoreMetrics.Timer(label: "pinwheel_viewport_window_wait_seconds", factory: factory)
         dataVersion = Meter(label: "pinwheel_data_version", factory: factory)
         rebuild = CoreMetrics.Timer(label: "pinwheel_index_rebuild_seconds", factory: factory)
+        refresh = CoreMetrics.Timer(label: "pinwheel_index_refresh_seconds", factory: factory)
         changesIn = Counter(label: "pinwheel_changes_accepted_total", factory: factory)
         firstBatchP50 = registry.makeGauge(
             descriptor: Self.firstBatchDescriptor("p50", help: "Median viewport to first batch, exact"))
@@ -166,10 +172,13 @@ public final class ServerMetrics: Sendable {
     }
 
     /// A rebuilt index over data at `version` is now served.
-    func indexRebuilt(version: UInt64, points: Int, took: Duration) {
+    /// The index now serves `version`: after a refresh that took `took`, installing a rebuild that
+    /// took `rebuilt` when there was one.
+    func indexServes(version: UInt64, points: Int, took: Duration, rebuilt: Duration?) {
         dataVersion.set(Int(version))
         datasetPoints.set(points)
-        rebuild.recordNanoseconds(max(0, took.nanoseconds))
+        refresh.recordNanoseconds(max(0, took.nanoseconds))
+        if let rebuilt { rebuild.recordNanoseconds(max(0, rebuilt.nanoseconds)) }
     }
 
     /// Producers' changes made durable.

@@ -33,6 +33,8 @@ final class Session: WorkerJob, @unchecked Sendable {
     private let inbox = Mutex(Inbox())
     /// Counts messages as they arrive on the service thread, so a flood is judged by arrival time.
     private let flood = Mutex(FloodDetector(clock: ContinuousClock()))
+    /// The view last served, read by the index thread to skip sessions no change reaches.
+    private let served = Mutex<(bbox: BBox, zoom: Double)?>(nil)
     /// Worker-only: touched inside ``run()`` alone, which never runs on two threads at once.
     private var machine: SessionMachine<ContinuousClock>
     /// Worker-only: set once the connection is gone or the transport refused a message.
@@ -129,6 +131,9 @@ final class Session: WorkerJob, @unchecked Sendable {
         }
     }
 
+    /// The view last served; nil before the first.
+    var servedView: (bbox: BBox, zoom: Double)? { served.withLock { $0 } }
+
     /// Carries out what the state machine decided: sends, measurements, presence, timers.
     private func carryOut(_ actions: SessionActions<ContinuousClock>) {
         for message in actions.messages {
@@ -145,6 +150,7 @@ final class Session: WorkerJob, @unchecked Sendable {
         for latency in actions.firstBatchLatencies { server.metrics.firstBatch(after: latency) }
         for wait in actions.windowWaits { server.metrics.windowWait(wait) }
         if let viewport = actions.served {
+            served.withLock { $0 = (viewport.bbox, viewport.zoom) }
             server.presence.update(connection: connection, bbox: viewport.bbox, zoom: viewport.zoom)
         }
         if let presence = actions.presence { server.presence.watch(connection: connection, enabled: presence) }

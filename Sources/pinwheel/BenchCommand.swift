@@ -39,6 +39,15 @@ struct BenchCommand: ParsableCommand {
     @Option(help: "Rounds over the viewports.")
     var rounds: Int = 5
 
+    @Option(
+        help:
+            "Then lay this many live changes over the index, as a server with live data does between two full rebuilds, and report what each refresh cost (hierarchical only)."
+    )
+    var liveChanges = 0
+
+    @Option(help: "Changes per refresh with --live-changes (a server at 10,000 changes/s refreshes every 50 ms).")
+    var changesPerRefresh = 500
+
     @Flag(help: "Print one JSON object instead of text.")
     var json = false
 
@@ -52,6 +61,12 @@ struct BenchCommand: ParsableCommand {
             throw ValidationError("--synthetic must be within 0...\(ClusterIndex.maxPoints), got \(synthetic)")
         }
         guard queries > 0 && rounds > 0 else { throw ValidationError("--queries and --rounds must be positive") }
+        if liveChanges < 0 || changesPerRefresh < 1 {
+            throw ValidationError("--live-changes must be 0 or more and --changes-per-refresh at least 1")
+        }
+        if liveChanges > 0 && (algorithm != .hierarchical || json) {
+            throw ValidationError("--live-changes measures the hierarchical index, in text")
+        }
     }
 
     func run() throws {
@@ -118,6 +133,24 @@ struct BenchCommand: ParsableCommand {
                     + pad(fixed(r.cpuMedianUs, 2), 12) + pad(fixed(r.cpuP99Us, 2), 9)
                     + pad(String(r.featuresMedian), 19))
         }
+        if liveChanges > 0, let base = clusterer as? ClusterIndex, dataset.count > 0 {
+            let live = measureRefreshes(base: base, changes: liveChanges, changesEach: changesPerRefresh)
+            func percentiles(_ values: [Double]) -> String {
+                let sorted = values.sorted()
+                let p99 = sorted[min(sorted.count - 1, Int((Double(sorted.count) * 0.99).rounded(.up)) - 1)]
+                return
+                    "p50 \(fixed(sorted[sorted.count / 2], 2)) / p99 \(fixed(p99, 2)) / max \(fixed(sorted.last!, 2)) ms"
+            }
+            print(
+                "live: \(live.refreshes) refreshes of \(live.changesEach) changes (delta of \(live.deltaSize) at the end):"
+            )
+            print("  laying changes over the index: " + percentiles(live.applyMs) + " of CPU")
+            print("  publishing the live index:     " + percentiles(live.publishMs) + " of CPU")
+            print(
+                "  queries on the last one, zoom: median µs (features): "
+                    + live.queryMedianUs.map { "\($0.zoom): \(fixed($0.us, 1)) (\($0.features))" }.joined(
+                        separator: ", "))
+        }
     }
 
     /// What reading a data file cost: wall time, and RSS above what the process held before it.
@@ -145,7 +178,7 @@ struct BenchCommand: ParsableCommand {
         return (loaded.dataset, (path as NSString).lastPathComponent + skipped, parse)
     }
 
-    private struct ZoomResult {
+    struct ZoomResult {
         var zoom: Int
         var medianUs: Double
         var p99Us: Double
@@ -155,7 +188,7 @@ struct BenchCommand: ParsableCommand {
         var featuresMedian: Int
     }
 
-    private func measureQueries(_ clusterer: any Clusterer, _ dataset: Dataset) -> [ZoomResult] {
+    func measureQueries(_ clusterer: any Clusterer, _ dataset: Dataset) -> [ZoomResult] {
         guard dataset.count > 0 else { return [] }
         var rng = SplitMix64(seed: seed ^ 0x5EED)
         let centres = (0..<queries).map { _ in Int(rng.next() % UInt64(dataset.count)) }
@@ -249,6 +282,6 @@ private func pad(_ text: String, _ width: Int) -> String {
 }
 
 extension Duration {
-    fileprivate var ms: Double { Double(components.seconds) * 1e3 + Double(components.attoseconds) * 1e-15 }
-    fileprivate var us: Double { Double(components.seconds) * 1e6 + Double(components.attoseconds) * 1e-12 }
+    var ms: Double { Double(components.seconds) * 1e3 + Double(components.attoseconds) * 1e-15 }
+    var us: Double { Double(components.seconds) * 1e6 + Double(components.attoseconds) * 1e-12 }
 }

@@ -107,6 +107,12 @@ struct ServeCommand: ParsableCommand {
 
     @Option(
         help:
+            "Seconds between two full rebuilds of the index while live data changes (changes in between are laid over the last build)."
+    )
+    var compactionInterval: Double = 2
+
+    @Option(
+        help:
             "Simulated vehicles driving between cities, pushed through the ingest API; a temporary --data-dir is made when none is given."
     )
     var movers = 0
@@ -170,6 +176,10 @@ struct ServeCommand: ParsableCommand {
         if !(ingestRate > 0 && ingestRate.isFinite) { throw ValidationError("--ingest-rate must be positive") }
         if maxIngestBytes < 1024 { throw ValidationError("--max-ingest-bytes must be at least 1024") }
         if snapshotEvery < 1 { throw ValidationError("--snapshot-every must be at least 1") }
+        if !(compactionInterval >= 0.1 && compactionInterval <= 3600) {
+            throw ValidationError(
+                "--compaction-interval must be between 0.1 and 3600 seconds, got \(compactionInterval)")
+        }
         if movers < 0 { throw ValidationError("--movers must be 0 or more, got \(movers)") }
         if !(moversRate > 0 && moversRate.isFinite) { throw ValidationError("--movers-rate must be positive") }
         if Logger.Level(rawValue: logLevel) == nil {
@@ -226,6 +236,7 @@ struct ServeCommand: ParsableCommand {
         configuration.ingestRate = ingestRate
         configuration.maxIngestBodyBytes = maxIngestBytes
         configuration.snapshotEvery = snapshotEvery
+        configuration.compactionInterval = .milliseconds(Int64(compactionInterval * 1000))
         let server: Server
         if let live {
             server = try Server(

@@ -7,14 +7,18 @@ import Testing
 @Suite("Live index")
 struct LiveIndexTests {
     /// Random changes over a synthetic base: 90 % moves, 5 % inserts (some named, some onto another
-    /// point's exact coordinate), 5 % deletes; the model is what the points should be afterwards.
-    static func randomHistory(seed: UInt64, base: Int, changes: Int) -> (PointTable, [UInt32: (Double, Double)]) {
+    /// point's exact coordinate), 5 % deletes; the model is what the points should be afterwards, and
+    /// `changed` each change as the point it left where.
+    static func randomHistory(seed: UInt64, base: Int, changes: Int) -> (
+        table: PointTable, model: [UInt32: (Double, Double)], changed: [ChangedPoint]
+    ) {
         var random = SeededRandom(seed: seed)
         let start = SyntheticGenerator(seed: seed).dataset(count: base)
         var table = PointTable(start)
         var model: [UInt32: (Double, Double)] = [:]
         for row in 0..<start.count { model[start.ids[row]] = (start.lat(row), start.lon(row)) }
         var names = 0
+        var changed: [ChangedPoint] = []
         for version in 1...UInt64(changes) {
             let live = table.dataset.ids
             let roll = Int.random(in: 0..<100, using: &random)
@@ -42,11 +46,15 @@ struct LiveIndexTests {
             let deleted = table.id(of: change.key)
             table.apply(change, version: version)
             switch change {
-            case .upsert(let key, let lat, let lon, _): model[table.id(of: key)!] = (lat, lon)
-            case .delete: model[deleted!] = nil
+            case .upsert(let key, let lat, let lon, _):
+                model[table.id(of: key)!] = (lat, lon)
+                changed.append(ChangedPoint(id: table.id(of: key)!, now: table.record(ofID: table.id(of: key)!)))
+            case .delete:
+                model[deleted!] = nil
+                changed.append(ChangedPoint(id: deleted!, now: nil))
             }
         }
-        return (table, model)
+        return (table, model, changed)
     }
 
     static func key(of id: UInt32, in table: PointTable) -> PointKey {
@@ -94,7 +102,7 @@ struct LiveIndexTests {
         "after any sequence of changes the index equals a fresh build of the points it ends with",
         arguments: [Algorithm.hierarchical, .pcaTree], [UInt64(1), 2, 3])
     func equalsAFreshBuild(algorithm: Algorithm, seed: UInt64) throws {
-        let (table, model) = Self.randomHistory(seed: seed, base: 3000, changes: 1500)
+        let (table, model, _) = Self.randomHistory(seed: seed, base: 3000, changes: 1500)
         #expect(Set(table.dataset.ids) == Set(model.keys))
         // The fresh dataset lists the same points in ascending id order, built from the model alone.
         let ids = model.keys.sorted()

@@ -45,6 +45,16 @@ public struct PointTable: Sendable {
         return Coordinate(lat: dataset.lat(Int(row)), lon: dataset.lon(Int(row)))
     }
 
+    /// A point as it is now, nil when no point has the id.
+    public func record(ofID id: UInt32) -> PointRecord? {
+        guard let row = rowByID[id].map(Int.init) else { return nil }
+        let width = dataset.properties.columns.count
+        return PointRecord(
+            position: Coordinate(lat: dataset.lat(row), lon: dataset.lon(row)),
+            values: Array(dataset.properties.values[row * width..<(row + 1) * width]),
+            revision: dataset.revisions.isEmpty ? 0 : dataset.revisions[row])
+    }
+
     /// Why an upsert would be refused now: it brings property names beyond ``maxColumns``.
     public func problem(with change: Change) -> String? {
         guard case .upsert(_, _, _, let properties) = change else { return nil }

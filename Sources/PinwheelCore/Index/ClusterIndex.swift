@@ -46,9 +46,12 @@ public final class ClusterIndex: Clusterer {
         try self.init(dataset: dataset, options: options, aggregates: aggregates, parallelFrom: Parallel.minimumItems)
     }
 
-    /// Builds the hierarchy, splitting zooms of at least `parallelFrom` items over two threads (tests
-    /// lower it to check the split on small data).
-    init(dataset: Dataset, options: ClusterOptions, aggregates: [Aggregate], parallelFrom: Int) throws(IndexError) {
+    /// Builds the hierarchy, splitting zooms of at least `parallelFrom` items over two threads: `.max`
+    /// builds on the calling thread alone (a background rebuild that leaves the other core to queries);
+    /// tests lower it to check the split on small data.
+    public init(dataset: Dataset, options: ClusterOptions, aggregates: [Aggregate], parallelFrom: Int)
+        throws(IndexError)
+    {
         try options.validate()
         let n = dataset.count
         guard n <= ClusterIndex.maxPoints else { throw .tooManyPoints(count: n, limit: ClusterIndex.maxPoints) }

@@ -70,7 +70,7 @@ struct ClusterSweep {
         }
         out.runRows[runCount] = Int.max
         out.runStarts[runCount] = n
-        guard n >= 2 * out.parallelFrom && runCount >= 8 else {
+        guard n / 2 >= out.parallelFrom && runCount >= 8 else {
             return sweep(runs: 0..<runCount, outputAt: 0, neighbours: out.neighbours[0])
         }
         // Split at the middle item's row: the north part sweeps rows before split - 1 (touching rows

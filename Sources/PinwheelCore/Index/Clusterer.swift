@@ -46,4 +46,15 @@ public protocol Clusterer: Sendable {
     /// The reduced values of ``aggregates`` for a feature (a point's own values for a point); a
     /// `mean` is still its sum here, see ``Aggregate/value(reduced:count:)``.
     func aggregateValues(of feature: Feature) -> ArraySlice<Double>
+
+    /// Points in the data now (a live index's base dataset may hold fewer or more).
+    var pointCount: Int { get }
+
+    /// Rows of points changed since a live index's base was built; nil for a clusterer built whole.
+    var changedRows: ChangedRows? { get }
+}
+
+extension Clusterer {
+    public var pointCount: Int { dataset.count }
+    public var changedRows: ChangedRows? { nil }
 }

@@ -206,9 +206,12 @@ public struct SessionMachine<Clock: PinwheelClock> {
         servedVersion = clusterer.dataset.version
         clusterer.features(in: viewport.bbox, zoom: viewport.indexZoom, into: &features)
         let revisions = clusterer.dataset.revisions
+        let changed = context.changedRows
         if !revisions.isEmpty {
             for i in features.indices where features[i].isPoint {
-                features[i].revision = revisions[Int(features[i].row)]
+                // A live index's added points come with their revision.
+                let row = features[i].row
+                if !revisions.isEmpty && row < changed?.start ?? .max { features[i].revision = revisions[Int(row)] }
             }
         }
         let available = FeatureCap.keepNearest(&features, limit: options.maxFeatures, centre: viewport.bbox.center)
@@ -261,7 +264,7 @@ public struct SessionMachine<Clock: PinwheelClock> {
         var info = dataset
         info.aggregates = clusterer.aggregates
         // Live data: the points now, not those loaded at start-up.
-        info.points = clusterer.dataset.count
+        info.points = clusterer.pointCount
         let limits = HelloMessage.Limits(
             viewportHz: options.viewportHz, pace: options.pace, window: options.window,
             maxMessageBytes: options.maxMessageBytes, maxFeatures: options.maxFeatures)

@@ -3,6 +3,8 @@
 public struct FeatureContext: Sendable {
     /// Columns of points' `properties`, looked up by ``Feature/row``.
     public var properties: PropertyTable
+    /// Rows from `changedRows.start` on: points a live index added since its base was built.
+    public var changedRows: ChangedRows?
     /// The names of points producers named by strings, by id; written as a point's `key`.
     public var names: [UInt32: String] = [:]
     /// The aggregates, the keys of a cluster's `aggregates`; empty means no `aggregates`.
@@ -25,5 +27,7 @@ public struct FeatureContext: Sendable {
             properties: clusterer.dataset.properties, aggregates: clusterer.aggregates,
             values: { clusterer.aggregateValues(of: $0) })
         names = clusterer.dataset.names
+        changedRows = clusterer.changedRows
     }
+
 }

@@ -197,6 +197,20 @@ public struct MessageEncoder: Sendable {
     }
 
     /// One feature: id, lat, lon, count, then parent, anchor, properties and aggregates when they apply.
+    /// A point's `properties`: empty cells are left out (and `properties` with them when all are), since
+    /// a column another point brought is not this point's property.
+    private mutating func properties(columns: [String], values: ArraySlice<String>) {
+        var first = true
+        for (c, value) in values.enumerated() where !value.isEmpty && c < columns.count {
+            writer.raw(first ? ",\"properties\":{" : ",")
+            first = false
+            writer.string(columns[c])
+            writer.byte(UInt8(ascii: ":"))
+            writer.string(value)
+        }
+        if !first { writer.byte(UInt8(ascii: "}")) }
+    }
+
     mutating func feature(_ f: Feature, _ context: FeatureContext) {
         writer.raw("{\"id\":")
         writer.integer(f.id)
@@ -221,21 +235,18 @@ public struct MessageEncoder: Sendable {
             writer.raw(",\"key\":")
             writer.string(name)
         }
-        let table = context.properties
-        if f.isPoint && !table.columns.isEmpty && Int(f.row) * table.columns.count < table.values.count {
-            // Empty cells are left out (and `properties` with them when all are): a column another
-            // point brought is not this point's property.
-            var first = true
-            for (c, name) in table.columns.enumerated() {
-                let value = table.value(row: Int(f.row), column: c)
-                if value.isEmpty { continue }
-                writer.raw(first ? ",\"properties\":{" : ",")
-                first = false
-                writer.string(name)
-                writer.byte(UInt8(ascii: ":"))
-                writer.string(value)
+        if f.isPoint {
+            if let changed = context.changedRows, f.row >= changed.start {
+                let values = changed.values(UInt32(truncatingIfNeeded: f.id))
+                properties(columns: changed.columns, values: values[...])
+            } else {
+                let table = context.properties
+                let width = table.columns.count
+                if width > 0 && Int(f.row) * width < table.values.count {
+                    properties(
+                        columns: table.columns, values: table.values[Int(f.row) * width..<(Int(f.row) + 1) * width])
+                }
             }
-            if !first { writer.byte(UInt8(ascii: "}")) }
         }
         if !f.isPoint && !context.aggregates.isEmpty {
             let values = context.values(f)

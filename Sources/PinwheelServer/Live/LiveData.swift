@@ -5,32 +5,34 @@ import PinwheelCore
 import Synchronization
 
 /// The points of a server whose data changes: the table producers edit, the change log that keeps
-/// every accepted change, and the thread that rebuilds the index from the table.
+/// every accepted change, and the thread that keeps the index following the table.
 ///
-/// The index is rebuilt whole, in the background, from a copy of the table: queries never wait for a
-/// change, and the index a session reads is always exactly a fresh build of some version of the data
-/// (unchanged clusters keep their ids, since ids come from the points that seed them). A rebuild
-/// starts as soon as changes arrived and the last one started at least `refreshInterval` ago, so a
-/// burst of changes costs one rebuild. Every `snapshotEvery` changes the table is written to the
-/// log as a snapshot, so a restart replays at most that many.
+/// Every applied change is also kept as a ``ChangedPoint`` until the index thread takes it
+/// (``takeChanges()``). That thread runs `refresh` as soon as changes arrived and the last run
+/// started at least `refreshInterval` ago, so a burst of changes costs one refresh, and at least every
+/// `idleWake` otherwise (a background compaction may be due or done). Every `snapshotEvery` changes the
+/// table is written to the log as a snapshot, so a restart replays at most that many.
 final class LiveData: @unchecked Sendable {
     struct Options: Sendable {
-        /// Least time between the starts of two rebuilds.
-        var refreshInterval: Duration = .milliseconds(50)
+        /// Least time between the starts of two refreshes of the index.
+        var refreshInterval: Duration = .milliseconds(100)
+        /// Longest time the index thread sleeps without changes.
+        var idleWake: Duration = .milliseconds(250)
         /// Changes between two snapshots.
         var snapshotEvery: UInt64 = 1_000_000
     }
 
     let log: any ChangeLog
     let options: Options
-    private let table: Mutex<PointTable>
+    /// The points, and the changes applied since the index thread last took them.
+    private let state: Mutex<(table: PointTable, changed: [ChangedPoint])>
     private let logger: Logger
-    /// Signalled when a change was applied or at stop.
+    /// Signalled when a change was applied, a compaction finished, or at stop.
     private let wake = DispatchSemaphore(value: 0)
     private let stopping = Atomic<Bool>(false)
     private let finished = DispatchSemaphore(value: 0)
     private let snapshots = DispatchQueue(label: "pinwheel-snapshot")
-    /// Rebuild thread only: the version of the last snapshot asked for.
+    /// Index thread only: the version of the last snapshot asked for.
     private var snapshotVersion: UInt64 = 0
 
     /// Loads the log's newest snapshot (or `initial` when the log has none, which is then written as
@@ -48,42 +50,77 @@ final class LiveData: @unchecked Sendable {
             try log.saveSnapshot(LogSnapshot(version: 0, bytes: start.snapshotBytes()))
         }
         snapshotVersion = start.dataset.version
-        table = Mutex(start)
+        state = Mutex((start, []))
         let replayed = try log.open(after: start.dataset.version) { [unowned self] committed in
             apply(committed)
         }
-        logger.info("data at version \(replayed): \(self.table.withLock { $0.count }) points")
+        logger.info("data at version \(replayed): \(self.state.withLock { $0.table.count }) points")
     }
 
     /// Log thread: changes as they commit, in version order.
     private func apply(_ committed: LoggedChanges) {
-        table.withLock { t in
+        state.withLock { state in
             for (k, change) in committed.changes.enumerated() {
-                t.apply(change, version: committed.first + UInt64(k))
+                let before = state.table.id(of: change.key)
+                state.table.apply(change, version: committed.first + UInt64(k))
+                switch change {
+                case .upsert(let key, _, _, _):
+                    let id = state.table.id(of: key)!
+                    state.changed.append(ChangedPoint(id: id, now: state.table.record(ofID: id)))
+                case .delete:
+                    // Deleting a key no point has changes nothing.
+                    if let before { state.changed.append(ChangedPoint(id: before, now: nil)) }
+                }
             }
         }
         wake.signal()
     }
 
     /// The points now.
-    var dataset: Dataset { table.withLock { $0.dataset } }
+    var dataset: Dataset { state.withLock { $0.table.dataset } }
+
+    /// Index thread: the changes applied since the last call, and the version they bring the data to.
+    func takeChanges() -> (version: UInt64, changes: [ChangedPoint]) {
+        state.withLock { state in
+            defer { state.changed.removeAll(keepingCapacity: true) }
+            return (state.table.dataset.version, state.changed)
+        }
+    }
+
+    /// Index thread: the points now, with the changes applied since the last ``takeChanges()`` (which
+    /// the points include), so that a build of these points followed by later changes misses none.
+    func datasetTakingChanges() -> (dataset: Dataset, changes: [ChangedPoint]) {
+        state.withLock { state in
+            defer { state.changed.removeAll(keepingCapacity: true) }
+            return (state.table.dataset, state.changed)
+        }
+    }
+
+    /// What a live index publishes of the points now beyond its delta: the names producers gave, the
+    /// property columns, and how many points there are.
+    func publication() -> (names: [UInt32: String], columns: [String], count: Int) {
+        state.withLock { ($0.table.dataset.names, $0.table.dataset.properties.columns, $0.table.count) }
+    }
+
+    /// Wakes the index thread (a compaction finished).
+    func wakeIndexThread() { wake.signal() }
 
     /// Why a change would be refused beyond its own line (see ``PointTable/problem(with:)``).
     func problem(with change: Change) -> String? {
-        table.withLock { $0.problem(with: change) }
+        state.withLock { $0.table.problem(with: change) }
     }
 
-    /// Starts the rebuild thread; `publish` gets each new version of the data, on that thread.
-    func start(publish: @escaping @Sendable (Dataset) -> Void) {
+    /// Starts the index thread, which runs `refresh` when changes arrived or a while passed.
+    func start(refresh: @escaping @Sendable () -> Void) {
         let thread = Thread { [self] in
-            rebuildLoop(publish: publish)
+            indexLoop(refresh: refresh)
             finished.signal()
         }
-        thread.name = "pinwheel-rebuild"
+        thread.name = "pinwheel-index"
         thread.start()
     }
 
-    /// Stops the rebuild thread and closes the log (committing what was appended).
+    /// Stops the index thread and closes the log (committing what was appended).
     func stop() {
         guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
         wake.signal()
@@ -92,28 +129,25 @@ final class LiveData: @unchecked Sendable {
         log.close()
     }
 
-    private func rebuildLoop(publish: @Sendable (Dataset) -> Void) {
-        var published = dataset.version
+    private func indexLoop(refresh: @Sendable () -> Void) {
         var lastStart = ContinuousClock.now - options.refreshInterval
         while true {
-            wake.wait()
+            _ = wake.wait(timeout: .now() + .nanoseconds(Int(options.idleWake.nanoseconds)))
             if stopping.load(ordering: .acquiring) { return }
             let due = lastStart + options.refreshInterval
             if due > .now { Thread.sleep(forTimeInterval: Double((due - .now).nanoseconds) / 1e9) }
-            // Signals that arrived meanwhile are covered by this rebuild.
+            // Signals that arrived meanwhile are covered by this refresh.
             while wake.wait(timeout: .now()) == .success {}
-            let data = dataset
-            guard data.version != published else { continue }
             lastStart = .now
-            publish(data)
-            published = data.version
-            if data.version >= snapshotVersion + options.snapshotEvery { snapshot() }
+            refresh()
+            let version = state.withLock { $0.table.dataset.version }
+            if version >= snapshotVersion + options.snapshotEvery { snapshot() }
         }
     }
 
-    /// Writes the table as a snapshot, off the rebuild thread; one at a time.
+    /// Writes the table as a snapshot, off the index thread; one at a time.
     private func snapshot() {
-        let copy = table.withLock { $0 }
+        let copy = state.withLock { $0.table }
         snapshotVersion = copy.dataset.version
         snapshots.async { [log, logger] in
             do {

@@ -1,0 +1,174 @@
+import HashTreeCollections
+
+/// The changes since a ``ClusterIndex`` was built, laid over it instead of rebuilding it: a live
+/// index shows them at once, and a background rebuild (compaction) later replaces base and delta
+/// with an exact build.
+///
+/// A changed point leaves its base features: it is taken out of the count and centroid of every
+/// cluster that held it. Where it is now, it joins, at each zoom, the cluster the base has nearest to
+/// it within that zoom's radius, and stays in that cluster's ancestors at coarser zooms, as a fresh
+/// build keeps merged points merged; where no cluster is that near it is drawn as a point. At the raw
+/// level (`maxZoom + 1` and beyond) this is exact; above it, a point joins an existing cluster
+/// rather than forming a new one, which compaction then corrects. Cluster ids never change here, so
+/// a viewer's difference stays the clusters whose count or centroid moved.
+///
+/// A value type over persistent maps: a copy shares everything with the original and a change to
+/// either copies only the paths it touches, so publishing a ``LiveClusterIndex`` costs nothing and a
+/// change costs O(levels · log n) whatever the delta's size.
+public struct ClusterDelta: Sendable {
+    /// The exact build the changes are laid over.
+    public let base: ClusterIndex
+    /// What each base cluster gained and lost, per level (the base's order, coarsest first).
+    var adjustments: [TreeDictionary<Int32, ItemAdjustment>]
+    /// Base points changed since the base was built: their base features are left out.
+    var removed: TreeSet<UInt32> = []
+    /// Points changed since the base was built that exist now.
+    var added: TreeDictionary<UInt32, AddedPoint> = [:]
+    /// The added points by the coarsest level at which they are drawn as points (no cluster holds
+    /// them there or at any finer level; the raw level for every point a cluster holds below it), then
+    /// by grid cell (``cellBits(level:)`` per axis, cells about a map tile wide at that level's zoom):
+    /// a query at level li reads lists 0...li, a dozen cells of each, and a change moves a point in
+    /// one list.
+    var standalone: [TreeDictionary<UInt32, [StandaloneEntry]>]
+    /// The base's row directory per level, for nearest-cluster searches.
+    let rowStarts: [[Int32]]
+
+    /// A delta with no changes over `base`.
+    public init(base: ClusterIndex) {
+        self.base = base
+        adjustments = Array(repeating: [:], count: base.levels.count)
+        standalone = Array(repeating: [:], count: base.levels.count)
+        rowStarts = base.rowStarts()
+    }
+
+    /// How far the delta has drifted from its base: base points it leaves out plus points it adds (a
+    /// moved point counts twice).
+    public var size: Int { removed.count + added.count }
+
+    /// True when nothing changed since the base was built.
+    public var isEmpty: Bool { removed.isEmpty && added.isEmpty }
+
+    /// Lays one change over the base, where nothing needs to know where it happened.
+    public mutating func apply(_ change: ChangedPoint) {
+        var footprint = ChangeFootprint()
+        apply(change, footprint: &footprint)
+    }
+
+    /// Lays one change over the base: the point leaves where it was (in the base or in an earlier
+    /// change) and, unless deleted, joins where it is now.
+    /// - Parameter footprint: receives the places the point left and reached.
+    public mutating func apply(_ change: ChangedPoint, footprint: inout ChangeFootprint) {
+        let id = change.id
+        if !removed.contains(id), let holders = base.holders(ofPoint: id) {
+            removed.insert(id)
+            let raw = base.levels[base.levels.count - 1]
+            let item = Int(holders[0])
+            // A same-coordinate group stands at its centre: that is what its members brought to clusters.
+            let x = raw.xy[2 * item]
+            let y = raw.xy[2 * item + 1]
+            footprint.add(x: x, y: y)
+            for (k, holder) in holders.enumerated() {
+                adjust(level: base.levels.count - 1 - k, item: holder, by: -1, x: x, y: y)
+            }
+        }
+        if let old = added.removeValue(forKey: id) {
+            footprint.add(x: old.x, y: old.y)
+            for (li, holder) in old.holders.enumerated() where holder >= 0 {
+                adjust(level: li, item: holder, by: -1, x: old.x, y: old.y)
+            }
+            let from = old.standaloneFrom
+            let cell = cellKey(level: from, x: old.x, y: old.y)
+            if let at = standalone[from][cell]?.firstIndex(where: { $0.id == id }) {
+                standalone[from][cell]!.swapAt(at, standalone[from][cell]!.count - 1)
+                standalone[from][cell]!.removeLast()
+                if standalone[from][cell]!.isEmpty { standalone[from][cell] = nil }
+            }
+        }
+        guard let now = change.now else { return }
+        var point = AddedPoint(
+            x: Mercator.x(lon: now.position.lon), y: Mercator.y(lat: now.position.lat), record: now,
+            holders: [Int32](repeating: -1, count: base.levels.count - 1))
+        // Finest cluster level first: once a cluster takes the point, its ancestors hold it too.
+        var holder: Int?
+        for li in stride(from: base.levels.count - 2, through: 0, by: -1) {
+            if let finer = holder {
+                holder = Int(base.levels[li + 1].parents[finer])
+            } else {
+                holder = base.nearestCluster(level: li, x: point.x, y: point.y, rowStarts: rowStarts[li]) { item in
+                    Int(ItemMeta.count(base.levels[li].meta[item])) + Int(adjustments[li][Int32(item)]?.count ?? 0) > 0
+                }
+            }
+            if let holder {
+                point.holders[li] = Int32(holder)
+                adjust(level: li, item: Int32(holder), by: 1, x: point.x, y: point.y)
+            }
+        }
+        footprint.add(x: point.x, y: point.y)
+        let from = point.standaloneFrom
+        standalone[from][cellKey(level: from, x: point.x, y: point.y), default: []].append(
+            StandaloneEntry(
+                id: id, x: point.x, y: point.y, record: now, parentHolder: from > 0 ? point.holders[from - 1] : -1))
+        added[id] = point
+    }
+
+    /// Adds (or takes away) a point's share of a cluster's count and centroid; points and groups
+    /// need none, since they are found by id.
+    private mutating func adjust(level li: Int, item: Int32, by count: Int32, x: Double, y: Double) {
+        guard ItemMeta.isCluster(base.levels[li].meta[Int(item)]) else { return }
+        // In place: one walk down the persistent map. An entry that comes back to nothing stays; the
+        // next compaction drops it.
+        ItemAdjustment.add(count, x, y, to: &adjustments[li][item, default: ItemAdjustment()])
+    }
+
+    /// Bits per axis of the cells of level li's standalone list: a 512-pixel tile at its zoom, so a
+    /// viewport at that zoom or finer covers a dozen cells or fewer (at most 16 bits, cells of 600 m).
+    func cellBits(level li: Int) -> Int {
+        max(0, min(base.levels[li].zoom, 16))
+    }
+
+    /// The cell of a mercator position in level li's standalone list.
+    func cellKey(level li: Int, x: Double, y: Double) -> UInt32 {
+        UInt32(GridOrder.key(x: x, y: y, bits: cellBits(level: li)))
+    }
+}
+
+/// What a base cluster gained or lost: points, and the sums of their mercator coordinates.
+struct ItemAdjustment: Sendable, Hashable {
+    var count: Int32 = 0
+    var x: Double = 0
+    var y: Double = 0
+
+    static func add(_ count: Int32, _ x: Double, _ y: Double, to a: inout ItemAdjustment) {
+        a.count += count
+        a.x += Double(count) * x
+        a.y += Double(count) * y
+    }
+}
+
+/// An added point in a standalone list: what a query needs to test and draw it.
+struct StandaloneEntry: Sendable {
+    var id: UInt32
+    var x: Double
+    var y: Double
+    var record: PointRecord
+    /// The cluster holding it one level coarser than its list's (its parent there), -1 for none.
+    var parentHolder: Int32
+}
+
+/// A point changed since the base was built, as it is now.
+struct AddedPoint: Sendable {
+    /// Mercator position.
+    var x: Double
+    var y: Double
+    var record: PointRecord
+    /// The base cluster holding it at each level below the raw one, -1 where it stands alone.
+    var holders: [Int32]
+
+    /// The coarsest level at which it is drawn as a point: below the coarsest that holds it in a
+    /// cluster (clusters hold a point at every level coarser than one that does).
+    var standaloneFrom: Int {
+        var from = 0
+        while from < holders.count && holders[from] >= 0 { from += 1 }
+        return from
+    }
+}

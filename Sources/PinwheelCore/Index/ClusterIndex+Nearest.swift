@@ -1,0 +1,84 @@
+/// Lookups a live index needs of its base: the cluster nearest a spot at a level, and the items
+/// holding a point.
+extension ClusterIndex {
+    /// Where each grid row of each level starts: `rowStarts[li][row] ..< rowStarts[li][row + 1]` are
+    /// the items of that row, so a search for a cell reads one row, not the whole level.
+    /// - Complexity: O(n) over every level's items.
+    func rowStarts() -> [[Int32]] {
+        levels.map { level in
+            let side = 1 << level.gridBits
+            var starts = [Int32](repeating: 0, count: side + 1)
+            level.xy.withUnsafeBufferPointer { xy in
+                for i in 0..<level.count {
+                    starts[min(Int(xy[2 * i + 1] * Double(side)), side - 1) + 1] += 1
+                }
+            }
+            for row in 0..<side { starts[row + 1] += starts[row] }
+            return starts
+        }
+    }
+
+    /// The cluster item of level `li` nearest to (x, y) within the radius its zoom clusters with.
+    /// - Parameters:
+    ///   - rowStarts: the level's row directory (see ``rowStarts()``).
+    ///   - accepts: whether a candidate item may take the spot (a live index refuses clusters emptied
+    ///     by changes).
+    /// - Returns: the item's index, nil when no cluster is that near.
+    /// - Complexity: O(log r + k) for rows of r items and the k items in the cells the radius reaches.
+    func nearestCluster(level li: Int, x: Double, y: Double, rowStarts: [Int32], accepts: (Int) -> Bool) -> Int? {
+        let level = levels[li]
+        guard level.count > 0 else { return nil }
+        let r = options.radius(atZoom: level.zoom)
+        let bits = level.gridBits
+        let side = 1 << bits
+        let scale = Double(side)
+        func cell(_ v: Double) -> Int { max(0, min(Int(v * scale), side - 1)) }
+        var best: Int?
+        var bestDistance = r * r
+        level.xy.withUnsafeBufferPointer { xy in
+            level.meta.withUnsafeBufferPointer { meta in
+                @inline(__always) func key(_ i: Int) -> UInt64 {
+                    GridOrder.key(x: xy[2 * i], y: xy[2 * i + 1], bits: bits)
+                }
+                for row in cell(y - r)...cell(y + r) {
+                    let last = UInt64(row) << UInt64(bits) | UInt64(cell(x + r))
+                    var lo = Int(rowStarts[row])
+                    var hi = Int(rowStarts[row + 1])
+                    let rowEnd = hi
+                    let first = UInt64(row) << UInt64(bits) | UInt64(cell(x - r))
+                    while lo < hi {
+                        let mid = (lo + hi) >> 1
+                        if key(mid) < first { lo = mid + 1 } else { hi = mid }
+                    }
+                    var i = lo
+                    while i < rowEnd && key(i) <= last {
+                        let dx = xy[2 * i] - x
+                        let dy = xy[2 * i + 1] - y
+                        let d = dx * dx + dy * dy
+                        if d <= bestDistance && ItemMeta.isCluster(meta[i]) && accepts(i)
+                            && (d < bestDistance || best == nil || i < best!)
+                        {
+                            best = i
+                            bestDistance = d
+                        }
+                        i += 1
+                    }
+                }
+            }
+        }
+        return best
+    }
+
+    /// The item holding a point at every level, finest (the raw level) first; nil when no point has
+    /// the id.
+    func holders(ofPoint id: UInt32) -> [Int32]? {
+        guard let row = row(ofID: FeatureID(id)), let raw = rawItem(containingRow: row) else { return nil }
+        var chain = [Int32](repeating: 0, count: levels.count)
+        var item = raw
+        for li in stride(from: levels.count - 1, through: 0, by: -1) {
+            chain[levels.count - 1 - li] = Int32(item)
+            if li > 0 { item = Int(levels[li].parents[item]) }
+        }
+        return chain
+    }
+}
