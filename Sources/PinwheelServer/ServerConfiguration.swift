@@ -7,7 +7,7 @@ public struct ServerConfiguration: Sendable {
     public var host: String = "127.0.0.1"
     /// Port to listen on; 0 asks the kernel for a free one.
     public var port: Int = 8080
-    /// Folder served at `/` (index.html, app.js, style.css).
+    /// Folder served at `/` (index.html, demo.js, style.css, pinwheel/).
     public var webRoot: String
     /// Folder served at `/vendor/leaflet/` (Debian's libjs-leaflet).
     public var leafletRoot: String = "/usr/share/javascript/leaflet"

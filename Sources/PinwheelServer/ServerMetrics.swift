@@ -47,7 +47,7 @@ public final class ServerMetrics: Sendable {
         Histogram(highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: .three))
 
     /// Message types counted separately; anything else counts as "invalid".
-    static let clientTypes = ["viewport", "ack", "expand", "settings", "invalid"]
+    static let clientTypes = ["viewport", "ack", "expand", "settings", "held", "invalid"]
     static let serverTypes = ["hello", "batch", "expansion", "error", "presence", "ack"]
 
     public init() {

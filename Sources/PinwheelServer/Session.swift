@@ -131,7 +131,8 @@ final class Session: WorkerJob, @unchecked Sendable {
         }
     }
 
-    /// The view last served; nil before the first.
+    /// The view last served, its zoom in the index's levels (see ``ViewportMessage/indexZoom``); nil
+    /// before the first.
     var servedView: (bbox: BBox, zoom: Double)? { served.withLock { $0 } }
 
     /// Carries out what the state machine decided: sends, measurements, presence, timers.
@@ -150,7 +151,7 @@ final class Session: WorkerJob, @unchecked Sendable {
         for latency in actions.firstBatchLatencies { server.metrics.firstBatch(after: latency) }
         for wait in actions.windowWaits { server.metrics.windowWait(wait) }
         if let viewport = actions.served {
-            served.withLock { $0 = (viewport.bbox, viewport.zoom) }
+            served.withLock { $0 = (viewport.bbox, viewport.indexZoom) }
             server.presence.update(connection: connection, bbox: viewport.bbox, zoom: viewport.zoom)
         }
         if let presence = actions.presence { server.presence.watch(connection: connection, enabled: presence) }

@@ -88,7 +88,7 @@ struct ClientMessageTests {
             failure(#"{"type":"hover"}"#)
                 == WireError(
                     .unknownType, field: "type",
-                    message: "unknown message type \"hover\"; expected viewport, ack, expand or settings"))
+                    message: "unknown message type \"hover\"; expected viewport, ack, expand, settings or held"))
     }
 
     @Test("each missing viewport field is named")

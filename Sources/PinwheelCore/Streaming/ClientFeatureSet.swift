@@ -53,6 +53,15 @@ public struct ClientFeatureSet: Sendable {
             lat: Float(f.lat), lon: Float(f.lon), slot: slot)
     }
 
+    /// Records that the client draws a feature known only by id (held across a reconnect): its
+    /// version, parent and position as far as they are known.
+    public mutating func insert(id: FeatureID, version: FeatureVersion, parent: FeatureID?, lat: Float, lon: Float) {
+        let slot = entries[id]?.slot ?? Int32(ids.count)
+        if slot == ids.count { ids.append(id) }
+        entries[id] = Entry(
+            version: version, parent: parent ?? ClientFeatureSet.noParent, lat: lat, lon: lon, slot: slot)
+    }
+
     /// Records that the client removed a feature.
     public mutating func remove(_ id: FeatureID) {
         guard let gone = entries.removeValue(forKey: id) else { return }
@@ -90,5 +99,19 @@ extension Feature {
             return z ^ (z >> 31)
         }
         return mix(lat.bitPattern &+ mix(lon.bitPattern &+ mix(UInt64(count) | UInt64(revision) << 32)))
+    }
+}
+
+extension Feature {
+    /// A 32-bit digest of how a client draws this feature: FNV-1a-style over its count and its
+    /// position rounded to 1e-7°, each as a 32-bit integer. Clients compute the same from the
+    /// numbers they received (`featureDigest` in web/pinwheel/client.js), so after a reconnect a held
+    /// feature whose digest matches needs nothing re-sent.
+    public var digest: UInt32 {
+        var h: UInt32 = 0x811C_9DC5
+        h = (h ^ count) &* 0x0100_0193
+        h = (h ^ UInt32(truncatingIfNeeded: Int64((lat * 1e7 + 0.5).rounded(.down)))) &* 0x0100_0193
+        h = (h ^ UInt32(truncatingIfNeeded: Int64((lon * 1e7 + 0.5).rounded(.down)))) &* 0x0100_0193
+        return h
     }
 }

@@ -99,6 +99,34 @@ public struct Pacer<Clock: PinwheelClock>: Sendable {
         return poll()
     }
 
+    /// Takes what a reconnecting client still holds as what it has, before the first viewport: a held
+    /// feature that `current` has with the same digest counts as that feature (nothing is re-sent for
+    /// it); any other held id counts as a version the client must replace or remove.
+    /// - Parameters:
+    ///   - held: the ids and digests the client sent.
+    ///   - current: the features the client's first viewport will be served.
+    ///   - sameData: the client's data version is the current one; otherwise held points are
+    ///     re-sent too, since a property change leaves their digest alone.
+    public mutating func adopt(held: [HeldFeature], current: [Feature], sameData: Bool) {
+        var byID: [FeatureID: Int] = [:]
+        byID.reserveCapacity(current.count)
+        for (k, f) in current.enumerated() { byID[f.id] = k }
+        for h in held {
+            if let k = byID[h.id] {
+                let f = current[k]
+                if f.digest == h.digest && (sameData || !f.isPoint) {
+                    client.insert(f)
+                } else {
+                    // A version no feature has: the diff sends this one as an update.
+                    client.insert(id: h.id, version: ~f.version, parent: f.parent, lat: Float(f.lat), lon: Float(f.lon))
+                }
+            } else {
+                // Position unknown: NaN lies in no viewport, so its removal goes first.
+                client.insert(id: h.id, version: 0, parent: nil, lat: .nan, lon: .nan)
+            }
+        }
+    }
+
     /// Serves the current viewport again over changed data: what the client should have now, diffed
     /// against what was sent, keeping the current spacing between batches. Sends nothing when the
     /// client already has exactly that and the viewport's last batch went out.

@@ -41,6 +41,9 @@ public struct SessionMachine<Clock: PinwheelClock> {
     private var tickDue: Clock.Instant?
     private var features: [Feature] = []
     private var encoder: MessageEncoder
+    /// What a reconnecting client said it still holds, taken as what it has at its first viewport.
+    private var held: [HeldFeature] = []
+    private var heldVersion: UInt64 = 0
 
     /// - Parameters:
     ///   - dataset: what `hello` says of the dataset (its `aggregates` come from the clusterer).
@@ -103,6 +106,17 @@ public struct SessionMachine<Clock: PinwheelClock> {
         case .expand(let id):
             expand(id, actions: &actions)
             return "expand"
+        case .held(let message):
+            guard served == nil, due == nil else {
+                encoder.error(
+                    WireError(
+                        .invalidField, field: "type", message: "held must come before the session's first viewport"))
+                actions.send("error", encoder)
+                return "held"
+            }
+            held.append(contentsOf: message.features)
+            heldVersion = message.version
+            return "held"
         case .settings(let settings):
             actions.presence = settings.presence
             guard let newAlgorithm = settings.algorithm else { return "settings" }
@@ -173,6 +187,10 @@ public struct SessionMachine<Clock: PinwheelClock> {
         served = viewport
         actions.served = viewport
         query(viewport)
+        if !held.isEmpty {
+            pacer.adopt(held: held, current: features, sameData: heldVersion == servedVersion)
+            held = []
+        }
         firstBatch = .running(elapsed: .zero, since: receivedAt)
         carryOut(pacer.show(seq: viewport.seq, features: features, viewport: viewport.bbox), actions: &actions)
     }
@@ -186,7 +204,7 @@ public struct SessionMachine<Clock: PinwheelClock> {
     /// Fills `features` with the viewport's features, at most `maxFeatures` of them, nearest the centre.
     private mutating func query(_ viewport: ViewportMessage) {
         servedVersion = clusterer.dataset.version
-        clusterer.features(in: viewport.bbox, zoom: viewport.zoom, into: &features)
+        clusterer.features(in: viewport.bbox, zoom: viewport.indexZoom, into: &features)
         let revisions = clusterer.dataset.revisions
         let changed = context.changedRows
         if !revisions.isEmpty {
@@ -224,11 +242,13 @@ public struct SessionMachine<Clock: PinwheelClock> {
     }
 
     private mutating func expand(_ id: FeatureID, actions: inout SessionActions<Clock>) {
-        guard let expansion = clusterer.expansion(of: id, zoom: served?.zoom ?? 0) else {
+        guard var expansion = clusterer.expansion(of: id, zoom: served?.indexZoom ?? 0) else {
             encoder.error(WireError(.unknownFeature, field: "id", message: "no feature has id \(id)"))
             actions.send("error", encoder)
             return
         }
+        // The answer's zoom is in the client's own convention.
+        if case .zoom(let z) = expansion, let served { expansion = .zoom(z - served.zoomOffset) }
         encoder.expansion(id: id, expansion, context: context)
         actions.send("expansion", encoder)
     }

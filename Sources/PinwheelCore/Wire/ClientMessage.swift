@@ -13,18 +13,59 @@ public struct ViewportMessage: Equatable, Sendable {
     /// Map size in pixels, 1...16384.
     public var width: Int
     public var height: Int
+    /// Pixels of one tile at the client's integer zooms: 256 for Leaflet, 512 (the index's own
+    /// convention and the default) for MapLibre. The cluster radius then means screen pixels.
+    public var tileSize: Int
 
     /// Largest zoom a client may ask for.
     public static let maxZoom = 24.0
     /// Largest width or height in pixels.
     public static let maxPixels = 16_384
+    /// The tile size the index's zooms count in, and the one assumed when a client names none.
+    public static let indexTileSize = 512
+    /// Tile sizes a client may name: powers of two, so zooms differ by whole levels.
+    public static let tileSizes = [64, 128, 256, 512, 1024, 2048, 4096]
 
-    public init(seq: UInt64, bbox: BBox, zoom: Double, width: Int, height: Int) {
+    public init(seq: UInt64, bbox: BBox, zoom: Double, width: Int, height: Int, tileSize: Int = indexTileSize) {
         self.seq = seq
         self.bbox = bbox
         self.zoom = zoom
         self.width = width
         self.height = height
+        self.tileSize = tileSize
+    }
+
+    /// Levels to add to a client zoom to get the index's zoom (−1 for 256-px tiles).
+    public var zoomOffset: Double {
+        // Both are powers of two: the difference of their exponents.
+        Double(tileSize.trailingZeroBitCount - ViewportMessage.indexTileSize.trailingZeroBitCount)
+    }
+
+    /// The zoom the index is queried at: the client's zoom in 512-px-tile levels, at least 0.
+    public var indexZoom: Double { max(0, zoom + zoomOffset) }
+}
+
+/// One feature a client still holds after a reconnect: its id and ``Feature/digest``.
+public struct HeldFeature: Equatable, Sendable {
+    public var id: FeatureID
+    public var digest: UInt32
+
+    public init(id: FeatureID, digest: UInt32) {
+        self.id = id
+        self.digest = digest
+    }
+}
+
+/// Features a reconnecting client still holds, sent before its first viewport (possibly in several
+/// messages), so the server sends only the difference.
+public struct HeldMessage: Equatable, Sendable {
+    /// The data version of the last batch the client applied (0 for data never changed).
+    public var version: UInt64
+    public var features: [HeldFeature]
+
+    public init(version: UInt64, features: [HeldFeature]) {
+        self.version = version
+        self.features = features
     }
 }
 
@@ -64,6 +105,8 @@ public enum ClientMessage: Equatable, Sendable {
     /// Open a cluster: the answer is an `expansion`.
     case expand(id: FeatureID)
     case settings(SettingsMessage)
+    /// After a reconnect: features the client still draws.
+    case held(HeldMessage)
 
     /// Decodes and validates one message.
     /// - Parameter bytes: the UTF-8 text of one WebSocket frame.
@@ -93,8 +136,18 @@ public enum ClientMessage: Equatable, Sendable {
             let pixels = 1...Double(ViewportMessage.maxPixels)
             let width = try m.whole("width", in: pixels)
             let height = try m.whole("height", in: pixels)
+            var tileSize = ViewportMessage.indexTileSize
+            if m.has("tileSize") {
+                let size = try m.whole("tileSize", in: 1...4096)
+                guard ViewportMessage.tileSizes.contains(Int(size)) else {
+                    let sizes = ViewportMessage.tileSizes.map(String.init).joined(separator: ", ")
+                    throw MessageFields.invalid("tileSize", "must be one of \(sizes), got \(size)")
+                }
+                tileSize = Int(size)
+            }
             let bbox = BBox.normalized(west: edges[0], south: edges[1], east: edges[2], north: edges[3])
-            let viewport = ViewportMessage(seq: seq, bbox: bbox, zoom: zoom, width: Int(width), height: Int(height))
+            let viewport = ViewportMessage(
+                seq: seq, bbox: bbox, zoom: zoom, width: Int(width), height: Int(height), tileSize: tileSize)
             if let problem = viewport.spanProblem { throw MessageFields.invalid("bbox", problem) }
             return .viewport(viewport)
         case "ack":
@@ -118,10 +171,22 @@ public enum ClientMessage: Equatable, Sendable {
                 settings.presence = try m.bool("presence")
             }
             return .settings(settings)
+        case "held":
+            let version = try m.whole("version")
+            var held: [HeldFeature] = []
+            for (k, item) in try m.array("features").enumerated() {
+                guard case .array(let pair) = item, pair.count == 2 else {
+                    throw MessageFields.invalid("features", "features[\(k)] must be [id, digest]")
+                }
+                let id = try MessageFields.whole(pair[0], name: "features")
+                let digest = try MessageFields.whole(pair[1], name: "features", in: 0...Double(UInt32.max))
+                held.append(HeldFeature(id: id, digest: UInt32(digest)))
+            }
+            return .held(HeldMessage(version: version, features: held))
         default:
             throw WireError(
                 .unknownType, field: "type",
-                message: "unknown message type \"\(m.type)\"; expected viewport, ack, expand or settings")
+                message: "unknown message type \"\(m.type)\"; expected viewport, ack, expand, settings or held")
         }
     }
 
@@ -154,6 +219,10 @@ public enum ClientMessage: Equatable, Sendable {
             writer.integer(v.width)
             writer.raw(",\"height\":")
             writer.integer(v.height)
+            if v.tileSize != ViewportMessage.indexTileSize {
+                writer.raw(",\"tileSize\":")
+                writer.integer(v.tileSize)
+            }
         case .ack(let a):
             writer.raw("\"ack\",\"batch\":")
             writer.integer(a.batch)
@@ -174,6 +243,19 @@ public enum ClientMessage: Equatable, Sendable {
                 writer.raw(",\"presence\":")
                 writer.bool(presence)
             }
+        case .held(let h):
+            writer.raw("\"held\",\"version\":")
+            writer.integer(h.version)
+            writer.raw(",\"features\":[")
+            for (k, f) in h.features.enumerated() {
+                if k > 0 { writer.byte(UInt8(ascii: ",")) }
+                writer.byte(UInt8(ascii: "["))
+                writer.integer(f.id)
+                writer.byte(UInt8(ascii: ","))
+                writer.integer(UInt64(f.digest))
+                writer.byte(UInt8(ascii: "]"))
+            }
+            writer.byte(UInt8(ascii: "]"))
         }
         writer.byte(UInt8(ascii: "}"))
     }

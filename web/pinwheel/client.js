@@ -1,0 +1,554 @@
+/* Pinwheel client core: the pinwheel.v1 stream (docs/protocol.md) without any map.
+ *
+ * A plain ES module, no build step. It owns the socket, reconnection with backoff, the viewport rate
+ * limit, applying batches within a frame budget and acknowledging them with their measured cost, and
+ * the feature store (id → feature). A map adapter (web/pinwheel/leaflet.js) listens to its events
+ * and draws; the API is documented in docs/client.md.
+ */
+
+// ---- Constants -----------------------------------------------------------------------------------
+
+/** WebSocket subprotocol spoken by the server. */
+export const PROTOCOL = 'pinwheel.v1';
+/** Most viewports per second sent while the view moves (the server coalesces further). */
+export const MAX_VIEWPORT_RATE = 20;
+/** Reconnect backoff: first delay, cap, and growth per failed attempt. */
+const RECONNECT_MIN_MS = 250;
+const RECONNECT_MAX_MS = 5000;
+const RECONNECT_GROWTH = 2;
+/** Milliseconds of batch application allowed per animation frame, checked every APPLY_CHUNK
+ *  operations (a batch may span frames; it is acknowledged when whole). */
+const FRAME_BUDGET_MS = 8;
+const APPLY_CHUNK = 64;
+/** Held features per `held` message after a reconnect: about 30 bytes each, well under the
+ *  server's 64 KiB message limit. */
+const HELD_PER_MESSAGE = 1500;
+/** Tile size of the map's zoom convention when the caller names none (Leaflet, Google, OSM). */
+const DEFAULT_TILE_SIZE = 256;
+
+// ---- Helpers ---------------------------------------------------------------------------------------
+
+/** Bytes of a string once encoded as UTF-8 (what travelled on the wire). */
+function utf8Length(s) {
+    let n = s.length;
+    for (let i = 0; i < s.length; i++) {
+        const c = s.charCodeAt(i);
+        if (c < 0x80) continue;
+        if (c < 0x800) n += 1;
+        else if (c >= 0xd800 && c < 0xdc00) { n += 2; i++; } // surrogate pair: 4 bytes for 2 units
+        else n += 2;
+    }
+    return n;
+}
+
+/** A 32-bit digest of how a feature is drawn (count and position to 1e-7°), the same one the server
+ *  computes for the features it would send (`held` in docs/protocol.md). */
+export function featureDigest(f) {
+    let h = 0x811c9dc5;
+    for (const v of [f.count, Math.floor(f.lat * 1e7 + 0.5), Math.floor(f.lon * 1e7 + 0.5)]) {
+        h = Math.imul(h ^ (v | 0), 0x01000193);
+    }
+    return h >>> 0;
+}
+
+/** The protocol's bbox (west, south, east, north within ±180) from any west/east in degrees. */
+export function normalizedBBox(west, south, east, north) {
+    if (east - west >= 360) {
+        west = -180;
+        east = 180;
+    } else {
+        west = ((((west + 180) % 360) + 360) % 360) - 180;
+        east = ((((east + 180) % 360) + 360) % 360) - 180;
+    }
+    const round = (v) => Math.round(v * 1e6) / 1e6;
+    return [round(west), round(Math.max(-90, south)), round(east), round(Math.min(90, north))];
+}
+
+// ---- Client ----------------------------------------------------------------------------------------
+
+/**
+ * One connection to a Pinwheel server, kept open across drops.
+ *
+ * Events (subscribe with `on(type, fn)`): `status` `{connection}`, `hello` (the message),
+ * `batch-start` (the batch message, before its first change), `feature-removed` `{feature, batch}`,
+ * `feature-updated` `{feature, previous, batch}`, `feature-added` `{feature, batch}`,
+ * `batch-applied` `{batch, applied, ms}`, `view-complete` `{seq, ms, capped}`, `expansion`,
+ * `presence`, `server-error`, `reset` (the store was emptied).
+ */
+export class PinwheelClient {
+    /**
+     * @param {string} url ws:// or wss:// address of the server.
+     * @param {object} [options]
+     * @param {number} [options.rate] most viewports per second (1…20).
+     * @param {number} [options.pace] markers applied per millisecond; Infinity applies batches as
+     *   fast as the frame budget allows.
+     * @param {string} [options.algorithm] clustering algorithm to ask for.
+     * @param {boolean} [options.presence] receive other sessions' viewports.
+     * @param {number} [options.tileSize] pixels of a tile at the map's integer zooms (256 for
+     *   Leaflet), so cluster radius means screen pixels.
+     * @param {() => boolean} [options.canApply] false while the map cannot take changes (mid zoom
+     *   animation); batches wait.
+     */
+    constructor(url, options = {}) {
+        this.url = url;
+        this.options = Object.assign({ rate: MAX_VIEWPORT_RATE, pace: Infinity, algorithm: null,
+                                       presence: false, tileSize: DEFAULT_TILE_SIZE, canApply: () => true },
+                                     options);
+        /** id → feature: exactly what the server believes this client has. */
+        this.features = new Map();
+        /** Figures an application or test may read; adapters may add their own counters. */
+        this.state = {
+            /** 'connecting' | 'open' (hello received) | 'reconnecting' | 'closed' */
+            connection: 'connecting',
+            hello: null,
+            points: 0,
+            clusters: 0,
+            /** `bytes` counts every message received, `batchBytes` batches only; `held` counts the
+             *  features reported held after reconnects. */
+            counters: { adds: 0, removes: 0, updates: 0, batches: 0, acks: 0, bytes: 0, batchBytes: 0, messages: 0,
+                        viewports: 0, errors: 0, connects: 0, held: 0 },
+            dataVersion: 0,
+            seq: 0,
+            doneSeq: 0,
+            lastViewport: null,
+            settledMs: null,
+            capped: null,
+            inFlight: 0,
+            timing: { applyMaxMs: 0 },
+            firstMarkerMs: null,
+            startup: { script: Math.round(performance.now()), open: null, hello: null, batch: null },
+            lastError: null,
+            lastExpansion: null,
+            settings: { rate: this.options.rate, pace: this.options.pace },
+            presence: 0,
+        };
+        this._listeners = new Map();
+        this._socket = null;
+        this._reconnectDelay = RECONNECT_MIN_MS;
+        this._reconnectTimer = 0;
+        this._helloSeen = false;
+        this._awaitingAlgorithm = false;
+        this._closed = true;
+        this._view = null;
+        this._lastViewportKey = '';
+        this._lastViewportAt = -Infinity;
+        this._viewportTimer = 0;
+        /** seq → performance.now() when sent, until its done batch is applied. */
+        this._sentAt = new Map();
+        /** seq → zoom of that viewport, for adapters that animate by zoom direction. */
+        this.viewportZoom = new Map();
+        this._queue = [];
+        this._cursor = null;
+        this._applyFrame = 0;
+        this._expansions = new Map();
+    }
+
+    // ---- Events ----
+
+    /** Calls `fn(detail)` for every event of `type`; returns a function that unsubscribes. */
+    on(type, fn) {
+        let set = this._listeners.get(type);
+        if (!set) this._listeners.set(type, (set = new Set()));
+        set.add(fn);
+        return () => this.off(type, fn);
+    }
+
+    off(type, fn) {
+        const set = this._listeners.get(type);
+        if (set) set.delete(fn);
+    }
+
+    _emit(type, detail) {
+        const set = this._listeners.get(type);
+        if (!set) return;
+        for (const fn of set) {
+            try {
+                fn(detail);
+            } catch (e) {
+                console.error(e);
+            }
+        }
+    }
+
+    // ---- Connection ----
+
+    /** Opens the socket (and keeps reopening it until `close()`). */
+    connect() {
+        this._closed = false;
+        this._open();
+        return this;
+    }
+
+    /** Closes the socket for good; the store is kept. */
+    close() {
+        this._closed = true;
+        clearTimeout(this._reconnectTimer);
+        if (this._socket) this._socket.close(1000);
+        this._socket = null;
+        this._setConnection('closed');
+    }
+
+    _setConnection(c) {
+        if (this.state.connection === c) return;
+        this.state.connection = c;
+        this._emit('status', { connection: c });
+    }
+
+    _open() {
+        this.state.counters.connects++;
+        this._helloSeen = false;
+        this._awaitingAlgorithm = false;
+        let ws;
+        try {
+            ws = new WebSocket(this.url, PROTOCOL);
+        } catch (e) {
+            console.warn('pinwheel: cannot open WebSocket:', String(e));
+            this._scheduleReconnect();
+            return;
+        }
+        this._socket = ws;
+        ws.onopen = () => {
+            this._reconnectDelay = RECONNECT_MIN_MS;
+            if (this.state.startup.open === null) this.state.startup.open = Math.round(performance.now());
+        };
+        ws.onmessage = (event) => this._onMessage(event);
+        ws.onclose = () => {
+            if (this._socket !== ws) return;
+            this._socket = null;
+            if (!this._closed) this._scheduleReconnect();
+        };
+        // onclose follows every error; the error itself carries nothing to show.
+        ws.onerror = () => {};
+    }
+
+    _scheduleReconnect() {
+        this._setConnection('reconnecting');
+        const delay = this._reconnectDelay * (0.75 + Math.random() * 0.5);
+        this._reconnectDelay = Math.min(RECONNECT_MAX_MS, this._reconnectDelay * RECONNECT_GROWTH);
+        this._reconnectTimer = setTimeout(() => this._open(), delay);
+    }
+
+    /** Sends a protocol message as JSON; false when the socket is not open. */
+    send(msg) {
+        const s = this._socket;
+        if (!s || s.readyState !== WebSocket.OPEN) return false;
+        s.send(JSON.stringify(msg));
+        return true;
+    }
+
+    /** The one message handler: every server message goes through this switch. */
+    _onMessage(event) {
+        if (typeof event.data !== 'string') {
+            console.warn('pinwheel: unexpected binary frame');
+            return;
+        }
+        this.state.counters.bytes += utf8Length(event.data);
+        this.state.counters.messages++;
+        let msg;
+        try {
+            msg = JSON.parse(event.data);
+        } catch (e) {
+            console.warn('pinwheel: server sent invalid JSON');
+            return;
+        }
+        if (msg.type === 'batch') this.state.counters.batchBytes += utf8Length(event.data);
+        switch (msg.type) {
+            case 'hello':
+                this._onHello(msg);
+                break;
+            case 'batch':
+                this._enqueue(msg);
+                break;
+            case 'expansion':
+                this._onExpansion(msg);
+                break;
+            case 'presence':
+                this.state.presence = Array.isArray(msg.viewports) ? msg.viewports.length : 0;
+                this._emit('presence', msg);
+                break;
+            case 'error':
+                this.state.counters.errors++;
+                this.state.lastError = msg;
+                console.warn(`pinwheel: server error ${msg.code}: ${msg.message}`);
+                // A server that cannot take `held` sends the whole view as adds: start from nothing.
+                if (msg.code === 'unknown-type' && /"held"/.test(msg.message || '')) {
+                    this.reset();
+                }
+                this._emit('server-error', msg);
+                break;
+            default:
+                console.warn(`pinwheel: unknown message type ${msg.type}`);
+        }
+    }
+
+    /** The first hello of a connection: tell the server what is still held (so only the difference
+     *  comes), then the view. A later hello (after `settings`) only updates what we know. */
+    _onHello(msg) {
+        this.state.hello = msg;
+        if (this.state.startup.hello === null) this.state.startup.hello = Math.round(performance.now());
+        const wanted = this.options.algorithm;
+        if (!this._helloSeen) {
+            this._helloSeen = true;
+            // Batches of the previous connection that never got applied are of no use now.
+            this._queue.length = 0;
+            if (this._cursor) this._finishPartial();
+            this._sentAt.clear();
+            this._lastViewportKey = '';
+            this._setConnection('open');
+            if (wanted && wanted !== msg.algorithm && (msg.algorithms || []).includes(wanted)) {
+                this._awaitingAlgorithm = true;
+                this.send({ type: 'settings', algorithm: wanted });
+            } else {
+                this._sendHeld();
+                this._sendViewport();
+            }
+            if (this.options.presence) this.send({ type: 'settings', presence: true });
+        } else if (this._awaitingAlgorithm && msg.algorithm === wanted) {
+            this._awaitingAlgorithm = false;
+            this._sendHeld();
+            this._sendViewport();
+        }
+        this._emit('hello', msg);
+    }
+
+    /** After a reconnect: the features still held, as [id, digest] pairs in a few `held` messages;
+     *  the server diffs the next viewport against them instead of sending everything again. */
+    _sendHeld() {
+        if (!this.features.size) return;
+        const pairs = [];
+        for (const f of this.features.values()) pairs.push([f.id, featureDigest(f)]);
+        for (let i = 0; i < pairs.length; i += HELD_PER_MESSAGE) {
+            this.send({ type: 'held', version: this.state.dataVersion, features: pairs.slice(i, i + HELD_PER_MESSAGE) });
+        }
+        this.state.counters.held += pairs.length;
+    }
+
+    // ---- Viewport ----
+
+    /**
+     * The map's view: `{bbox: [west, south, east, north], zoom, width, height}` (see
+     * `normalizedBBox`). Sent now if the rate allows, else when it does (latest wins).
+     */
+    setViewport(view) {
+        this._view = view;
+        const interval = 1000 / this.state.settings.rate;
+        const wait = interval - (performance.now() - this._lastViewportAt);
+        if (wait <= 0) {
+            this._sendViewport();
+        } else if (!this._viewportTimer) {
+            this._viewportTimer = setTimeout(() => {
+                this._viewportTimer = 0;
+                this._sendViewport();
+            }, wait);
+        }
+    }
+
+    _sendViewport() {
+        const v = this._view;
+        if (!v || !this._helloSeen || this._awaitingAlgorithm) return;
+        const view = { bbox: v.bbox, zoom: Math.round(v.zoom * 1000) / 1000,
+                       width: Math.max(1, Math.round(v.width)), height: Math.max(1, Math.round(v.height)) };
+        const key = JSON.stringify(view);
+        if (key === this._lastViewportKey) return;
+        const seq = this.state.seq + 1;
+        // 512-px tiles are the server's own convention: the field is left out.
+        if (this.options.tileSize !== 512) view.tileSize = this.options.tileSize;
+        const msg = Object.assign({ type: 'viewport', seq: seq }, view);
+        if (!this.send(msg)) return;
+        this.state.seq = seq;
+        this._lastViewportKey = key;
+        this._lastViewportAt = performance.now();
+        this._sentAt.set(seq, this._lastViewportAt);
+        this.viewportZoom.set(seq, view.zoom);
+        this.state.lastViewport = Object.assign({ seq: seq }, view);
+        this.state.counters.viewports++;
+    }
+
+    // ---- Settings, expand ----
+
+    /** Switches the session's algorithm; the server re-sends the view as a diff. */
+    setAlgorithm(name) {
+        this.options.algorithm = name;
+        this.send({ type: 'settings', algorithm: name });
+    }
+
+    /** Opts in or out of `presence` events. */
+    setPresence(on) {
+        this.options.presence = on;
+        this.send({ type: 'settings', presence: on });
+    }
+
+    /** Viewports per second while the view moves (1…20). */
+    setRate(rate) {
+        this.state.settings.rate = Math.max(1, Math.min(MAX_VIEWPORT_RATE, rate));
+    }
+
+    /** Markers applied per millisecond; Infinity for as fast as the frame budget allows. */
+    setPace(pace) {
+        this.state.settings.pace = pace;
+        this._schedule();
+    }
+
+    /** Asks how a cluster opens. Resolves with the `expansion` message (`zoom`, in the map's zoom
+     *  convention, or `spread`); rejects when the server does not know the id. */
+    expand(id) {
+        return new Promise((resolve, reject) => {
+            if (!this.send({ type: 'expand', id: id })) {
+                reject(new Error('not connected'));
+                return;
+            }
+            const waiting = this._expansions.get(id) || [];
+            waiting.push({ resolve, reject });
+            this._expansions.set(id, waiting);
+        });
+    }
+
+    _onExpansion(msg) {
+        this.state.lastExpansion = msg;
+        const waiting = this._expansions.get(msg.id) || [];
+        this._expansions.delete(msg.id);
+        for (const w of waiting) w.resolve(msg);
+        this._emit('expansion', msg);
+    }
+
+    // ---- Applying batches ----
+
+    /** True when the last viewport sent has been served and applied completely. */
+    settled() {
+        return this.state.connection === 'open' && this.state.seq > 0 && this.state.doneSeq >= this.state.seq &&
+            this._queue.length === 0 && this._cursor === null;
+    }
+
+    _enqueue(msg) {
+        if (this.state.startup.batch === null) this.state.startup.batch = Math.round(performance.now());
+        this._queue.push(msg);
+        this.state.inFlight = this._queue.length + (this._cursor ? 1 : 0);
+        this._schedule();
+    }
+
+    _schedule() {
+        if (!this._applyFrame && (this._queue.length || this._cursor)) {
+            this._applyFrame = requestAnimationFrame(() => this._apply());
+        }
+    }
+
+    /** Applies queued batches for at most FRAME_BUDGET_MS of this frame (and the page-side pace). */
+    _apply() {
+        this._applyFrame = 0;
+        if (!this.options.canApply()) {
+            this._schedule();
+            return;
+        }
+        const frameStart = performance.now();
+        const pace = this.state.settings.pace;
+        let allowance = pace === Infinity ? Infinity : Math.max(1, Math.round(pace * 16.7));
+        while (allowance > 0 && performance.now() - frameStart < FRAME_BUDGET_MS) {
+            if (!this._cursor) {
+                if (!this._queue.length) break;
+                this._cursor = this._start(this._queue.shift());
+            }
+            allowance -= this._step(this._cursor, Math.min(allowance, APPLY_CHUNK));
+            if (this._cursor.next >= this._cursor.total) {
+                this._finish(this._cursor);
+                this._cursor = null;
+            }
+        }
+        this.state.inFlight = this._queue.length + (this._cursor ? 1 : 0);
+        this._schedule();
+        this.state.timing.applyMaxMs = Math.max(this.state.timing.applyMaxMs, performance.now() - frameStart);
+    }
+
+    _start(msg) {
+        const remove = msg.remove || [];
+        const update = msg.update || [];
+        const add = msg.add || [];
+        this._emit('batch-start', msg);
+        return { msg, remove, update, add, next: 0, total: remove.length + update.length + add.length, ms: 0 };
+    }
+
+    /** Applies up to `limit` operations in protocol order: remove, update, add. */
+    _step(c, limit) {
+        const t0 = performance.now();
+        const end = Math.min(c.total, c.next + limit);
+        const nRemove = c.remove.length;
+        const nUpdate = c.update.length;
+        for (let i = c.next; i < end; i++) {
+            if (i < nRemove) this._remove(c.remove[i], c.msg);
+            else if (i < nRemove + nUpdate) this._put(c.update[i - nRemove], c.msg);
+            else this._put(c.add[i - nRemove - nUpdate], c.msg);
+        }
+        const done = end - c.next;
+        c.next = end;
+        c.ms += performance.now() - t0;
+        return done;
+    }
+
+    /** A batch cut short by a dropped connection: what was applied of it stays, nothing is acked. */
+    _finishPartial() {
+        this._cursor = null;
+        this.state.inFlight = this._queue.length;
+    }
+
+    _finish(c) {
+        const msg = c.msg;
+        const s = this.state;
+        s.counters.batches++;
+        if (msg.version) s.dataVersion = msg.version;
+        const ms = Math.round(c.ms * 100) / 100;
+        this.send({ type: 'ack', batch: msg.batch, applied: c.total, ms: ms });
+        s.counters.acks++;
+        if (s.firstMarkerMs === null && this.features.size) s.firstMarkerMs = Math.round(performance.now());
+        this._emit('batch-applied', { batch: msg, applied: c.total, ms: ms });
+        if (msg.done) {
+            const sentAt = this._sentAt.get(msg.seq);
+            if (sentAt !== undefined) s.settledMs = Math.round(performance.now() - sentAt);
+            for (const k of this._sentAt.keys()) if (k <= msg.seq) this._sentAt.delete(k);
+            for (const k of this.viewportZoom.keys()) if (k < msg.seq) this.viewportZoom.delete(k);
+            s.doneSeq = Math.max(s.doneSeq, msg.seq);
+            s.capped = msg.capped || null;
+            this._emit('view-complete', { seq: msg.seq, ms: s.settledMs, capped: s.capped });
+        }
+    }
+
+    _count(feature, delta) {
+        if (feature.count > 1) this.state.clusters += delta;
+        else this.state.points += delta;
+    }
+
+    _remove(id, batch) {
+        const f = this.features.get(id);
+        if (!f) return;
+        this.features.delete(id);
+        this._count(f, -1);
+        this.state.counters.removes++;
+        this._emit('feature-removed', { feature: f, batch: batch });
+    }
+
+    /** An add or an update: the protocol treats an add of a held id as an update of it. */
+    _put(f, batch) {
+        const previous = this.features.get(f.id);
+        this.features.set(f.id, f);
+        this._count(f, +1);
+        if (previous) {
+            this._count(previous, -1);
+            this.state.counters.updates++;
+            this._emit('feature-updated', { feature: f, previous: previous, batch: batch });
+        } else {
+            this.state.counters.adds++;
+            this._emit('feature-added', { feature: f, batch: batch });
+        }
+    }
+
+    /** Forgets every feature (emits `reset`; adapters clear their drawing). */
+    reset() {
+        this._queue.length = 0;
+        this._cursor = null;
+        this.features.clear();
+        this.state.points = 0;
+        this.state.clusters = 0;
+        this.state.inFlight = 0;
+        this._sentAt.clear();
+        this.viewportZoom.clear();
+        this._emit('reset', {});
+    }
+}
