@@ -114,6 +114,12 @@ struct ServeCommand: ParsableCommand {
 
     @Option(
         help:
+            "Milliseconds between two refreshes of the index while live data changes; each sends viewers what changed in their view."
+    )
+    var refreshInterval = 250
+
+    @Option(
+        help:
             "Seconds between two full rebuilds of the index while live data changes (changes in between are laid over the last build)."
     )
     var compactionInterval: Double = 2
@@ -197,6 +203,9 @@ struct ServeCommand: ParsableCommand {
         if !(ingestRate > 0 && ingestRate.isFinite) { throw ValidationError("--ingest-rate must be positive") }
         if maxIngestBytes < 1024 { throw ValidationError("--max-ingest-bytes must be at least 1024") }
         if snapshotEvery < 1 { throw ValidationError("--snapshot-every must be at least 1") }
+        if !(10...10_000).contains(refreshInterval) {
+            throw ValidationError("--refresh-interval must be between 10 and 10000 ms, got \(refreshInterval)")
+        }
         if !(compactionInterval >= 0.1 && compactionInterval <= 3600) {
             throw ValidationError(
                 "--compaction-interval must be between 0.1 and 3600 seconds, got \(compactionInterval)")
@@ -258,6 +267,7 @@ struct ServeCommand: ParsableCommand {
         configuration.ingestRate = ingestRate
         configuration.maxIngestBodyBytes = maxIngestBytes
         configuration.snapshotEvery = snapshotEvery
+        configuration.refreshInterval = .milliseconds(refreshInterval)
         configuration.compactionInterval = .milliseconds(Int64(compactionInterval * 1000))
         let server: Server
         if let live {
