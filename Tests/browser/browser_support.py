@@ -144,3 +144,16 @@ def server_features(server, viewport, algorithm=None):
             client.send({"type": "settings", "algorithm": algorithm})
             assert client.receive("hello")["algorithm"] == algorithm
         return {i: f["count"] for i, f in client.viewport(viewport).items()}
+
+
+def random_drag(page, rng, shortest, longest):
+    """A mouse drag from the middle of the page, `shortest` to `longest` pixels in a random direction,
+    at mouse-move speed, as a person pans."""
+    x, y = VIEWPORT_SIZE["width"] / 2, VIEWPORT_SIZE["height"] / 2
+    dist = rng.uniform(shortest, longest)
+    dx, dy = rng.uniform(-1, 1), rng.uniform(-1, 1)
+    norm = max(1e-6, (dx * dx + dy * dy) ** 0.5)
+    page.mouse.move(x, y)
+    page.mouse.down()
+    page.mouse.move(x + dx / norm * dist, y + dy / norm * dist, steps=int(dist / 12))
+    page.mouse.up()

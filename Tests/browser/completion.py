@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from browser_support import CHROMIUM, VIEWPORT_SIZE, PinwheelServer, pinwheel_binary  # noqa: E402
+from browser_support import CHROMIUM, VIEWPORT_SIZE, PinwheelServer, pinwheel_binary, random_drag  # noqa: E402
 
 from playwright.sync_api import sync_playwright  # noqa: E402
 
@@ -45,15 +45,6 @@ COMPLETE = """([t0, seq]) => new Promise((resolve) => {
 START_VIEWS = [(48.0, 10.0, 5), (40.0, -98.0, 5), (22.0, 79.0, 5), (35.7, 139.7, 7), (51.5, 0.0, 8)]
 
 
-def pan(page, rng):
-    x, y = VIEWPORT_SIZE["width"] / 2, VIEWPORT_SIZE["height"] / 2
-    dist = rng.uniform(200, 500)
-    dx, dy = rng.uniform(-1, 1), rng.uniform(-1, 1)
-    norm = max(1e-6, (dx * dx + dy * dy) ** 0.5)
-    page.mouse.move(x, y)
-    page.mouse.down()
-    page.mouse.move(x + dx / norm * dist, y + dy / norm * dist, steps=int(dist / 12))
-    page.mouse.up()
 
 
 def zoom_step(page, rng, zoom_in):
@@ -73,7 +64,7 @@ def tour(page, seconds, rng):
         seq = page.evaluate("() => pinwheel.state.seq")
         kind = "pan" if step % 3 != 2 else "zoom"
         if kind == "pan":
-            pan(page, rng)
+            random_drag(page, rng, 200, 500)
         else:
             zoom_step(page, rng, zoom_in=(step // 3) % 2 == 0)
         t0 = page.evaluate("() => performance.now()")

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from browser_support import CHROMIUM, VIEWPORT_SIZE, PinwheelServer, pinwheel_binary, screenshot  # noqa: E402
+from browser_support import CHROMIUM, VIEWPORT_SIZE, PinwheelServer, pinwheel_binary, random_drag, screenshot  # noqa: E402
 
 from playwright.sync_api import sync_playwright  # noqa: E402
 
@@ -74,15 +74,7 @@ def tour(page, seconds, rng):
     while time.monotonic() < deadline:
         kind = step % 6
         if kind in (0, 1, 3):
-            # A drag of 100–600 pixels in a random direction, at mouse-move speed.
-            x, y = VIEWPORT_SIZE["width"] / 2, VIEWPORT_SIZE["height"] / 2
-            dist = rng.uniform(100, 600)
-            dx, dy = rng.uniform(-1, 1), rng.uniform(-1, 1)
-            norm = max(1e-6, (dx * dx + dy * dy) ** 0.5)
-            page.mouse.move(x, y)
-            page.mouse.down()
-            page.mouse.move(x + dx / norm * dist, y + dy / norm * dist, steps=int(dist / 12))
-            page.mouse.up()
+            random_drag(page, rng, 100, 600)
         elif kind in (2, 4):
             # Two wheel steps in or out around a random spot.
             page.mouse.move(rng.uniform(300, 980), rng.uniform(200, 600))
