@@ -263,7 +263,8 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
             guard let published = keeper.refresh(inUse: inUse) else { return }
             current.withLock { $0 = $0.replacing(published.clusterers) }
             metrics.indexServes(
-                version: published.version, points: published.points, took: now.duration(to: .now),
+                version: published.version, points: published.points, delta: published.delta,
+                took: now.duration(to: .now),
                 rebuilt: published.compaction)
             footprint = published.footprint
         } else if let live {
@@ -277,7 +278,7 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
                 return
             }
             let took = now.duration(to: .now)
-            metrics.indexServes(version: data.version, points: data.count, took: took, rebuilt: took)
+            metrics.indexServes(version: data.version, points: data.count, delta: 0, took: took, rebuilt: took)
         }
         let options = configuration.clusterOptions
         for session in sessions.withLock({ Array($0.values) }) {

@@ -33,6 +33,8 @@ public final class ServerMetrics: Sendable {
     private let dataVersion: CoreMetrics.Meter
     private let rebuild: CoreMetrics.Timer
     private let refresh: CoreMetrics.Timer
+    /// Points the live index lays over its last full build (0 once a compaction caught up).
+    private let deltaPoints: CoreMetrics.Meter
     private let changesIn: CoreMetrics.Counter
     private let windowWait: CoreMetrics.Timer
     /// Exact percentiles of ``firstBatchMicros``, refreshed at each scrape.
@@ -85,6 +87,7 @@ public final class ServerMetrics: Sendable {
         dataVersion = Meter(label: "pinwheel_data_version", factory: factory)
         rebuild = CoreMetrics.Timer(label: "pinwheel_index_rebuild_seconds", factory: factory)
         refresh = CoreMetrics.Timer(label: "pinwheel_index_refresh_seconds", factory: factory)
+        deltaPoints = Meter(label: "pinwheel_index_delta_points", factory: factory)
         changesIn = Counter(label: "pinwheel_changes_accepted_total", factory: factory)
         firstBatchP50 = registry.makeGauge(
             descriptor: Self.firstBatchDescriptor("p50", help: "Median viewport to first batch, exact"))
@@ -175,10 +178,11 @@ public final class ServerMetrics: Sendable {
     /// The version of live data the index was first built at (a restarted node's, after its replay).
     func dataVersionLoaded(_ version: UInt64) { dataVersion.set(Int(version)) }
 
-    /// The index now serves `version`: after a refresh that took `took`, installing a rebuild that
-    /// took `rebuilt` when there was one.
-    func indexServes(version: UInt64, points: Int, took: Duration, rebuilt: Duration?) {
+    /// The index now serves `version`, with `delta` points laid over its last full build: after a
+    /// refresh that took `took`, installing a rebuild that took `rebuilt` when there was one.
+    func indexServes(version: UInt64, points: Int, delta: Int, took: Duration, rebuilt: Duration?) {
         dataVersion.set(Int(version))
+        deltaPoints.set(delta)
         datasetPoints.set(points)
         refresh.recordNanoseconds(max(0, took.nanoseconds))
         if let rebuilt { rebuild.recordNanoseconds(max(0, rebuilt.nanoseconds)) }

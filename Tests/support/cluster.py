@@ -199,24 +199,29 @@ class HAProxy:
         self.log.close()
 
 
-def data_version(port):
-    """The version of the data a node's index serves now, from its /metrics."""
+def index_state(port):
+    """The data version a node's index serves now and the points it lays over its last full build,
+    from its /metrics."""
     status, text = http_get(port, "/metrics")
     assert status == 200
+    values = {"pinwheel_data_version": 0, "pinwheel_index_delta_points": 0}
     for line in text.splitlines():
-        if line.startswith("pinwheel_data_version "):
-            return int(float(line.split()[1]))
-    return 0
+        name, _, value = line.partition(" ")
+        if name in values:
+            values[name] = int(float(value))
+    return values["pinwheel_data_version"], values["pinwheel_index_delta_points"]
 
 
 def wait_for_version(ports, version, timeout_s=60):
-    """Until every node's index serves `version` or later."""
+    """Until every node's index serves `version` or later as a full build: nodes that took changes
+    lay them over their last build until a compaction catches up, and only full builds of the same
+    points are identical."""
     deadline = time.monotonic() + timeout_s
     while True:
-        versions = [data_version(p) for p in ports]
-        if all(v >= version for v in versions):
-            return versions
-        assert time.monotonic() < deadline, f"nodes at versions {versions}, waiting for {version}"
+        states = [index_state(p) for p in ports]
+        if all(v >= version and delta == 0 for v, delta in states):
+            return [v for v, _ in states]
+        assert time.monotonic() < deadline, f"nodes at (version, delta) {states}, waiting for {version}"
         time.sleep(0.1)
 
 

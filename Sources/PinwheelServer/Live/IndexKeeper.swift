@@ -28,6 +28,8 @@ final class IndexKeeper: @unchecked Sendable {
         var clusterers: [Algorithm: any Clusterer]
         var version: UInt64
         var points: Int
+        /// The delta's size (see ``ClusterDelta/size``).
+        var delta: Int
         /// A compaction's build time, when this refresh installed one.
         var compaction: Duration?
         /// Where the changes laid over the index happened; nil when the whole index changed (a
@@ -124,7 +126,7 @@ final class IndexKeeper: @unchecked Sendable {
         published[.hierarchical] = LiveClusterIndex(
             delta: delta, version: version, names: now.names, columns: now.columns, pointCount: now.count)
         return Published(
-            clusterers: published, version: version, points: now.count, compaction: installed,
+            clusterers: published, version: version, points: now.count, delta: delta.size, compaction: installed,
             footprint: installed == nil ? footprint : nil)
     }
 
