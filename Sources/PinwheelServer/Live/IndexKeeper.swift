@@ -7,8 +7,8 @@ import Synchronization
 /// last full build are laid over it (``ClusterDelta``) and published as a ``LiveClusterIndex`` at
 /// every refresh, which costs time in proportion to the changes, not the points. In the background a
 /// compaction rebuilds the index whole from a copy of the points, exactly as a fresh build; its thread
-/// then lays over it the changes made meanwhile, and the new build replaces the old base. After the changes stop, the last compaction leaves exactly a fresh
-/// build of the points.
+/// then lays over it the changes made meanwhile, and the new build replaces the old base. After the
+/// changes stop, the last compaction leaves exactly a fresh build of the points.
 ///
 /// `pca-tree` has no delta: it is rebuilt whole by the compactions, while sessions use it.
 ///
@@ -17,7 +17,7 @@ import Synchronization
 final class IndexKeeper: @unchecked Sendable {
     struct Options: Sendable {
         /// Least time between the end of one compaction and the start of the next; at least twice the
-        /// last compaction's time is left between them, so compaction takes at most a third of a core.
+        /// last compaction's time is left between them, so compactions run at most a third of the time.
         var compactionInterval: Duration = .seconds(2)
         /// A delta this large is compacted without waiting for the interval.
         var largestDelta = 200_000
