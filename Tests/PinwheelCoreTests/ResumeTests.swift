@@ -112,28 +112,28 @@ struct ResumeTests {
         #expect(h.page == before)
     }
 
-    @Test("a page with 256-px tiles at zoom z is served what a 512-px page gets at z - 1")
-    func tileSizeShiftsTheZoom() throws {
+    /// A page on 256-px tiles that has been served Europe at its zoom 6.
+    static func europeOn256PixelTiles() throws -> Harness {
         var h = Harness()
         _ = try h.opened()
         h.seq += 1
         try h.turn([
-            .viewport(ViewportMessage(seq: h.seq, bbox: Self.europe, zoom: 6, width: 3840, height: 2160, tileSize: 256))
+            .viewport(ViewportMessage(seq: h.seq, bbox: europe, zoom: 6, width: 3840, height: 2160, tileSize: 256))
         ])
         try h.settle()
+        return h
+    }
+
+    @Test("a page with 256-px tiles at zoom z is served what a 512-px page gets at z - 1")
+    func tileSizeShiftsTheZoom() throws {
+        let h = try Self.europeOn256PixelTiles()
         #expect(Set(h.page.keys) == h.expected(Self.europe, zoom: 5))
         #expect(Set(h.page.keys) != h.expected(Self.europe, zoom: 6))
     }
 
     @Test("an expansion zoom is answered in the page's own zoom levels")
     func expansionZoomFollowsTileSize() throws {
-        var h = Harness()
-        _ = try h.opened()
-        h.seq += 1
-        try h.turn([
-            .viewport(ViewportMessage(seq: h.seq, bbox: Self.europe, zoom: 6, width: 3840, height: 2160, tileSize: 256))
-        ])
-        try h.settle()
+        var h = try Self.europeOn256PixelTiles()
         let cluster = try #require(h.page.values.first { $0.count > 1 })
         guard
             case .zoom(let indexZoom) = SessionMachineTests.clusterers[.hierarchical]!.expansion(
