@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from live_patch import TOKEN
-from pinwheel_process import ARTIFACTS, ROOT, PinwheelServer, pinwheel_binary
+from pinwheel_process import ARTIFACTS, ROOT, PinwheelServer, pinwheel_binary, stop_process
 
 HAPROXY_CONFIG = ROOT / "deploy" / "haproxy.cfg"
 
@@ -189,13 +189,7 @@ class HAProxy:
         return f"ws://127.0.0.1:{self.port}/"
 
     def stop(self):
-        if self.process and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_process(self.process)
         self.log.close()
 
 

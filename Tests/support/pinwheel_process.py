@@ -20,6 +20,18 @@ LISTENING = re.compile(r"pinwheel listening on (http://[\d.]+:(\d+))")
 START_TIMEOUT_S = 60
 
 
+def stop_process(process, grace_s=10):
+    """Asks a process to stop with SIGTERM and kills it after `grace_s` seconds; None or an ended
+    process is left as it is."""
+    if process and process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 class PinwheelServer:
     """One `pinwheel serve` process; `restart()` stops it and starts a new one on the same port."""
 
@@ -57,13 +69,7 @@ class PinwheelServer:
         return self
 
     def stop(self):
-        if self.process and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_process(self.process)
 
     def kill(self):
         """SIGKILL: the process gets no chance to flush or close anything."""
