@@ -343,8 +343,8 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
         transport.close(connection, code: code, reason: reason)
     }
 
-    /// Queues a session for the workers.
-    func schedule(_ session: Session) {
-        workers.submit(session)
+    /// Queues a session for the workers; `urgent` when a viewer waits for it.
+    func schedule(_ session: Session, urgent: Bool) {
+        workers.submit(session, urgent: urgent)
     }
 }

@@ -20,12 +20,33 @@ final class Session: WorkerJob, @unchecked Sendable {
         case dataChanged
         /// The connection is gone.
         case closed
+
+        /// Whether a viewer waits on it; a refresh after a data change waits behind those.
+        var isUrgent: Bool {
+            if case .dataChanged = self { return false }
+            return true
+        }
     }
 
     private struct Inbox {
         var events: [Event] = []
-        /// True while the session sits in the workers' queue or runs on a worker.
-        var scheduled = false
+        /// True while a worker runs the session's turn.
+        var running = false
+        /// The workers' queues the session waits in. A stale entry (its events taken by a turn
+        /// started from the other queue) finds nothing to do.
+        var inUrgentQueue = false
+        var inBackgroundQueue = false
+
+        /// Marks the session queued for its waiting events; whether it must be submitted, and where.
+        mutating func enqueue() -> (submit: Bool, urgent: Bool) {
+            guard !running, !events.isEmpty else { return (false, false) }
+            if events.contains(where: \.isUrgent) {
+                defer { inUrgentQueue = true }
+                return (!inUrgentQueue, true)
+            }
+            defer { inBackgroundQueue = true }
+            return (!inUrgentQueue && !inBackgroundQueue, false)
+        }
     }
 
     let connection: ConnectionID
@@ -72,24 +93,29 @@ final class Session: WorkerJob, @unchecked Sendable {
         flood.withLock { $0.record() }
     }
 
-    /// Queues an event and schedules the session on a worker if it is not already; any thread.
+    /// Queues an event and schedules the session on a worker if it is not already waiting in the
+    /// queue the event needs (a running session schedules itself when its turn ends); any thread.
     func post(_ event: Event) {
-        let schedule = inbox.withLock { box -> Bool in
+        let (submit, urgent) = inbox.withLock { box in
             box.events.append(event)
-            defer { box.scheduled = true }
-            return !box.scheduled
+            return box.enqueue()
         }
-        if schedule { server.schedule(self) }
+        if submit { server.schedule(self, urgent: urgent) }
     }
 
-    /// Runs the events queued so far as one turn, then goes to the back of the workers' queue if
+    /// Runs the events queued so far as one turn, then goes to the back of a workers' queue if
     /// more arrived: each session gets one turn at a time, so none holds a worker while others wait.
     /// Worker threads only.
     func run() {
-        let events = inbox.withLock { box -> [Event] in
+        let taken = inbox.withLock { box -> [Event]? in
+            guard !box.running, !box.events.isEmpty else { return nil }
+            box.running = true
+            box.inUrgentQueue = false
+            box.inBackgroundQueue = false
             defer { box.events.removeAll(keepingCapacity: true) }
             return box.events
         }
+        guard let events = taken else { return }
         var actions = SessionActions<ContinuousClock>()
         for event in events where !closed {
             handle(event, actions: &actions)
@@ -98,14 +124,11 @@ final class Session: WorkerJob, @unchecked Sendable {
             machine.flush(actions: &actions)
             carryOut(actions)
         }
-        let more = inbox.withLock { box -> Bool in
-            if box.events.isEmpty {
-                box.scheduled = false
-                return false
-            }
-            return true
+        let (submit, urgent) = inbox.withLock { box in
+            box.running = false
+            return box.enqueue()
         }
-        if more { server.schedule(self) }
+        if submit { server.schedule(self, urgent: urgent) }
     }
 
     private func handle(_ event: Event, actions: inout SessionActions<ContinuousClock>) {

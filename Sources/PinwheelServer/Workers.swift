@@ -8,17 +8,40 @@ protocol WorkerJob: AnyObject, Sendable {
     func run()
 }
 
-/// A fixed set of threads that cluster and diff, fed by one first-in-first-out queue.
+/// A fixed set of threads that cluster and diff, fed by two first-in-first-out queues: urgent jobs
+/// (a viewer's message or timer) before background ones (refreshing a view after the data changed).
 ///
-/// Each session is queued at most once at a time (the session keeps a "scheduled" flag), so a
-/// session's events run in order on one thread, and a session with a slow query holds one worker
-/// while the others keep serving everyone else. Writes never wait here: workers hand finished
-/// messages to the transport's thread-safe `send`.
+/// A session runs on one worker at a time (it keeps its own "running" flag and may sit in both
+/// queues), so its events run in order, and a session with a slow query holds one worker while the
+/// others keep serving everyone else. Refreshes after a data change reach hundreds of sessions at
+/// once; queued behind the viewports they would hold each viewer's answer back by all of them.
+/// Writes never wait here: workers hand finished messages to the transport's thread-safe `send`.
 final class Workers: Sendable {
-    private struct Queue {
+    private struct Line {
         var jobs: [any WorkerJob] = []
         var head = 0
+
+        var count: Int { jobs.count - head }
+
+        mutating func pop() -> (any WorkerJob)? {
+            guard head < jobs.count else { return nil }
+            let job = jobs[head]
+            head += 1
+            // Compact once the consumed prefix dominates, keeping appends amortised O(1).
+            if head > 1024 && head * 2 > jobs.count {
+                jobs.removeFirst(head)
+                head = 0
+            }
+            return job
+        }
+    }
+
+    private struct Queue {
+        var urgent = Line()
+        var background = Line()
         var stopping = false
+
+        var depth: Int { urgent.count + background.count }
     }
 
     private let queue = Mutex(Queue())
@@ -43,12 +66,12 @@ final class Workers: Sendable {
         }
     }
 
-    /// Queues a job; any thread.
-    func submit(_ job: any WorkerJob) {
+    /// Queues a job, `urgent` ones ahead of every background one; any thread.
+    func submit(_ job: any WorkerJob, urgent: Bool) {
         let depth = queue.withLock { q -> Int? in
             guard !q.stopping else { return nil }
-            q.jobs.append(job)
-            return q.jobs.count - q.head
+            if urgent { q.urgent.jobs.append(job) } else { q.background.jobs.append(job) }
+            return q.depth
         }
         guard let depth else { return }
         metrics.workerQueueDepth(depth)
@@ -61,8 +84,8 @@ final class Workers: Sendable {
         let alreadyStopping = queue.withLock { q in
             defer {
                 q.stopping = true
-                q.jobs.removeAll()
-                q.head = 0
+                q.urgent = Line()
+                q.background = Line()
             }
             return q.stopping
         }
@@ -75,19 +98,12 @@ final class Workers: Sendable {
         while true {
             available.wait()
             let next = queue.withLock { q -> (any WorkerJob)?? in
-                guard q.head < q.jobs.count else { return q.stopping ? .some(nil) : nil }
-                let job = q.jobs[q.head]
-                q.head += 1
-                // Compact once the consumed prefix dominates, keeping appends amortised O(1).
-                if q.head > 1024 && q.head * 2 > q.jobs.count {
-                    q.jobs.removeFirst(q.head)
-                    q.head = 0
-                }
-                return .some(job)
+                if let job = q.urgent.pop() ?? q.background.pop() { return .some(job) }
+                return q.stopping ? .some(nil) : nil
             }
             switch next {
             case .some(.some(let job)):
-                metrics.workerQueueDepth(queue.withLock { $0.jobs.count - $0.head })
+                metrics.workerQueueDepth(queue.withLock { $0.depth })
                 job.run()
             case .some(.none):
                 return
