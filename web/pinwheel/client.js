@@ -328,12 +328,19 @@ export class PinwheelClient {
     /**
      * The map's view: `{bbox: [west, south, east, north], zoom, width, height}` (see
      * `normalizedBBox`). Sent now if the rate allows, else when it does (latest wins).
+     *
+     * Views go out no faster than the server serves them (its hello's `limits.viewportHz`), so its
+     * rate limiter keeps a spare turn: `{now: true}` (where a gesture will end, the view the user
+     * waits for) uses it and goes out at once.
      */
-    setViewport(view) {
+    setViewport(view, { now = false } = {}) {
         this._view = view;
-        const interval = 1000 / this.state.settings.rate;
-        const wait = interval - (performance.now() - this._lastViewportAt);
+        const limits = (this.state.hello && this.state.hello.limits) || {};
+        const rate = Math.min(this.state.settings.rate, limits.viewportHz || Infinity);
+        const wait = now ? 0 : 1000 / rate - (performance.now() - this._lastViewportAt);
         if (wait <= 0) {
+            clearTimeout(this._viewportTimer);
+            this._viewportTimer = 0;
             this._sendViewport();
         } else if (!this._viewportTimer) {
             this._viewportTimer = setTimeout(() => {

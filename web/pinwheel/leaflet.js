@@ -17,6 +17,9 @@ const FADE_MS = 300;
 const MOVE_MS = 300;
 /** Most features animating at once; beyond it features appear and vanish without animation. */
 const MAX_ANIMATIONS = 250;
+/** Room (screen pixels) around the view within which a marker's animation can be seen: the largest
+ *  cluster icon with its halo. Animations wholly outside it end at once. */
+const VISIBLE_MARGIN_PX = 48;
 /** How long a removed feature's position can still serve as the origin of its children's split. */
 const GHOST_TTL_MS = 3000;
 /** Farthest (screen pixels) a split or merge looks for a parent it cannot name by id. */
@@ -362,11 +365,12 @@ function layerClass() {
 
         // ---- View ----
 
-        _onMove: function () {
+        /** The map moved; `final` when it has stopped (the view the user now waits for). */
+        _onMove: function (final) {
             // While an inertia pan or a zoom animation runs to a view already asked for, the views
             // it passes through are not worth serving.
             if (!this._map || this._flying || this._predicted || this._insidePanBy) return;
-            this.client.setViewport(this._viewAt(this._map.getCenter(), this._map.getZoom()));
+            this.client.setViewport(this._viewAt(this._map.getCenter(), this._map.getZoom()), { now: final === true });
         },
 
         /** The view the map will have at `center` and `zoom`, in the protocol's form. */
@@ -383,7 +387,7 @@ function layerClass() {
          *  arrive while it runs. */
         _onZoomAnim: function (e) {
             if (this._flying) return;
-            this.client.setViewport(this._viewAt(e.center, e.zoom));
+            this.client.setViewport(this._viewAt(e.center, e.zoom), { now: true });
             this._predicted = true;
         },
 
@@ -394,13 +398,13 @@ function layerClass() {
             const anim = map && map._panAnim;
             if (!anim || !anim._inProgress || this._flying) {
                 // Not animated (or already over): the view is where it is.
-                this._onMove();
+                this._onMove(true);
                 return;
             }
             const target = anim._startPos.add(anim._offset);
             const shift = target.subtract(map._getMapPanePos());
             const centre = map.layerPointToLatLng(map._getCenterLayerPoint().subtract(shift));
-            this.client.setViewport(this._viewAt(centre, map.getZoom()));
+            this.client.setViewport(this._viewAt(centre, map.getZoom()), { now: true });
             this._predicted = true;
         },
 
@@ -408,7 +412,7 @@ function layerClass() {
             this._flying = false;
             this._predicted = false;
             this._rewrapIfNeeded();
-            this._onMove();
+            this._onMove(true);
         },
 
         _onHello: function (msg) {
@@ -629,12 +633,27 @@ function layerClass() {
             const previous = this._animations.get(entry);
             // A move that interrupts a fade-in must not leave the feature half transparent.
             if (previous && previous.fade === 'in' && !spec.fade) this._setAlpha(entry, 1);
-            if (!this.options.animate || (!previous && this._animations.size >= MAX_ANIMATIONS)) {
+            const unseen = !this._mayBeSeen(entry.layer.getLatLng(), spec.to);
+            if (!this.options.animate || unseen || (!previous && this._animations.size >= MAX_ANIMATIONS)) {
+                if (previous) this._animations.delete(entry);
                 this._finishAt(entry, spec);
                 return;
             }
             this._animations.set(entry, Object.assign({ t0: performance.now() }, spec));
             if (!this._animationFrame) this._animationFrame = requestAnimationFrame((t) => this._step(t));
+        },
+
+        /** Whether an animation from `from` to `to` (or staying at `from`) passes through the view:
+         *  a marker fading or moving out of sight is not worth a frame, nor a view waiting for it. */
+        _mayBeSeen: function (from, to) {
+            const map = this._map;
+            if (!map) return false;
+            const a = map.latLngToContainerPoint(from);
+            const b = to ? map.latLngToContainerPoint(to) : a;
+            const size = map.getSize();
+            const m = VISIBLE_MARGIN_PX;
+            return Math.max(a.x, b.x) >= -m && Math.min(a.x, b.x) <= size.x + m &&
+                   Math.max(a.y, b.y) >= -m && Math.min(a.y, b.y) <= size.y + m;
         },
 
         _step: function (now) {
