@@ -18,10 +18,18 @@ import HashTreeCollections
 public struct ClusterDelta: Sendable {
     /// The exact build the changes are laid over.
     public let base: ClusterIndex
-    /// What each base cluster gained and lost, per level (the base's order, coarsest first).
+    /// What each base cluster gained and lost, per level (the base's order, coarsest first): at the
+    /// coarse levels, where changes reach nearly every cluster, an array by item (empty at the
+    /// others); at the fine ones a persistent map, which a change copies only a path of.
+    var denseAdjustments: [[ItemAdjustment]]
     var adjustments: [TreeDictionary<Int32, ItemAdjustment>]
+    /// The items of each level a change reached: a query tests a bit, and looks further only for
+    /// those (at the zooms most views are at, a few percent of the clusters).
+    var adjusted: [BitSet]
     /// Base points changed since the base was built: their base features are left out.
     var removed: TreeSet<UInt32> = []
+    /// The base rows of `removed`, for queries, whose base points carry their row.
+    var removedRows: BitSet
     /// Points changed since the base was built that exist now.
     var added: TreeDictionary<UInt32, AddedPoint> = [:]
     /// The added points by the coarsest level at which they are drawn as points (no cluster holds
@@ -37,6 +45,11 @@ public struct ClusterDelta: Sendable {
     public init(base: ClusterIndex) {
         self.base = base
         adjustments = Array(repeating: [:], count: base.levels.count)
+        denseAdjustments = base.levels.map {
+            $0.count <= Self.largestDenseLevel ? Array(repeating: ItemAdjustment(), count: $0.count) : []
+        }
+        adjusted = base.levels.map { BitSet(count: $0.count) }
+        removedRows = BitSet(count: base.dataset.count)
         standalone = Array(repeating: [:], count: base.levels.count)
         rowStarts = base.rowStarts()
     }
@@ -59,8 +72,9 @@ public struct ClusterDelta: Sendable {
     /// - Parameter footprint: receives the places the point left and reached.
     public mutating func apply(_ change: ChangedPoint, footprint: inout ChangeFootprint) {
         let id = change.id
-        if !removed.contains(id), let holders = base.holders(ofPoint: id) {
+        if !removed.contains(id), let row = base.row(ofID: FeatureID(id)), let holders = base.holders(ofRow: row) {
             removed.insert(id)
+            removedRows.insert(row)
             let raw = base.levels[base.levels.count - 1]
             let item = Int(holders[0])
             // A same-coordinate group stands at its centre: that is what its members brought to clusters.
@@ -93,7 +107,7 @@ public struct ClusterDelta: Sendable {
         var nearest = -1
         for li in 0..<(base.levels.count - 1) where finest < 0 || li <= finest + 2 {
             let accepts = { (item: Int) in
-                Int(ItemMeta.count(base.levels[li].meta[item])) + Int(adjustments[li][Int32(item)]?.count ?? 0) > 0
+                Int(ItemMeta.count(base.levels[li].meta[item])) + Int(adjustment(level: li, item: item)?.count ?? 0) > 0
             }
             if let item = base.nearestCluster(
                 level: li, x: point.x, y: point.y, rowStarts: rowStarts[li], accepts: accepts)
@@ -121,7 +135,22 @@ public struct ClusterDelta: Sendable {
         guard ItemMeta.isCluster(base.levels[li].meta[Int(item)]) else { return }
         // In place: one walk down the persistent map. An entry that comes back to nothing stays; the
         // next compaction drops it.
-        ItemAdjustment.add(count, x, y, to: &adjustments[li][item, default: ItemAdjustment()])
+        if denseAdjustments[li].isEmpty {
+            ItemAdjustment.add(count, x, y, to: &adjustments[li][item, default: ItemAdjustment()])
+        } else {
+            ItemAdjustment.add(count, x, y, to: &denseAdjustments[li][Int(item)])
+        }
+        adjusted[li].insert(Int(item))
+    }
+
+    /// Most items a level may have to keep its adjustments in an array: 24 bytes each, copied at the
+    /// first change after each publication (with 1M points, zooms 0–9: about 10 MB).
+    static let largestDenseLevel = 262_144
+
+    /// What a base cluster gained and lost, if a change reached it.
+    func adjustment(level li: Int, item: Int) -> ItemAdjustment? {
+        guard adjusted[li].contains(item) else { return nil }
+        return denseAdjustments[li].isEmpty ? adjustments[li][Int32(item)] : denseAdjustments[li][item]
     }
 
     /// Bits per axis of the cells of level li's standalone list: a 512-pixel tile at its zoom, so a

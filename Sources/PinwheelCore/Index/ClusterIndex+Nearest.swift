@@ -69,10 +69,10 @@ extension ClusterIndex {
         return best
     }
 
-    /// The item holding a point at every level, finest (the raw level) first; nil when no point has
-    /// the id.
-    func holders(ofPoint id: UInt32) -> [Int32]? {
-        guard let row = row(ofID: FeatureID(id)), let raw = rawItem(containingRow: row) else { return nil }
+    /// The item holding the point of a dataset row at every level, finest (the raw level) first; nil
+    /// when no raw item holds the row.
+    func holders(ofRow row: Int) -> [Int32]? {
+        guard let raw = rawItem(containingRow: row) else { return nil }
         var chain = [Int32](repeating: 0, count: levels.count)
         var item = raw
         for li in stride(from: levels.count - 1, through: 0, by: -1) {

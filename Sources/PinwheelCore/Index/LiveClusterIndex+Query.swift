@@ -14,11 +14,11 @@ extension LiveClusterIndex {
         for i in out.indices {
             var f = out[i]
             if f.isPoint {
-                if delta.removed.contains(UInt32(truncatingIfNeeded: f.id)) { continue }
+                if delta.removedRows.contains(Int(f.row)) { continue }
             } else if f.slot >= 0 {
                 let level = Int(f.slot) >> 26
                 let item = Int(f.slot) & ((1 << 26) - 1)
-                if let a = delta.adjustments[level][Int32(item)] {
+                if let a = delta.adjustment(level: level, item: item) {
                     guard let adjusted = adjusted(f, level: level, item: item, by: a) else { continue }
                     f = adjusted
                 }
