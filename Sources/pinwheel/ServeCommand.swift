@@ -219,6 +219,7 @@ struct ServeCommand: ParsableCommand {
     }
 
     func run() throws {
+        MemoryPolicy.returnLargeBlocksToTheKernel()
         let level = Logger.Level(rawValue: logLevel) ?? .info
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
