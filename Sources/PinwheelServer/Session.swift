@@ -103,10 +103,10 @@ final class Session: WorkerJob, @unchecked Sendable {
         if submit { server.schedule(self, urgent: urgent) }
     }
 
-    /// Runs the events queued so far as one turn, then goes to the back of a workers' queue if
-    /// more arrived: each session gets one turn at a time, so none holds a worker while others wait.
-    /// Worker threads only.
-    func run() {
+    /// Runs the events queued so far as one turn, with the worker's planning memory lent to the
+    /// machine, then goes to the back of a workers' queue if more arrived: each session gets one
+    /// turn at a time, so none holds a worker while others wait. Worker threads only.
+    func run(scratch: inout PlanScratch) {
         let taken = inbox.withLock { box -> [Event]? in
             guard !box.running, !box.events.isEmpty else { return nil }
             box.running = true
@@ -116,6 +116,7 @@ final class Session: WorkerJob, @unchecked Sendable {
             return box.events
         }
         guard let events = taken else { return }
+        machine.swapScratch(&scratch)
         var actions = SessionActions<ContinuousClock>()
         for event in events where !closed {
             handle(event, actions: &actions)
@@ -124,6 +125,8 @@ final class Session: WorkerJob, @unchecked Sendable {
             machine.flush(actions: &actions)
             carryOut(actions)
         }
+        // Taken back before the turn ends: once `running` is false another worker may run it.
+        machine.swapScratch(&scratch)
         let (submit, urgent) = inbox.withLock { box in
             box.running = false
             return box.enqueue()

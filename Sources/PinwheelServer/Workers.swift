@@ -1,11 +1,12 @@
 import Dispatch
 import Foundation
+import PinwheelCore
 import Synchronization
 
 /// Something a worker thread runs: a session with events waiting.
 protocol WorkerJob: AnyObject, Sendable {
-    /// Runs on one worker thread at a time for a given job object.
-    func run()
+    /// Runs on one worker thread at a time for a given job object, with that thread's planning memory.
+    func run(scratch: inout PlanScratch)
 }
 
 /// A fixed set of threads that cluster and diff, fed by two first-in-first-out queues: urgent jobs
@@ -95,6 +96,8 @@ final class Workers: Sendable {
     }
 
     private func loop() {
+        // Planning memory for every session this thread runs, rather than one kept by each session.
+        var scratch = PlanScratch()
         while true {
             available.wait()
             let next = queue.withLock { q -> (any WorkerJob)?? in
@@ -104,7 +107,7 @@ final class Workers: Sendable {
             switch next {
             case .some(.some(let job)):
                 metrics.workerQueueDepth(queue.withLock { $0.depth })
-                job.run()
+                job.run(scratch: &scratch)
             case .some(.none):
                 return
             case .none:

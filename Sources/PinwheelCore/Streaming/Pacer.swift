@@ -58,16 +58,11 @@ public struct Pacer<Clock: PinwheelClock>: Sendable {
     private var nextNumber: UInt64 = 1
     private var nextSendAt: Clock.Instant?
     private var doneSent = true
-    private var diff = ViewportDiff()
     private var units: [Unit] = []
     private var unitRemoves: [FeatureID] = []
     private var cursor = 0
-    // Scratch for planning, kept for capacity.
-    private var order: [(key: Double, id: FeatureID, index: Int)] = []
-    private var removed = Set<FeatureID>()
-    private var attachedTo: [FeatureID: Int] = [:]
-    private var positionOfAdd: [FeatureID: Int] = [:]
-    private var groupStarts: [Int] = []
+    /// Memory for planning, kept for capacity; a server lends each turn its worker's instead.
+    private var scratch = PacerScratch()
 
     public init(clock: Clock, options: PacerOptions = PacerOptions()) {
         self.clock = clock
@@ -91,7 +86,7 @@ public struct Pacer<Clock: PinwheelClock>: Sendable {
     /// - Returns: the first action.
     public mutating func show(seq: UInt64, features: some Collection<Feature>, viewport: BBox) -> Action {
         self.seq = seq
-        diff.compute(from: client, to: features)
+        scratch.diff.compute(from: client, to: features)
         plan(viewport: viewport)
         doneSent = false
         // The first batch of a new viewport is not held back by the spacing of the previous one.
@@ -133,8 +128,8 @@ public struct Pacer<Clock: PinwheelClock>: Sendable {
     /// - Returns: the first action.
     public mutating func refresh(features: some Collection<Feature>, viewport: BBox) -> Action {
         guard seq != nil else { return .idle }
-        diff.compute(from: client, to: features)
-        if diff.isEmpty && doneSent { return .idle }
+        scratch.diff.compute(from: client, to: features)
+        if scratch.diff.isEmpty && doneSent { return .idle }
         plan(viewport: viewport)
         doneSent = false
         return poll()
@@ -197,82 +192,99 @@ public struct Pacer<Clock: PinwheelClock>: Sendable {
 
         let distance = CentreDistance(viewport.center)
         // Adds have indices 0..<add.count, updates follow.
-        order.removeAll(keepingCapacity: true)
-        for (k, f) in diff.add.enumerated() { order.append((distance(lat: f.lat, lon: f.lon), f.id, k)) }
-        for (k, f) in diff.update.enumerated() {
-            order.append((distance(lat: f.lat, lon: f.lon), f.id, diff.add.count + k))
+        scratch.order.removeAll(keepingCapacity: true)
+        for (k, f) in scratch.diff.add.enumerated() {
+            scratch.order.append((distance(lat: f.lat, lon: f.lon), f.id, k))
         }
-        order.sort { $0.key != $1.key ? $0.key < $1.key : $0.id < $1.id }
+        for (k, f) in scratch.diff.update.enumerated() {
+            scratch.order.append((distance(lat: f.lat, lon: f.lon), f.id, scratch.diff.add.count + k))
+        }
+        scratch.order.sort { $0.key != $1.key ? $0.key < $1.key : $0.id < $1.id }
 
-        removed.removeAll(keepingCapacity: true)
-        removed.formUnion(diff.remove)
-        attachedTo.removeAll(keepingCapacity: true)
-        positionOfAdd.removeAll(keepingCapacity: true)
+        scratch.removed.removeAll(keepingCapacity: true)
+        scratch.removed.formUnion(scratch.diff.remove)
+        scratch.attachedTo.removeAll(keepingCapacity: true)
+        scratch.positionOfAdd.removeAll(keepingCapacity: true)
         // Split: a removed cluster goes with its nearest added child.
-        for (position, entry) in order.enumerated() where entry.index < diff.add.count {
-            let f = diff.add[entry.index]
-            positionOfAdd[f.id] = position
-            if let parent = f.parent, parent != f.id, removed.contains(parent), attachedTo[parent] == nil {
-                attachedTo[parent] = position
+        for (position, entry) in scratch.order.enumerated() where entry.index < scratch.diff.add.count {
+            let f = scratch.diff.add[entry.index]
+            scratch.positionOfAdd[f.id] = position
+            if let parent = f.parent, parent != f.id, scratch.removed.contains(parent),
+                scratch.attachedTo[parent] == nil
+            {
+                scratch.attachedTo[parent] = position
             }
         }
         // Merge: removed children go with their added parent.
-        for id in diff.remove where attachedTo[id] == nil {
-            if let parent = client.parent(of: id), parent != id, let position = positionOfAdd[parent] {
-                attachedTo[id] = position
+        for id in scratch.diff.remove where scratch.attachedTo[id] == nil {
+            if let parent = client.parent(of: id), parent != id, let position = scratch.positionOfAdd[parent] {
+                scratch.attachedTo[id] = position
             }
         }
         // Still in view but unlinked: goes with the first add or update at least as far from the centre.
-        if !order.isEmpty {
-            for id in diff.remove where attachedTo[id] == nil {
+        if !scratch.order.isEmpty {
+            for id in scratch.diff.remove where scratch.attachedTo[id] == nil {
                 guard let p = client.position(of: id), viewport.contains(lat: p.lat, lon: p.lon) else { continue }
                 let d = distance(lat: p.lat, lon: p.lon)
                 var lo = 0
-                var hi = order.count - 1
+                var hi = scratch.order.count - 1
                 while lo < hi {
                     let mid = (lo + hi) / 2
-                    if order[mid].key >= d { hi = mid } else { lo = mid + 1 }
+                    if scratch.order[mid].key >= d { hi = mid } else { lo = mid + 1 }
                 }
-                attachedTo[id] = lo
+                scratch.attachedTo[id] = lo
             }
         }
         // Leavers first, one unit each so batches can be cut anywhere among them.
-        for id in diff.remove where attachedTo[id] == nil {
+        for id in scratch.diff.remove where scratch.attachedTo[id] == nil {
             unitRemoves.append(id)
             units.append(Unit(removes: unitRemoves.count - 1..<unitRemoves.count, feature: nil, isUpdate: false))
         }
         // Group attached removes by position (counting sort), then one unit per add or update.
-        groupStarts.removeAll(keepingCapacity: true)
-        groupStarts.append(contentsOf: repeatElement(0, count: order.count + 1))
-        for id in diff.remove { if let p = attachedTo[id] { groupStarts[p + 1] += 1 } }
-        for p in 0..<order.count { groupStarts[p + 1] += groupStarts[p] }
+        scratch.groupStarts.removeAll(keepingCapacity: true)
+        scratch.groupStarts.append(contentsOf: repeatElement(0, count: scratch.order.count + 1))
+        for id in scratch.diff.remove { if let p = scratch.attachedTo[id] { scratch.groupStarts[p + 1] += 1 } }
+        for p in 0..<scratch.order.count { scratch.groupStarts[p + 1] += scratch.groupStarts[p] }
         let base = unitRemoves.count
-        unitRemoves.append(contentsOf: repeatElement(0, count: groupStarts[order.count]))
-        var fill = groupStarts
-        for id in diff.remove {
-            if let p = attachedTo[id] {
+        unitRemoves.append(contentsOf: repeatElement(0, count: scratch.groupStarts[scratch.order.count]))
+        var fill = scratch.groupStarts
+        for id in scratch.diff.remove {
+            if let p = scratch.attachedTo[id] {
                 unitRemoves[base + fill[p]] = id
                 fill[p] += 1
             }
         }
-        for (p, entry) in order.enumerated() {
-            let isUpdate = entry.index >= diff.add.count
-            let f = isUpdate ? diff.update[entry.index - diff.add.count] : diff.add[entry.index]
+        for (p, entry) in scratch.order.enumerated() {
+            let isUpdate = entry.index >= scratch.diff.add.count
+            let f = isUpdate ? scratch.diff.update[entry.index - scratch.diff.add.count] : scratch.diff.add[entry.index]
             units.append(
-                Unit(removes: base + groupStarts[p]..<base + groupStarts[p + 1], feature: f, isUpdate: isUpdate))
+                Unit(
+                    removes: base + scratch.groupStarts[p]..<base + scratch.groupStarts[p + 1], feature: f,
+                    isUpdate: isUpdate))
         }
-        // Scratch sized for an unusually large viewport is not kept: sessions are many and mostly idle.
-        // (The plan itself is released once its last batch is sent.)
-        if order.capacity > Pacer.keptScratch || removed.capacity > Pacer.keptScratch {
-            diff = ViewportDiff()
-            order = []
-            removed = []
-            attachedTo = [:]
-            positionOfAdd = [:]
-            groupStarts = []
+        // Scratch sized for an unusually large viewport is not kept, whoever holds it (a worker's
+        // lent memory, or a machine's own). The plan itself is released once its last batch is sent.
+        if scratch.order.capacity > Pacer.keptScratch || scratch.removed.capacity > Pacer.keptScratch {
+            scratch = PacerScratch()
         }
     }
 
     /// Planning scratch up to this many entries is kept from one viewport to the next.
     static var keptScratch: Int { 4096 }
+
+    /// Trades planning memory with `other`: a worker lends its own for a turn and takes it back after.
+    mutating func swapScratch(_ other: inout PacerScratch) {
+        swap(&scratch, &other)
+    }
+}
+
+/// What the pacer needs only while it plans a viewport: the diff, the adds and updates in order of
+/// distance, and the maps that attach removes to adds.
+struct PacerScratch {
+    var diff = ViewportDiff()
+    var order: [(key: Double, id: FeatureID, index: Int)] = []
+    var removed = Set<FeatureID>()
+    var attachedTo: [FeatureID: Int] = [:]
+    var positionOfAdd: [FeatureID: Int] = [:]
+    var groupStarts: [Int] = []
 }

@@ -39,6 +39,7 @@ public struct SessionMachine<Clock: PinwheelClock> {
     private var limiter: RateLimiter<Clock, Arrival>
     /// When the timer already asked for fires; nil when none is pending.
     private var tickDue: Clock.Instant?
+    /// The query's features, kept for capacity; a server lends each turn its worker's instead.
     private var features: [Feature] = []
     private var encoder: MessageEncoder
     /// What a reconnecting client said it still holds, taken as what it has at its first viewport.
@@ -132,6 +133,14 @@ public struct SessionMachine<Clock: PinwheelClock> {
             }
             return "settings"
         }
+    }
+
+    /// Trades the memory a turn plans with (the query's features, the pacer's diff and orderings)
+    /// with `other`. A server has one per worker thread, lends it at the start of each turn and takes
+    /// it back at the end, so idle sessions hold none; without it the machine keeps its own.
+    public mutating func swapScratch(_ other: inout PlanScratch) {
+        swap(&features, &other.features)
+        pacer.swapScratch(&other.pacer)
     }
 
     /// A timer fired: a held-back viewport may be due, or the pacer may send again.
