@@ -27,6 +27,9 @@ struct SessionMachineTests {
         var firstBatchLatencies: [Duration] = []
         var windowWaits: [Duration] = []
         var acks = true
+        /// Planning memory lent to every turn, as a server's worker lends its own; nil: the machine
+        /// keeps its own.
+        var lent: PlanScratch?
 
         init(
             options: SessionOptions = SessionOptions(), algorithm: Algorithm = .hierarchical,
@@ -45,6 +48,8 @@ struct SessionMachineTests {
         /// One turn: the messages arrive together, then the machine flushes.
         @discardableResult
         mutating func turn(_ messages: [ClientMessage] = [], tick: Bool = false) throws -> [ServerMessage] {
+            if lent != nil { machine.swapScratch(&lent!) }
+            defer { if lent != nil { machine.swapScratch(&lent!) } }
             var actions = SessionActions<ManualClock>()
             if tick { machine.tick(actions: &actions) }
             for m in messages { _ = machine.received(Array(m.json.utf8), at: clock.now, actions: &actions) }
@@ -363,5 +368,29 @@ struct LiveSessionMachineTests {
         #expect(h.page[FeatureID(id)]?.lat == lat + 20 * 0.0001)
         // Far fewer batches than changes: the window held them and only the latest state went out.
         #expect(h.batches.count < 20)
+    }
+}
+
+extension SessionMachineTests {
+    @Test("a machine lent planning memory each turn sends exactly what one keeping its own sends")
+    func lentScratch() throws {
+        var own = Harness()
+        var lending = Harness()
+        lending.lent = PlanScratch()
+        var rng = SplitMix64(seed: 5)
+        for step in 0..<12 {
+            let west = -5 + Double(rng.next() % 100) / 10
+            let south = 42 + Double(rng.next() % 60) / 10
+            let box = BBox(west: west, south: south, east: west + 6, north: south + 3)
+            let zoom = Double(4 + step % 5)
+            try own.turn([own.viewport(box, zoom: zoom)])
+            try own.settle()
+            try lending.turn([lending.viewport(box, zoom: zoom)])
+            try lending.settle()
+        }
+        #expect(!own.batches.isEmpty)
+        #expect(lending.batches == own.batches)
+        #expect(lending.page == own.page)
+        #expect(lending.lent!.features.capacity > 0, "the turns planned in the lent memory, which came back")
     }
 }
