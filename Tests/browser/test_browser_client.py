@@ -1,7 +1,7 @@
 """The client modules in headless Chromium against the real server: the smallest embedding shows what
 the server computed, the layer's options change icons, styles and popups, clicks fire the layer's
-events, the URL hash follows the map, a held drag is drawn before release, and cluster icons stay
-readable (little overlap) in the default views."""
+events, the URL hash follows the map, a held drag is drawn before release and sends no more views
+than the server serves, and cluster icons stay readable (little overlap) in the default views."""
 
 import base64
 import re
@@ -276,6 +276,26 @@ def test_an_animated_pan_asks_for_where_it_stops_as_it_starts(page, server):
         "the views the animation passes through are not sent"
     final = page.evaluate("() => { const b = pinwheel.map.getBounds(); return [b.getWest(), b.getSouth(), b.getEast(), b.getNorth()]; }")
     assert all(abs(a - b) < 1e-4 for a, b in zip(predicted["bbox"], final)), (predicted, final)
+    assert markers(page) == server_features(server, page.evaluate("() => pinwheel.state.lastViewport"))
+    assert page.console_log.errors == []
+
+
+def test_a_drag_sends_views_no_faster_than_the_server_serves_them(page, server):
+    open_map(page, server, 48.0, 10.0, 6)
+    served_per_second = page.evaluate("() => pinwheel.state.hello.limits.viewportHz")
+    before = page.evaluate("() => pinwheel.state.counters.viewports")
+    started = page.evaluate("() => performance.now()")
+    page.mouse.move(640, 400)
+    page.mouse.down()
+    for step in range(1, 61):  # a slow drag of 1.5 s or more: a move every 25 ms
+        page.mouse.move(640 - 4 * step, 400)
+        page.wait_for_timeout(25)
+    seconds = (page.evaluate("() => performance.now()") - started) / 1000
+    sent = page.evaluate("() => pinwheel.state.counters.viewports") - before
+    page.mouse.up()
+    # The page would send 20 a second; more than the server serves would only wait in its limiter.
+    assert 5 <= sent <= served_per_second * seconds + 2, f"{sent} views in {seconds:.2f} s"
+    wait_settled(page)
     assert markers(page) == server_features(server, page.evaluate("() => pinwheel.state.lastViewport"))
     assert page.console_log.errors == []
 
