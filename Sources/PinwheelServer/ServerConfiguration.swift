@@ -53,7 +53,7 @@ public struct ServerConfiguration: Sendable {
     public var maxIngestBodyBytes: Int = 16 * 1024 * 1024
     /// Least time between two refreshes of the index while data changes: each refresh publishes the
     /// changes since the last and refreshes the sessions they reach.
-    public var refreshInterval: Duration = .milliseconds(250)
+    public var refreshInterval: Duration = .milliseconds(100)
     /// Least time between two full rebuilds (compactions) of the index while data changes; between
     /// them, changes are laid over the last build.
     public var compactionInterval: Duration = .seconds(2)

@@ -116,7 +116,7 @@ struct ServeCommand: ParsableCommand {
         help:
             "Milliseconds between two refreshes of the index while live data changes; each sends viewers what changed in their view."
     )
-    var refreshInterval = 250
+    var refreshInterval = 100
 
     @Option(
         help:

@@ -15,7 +15,7 @@ import Synchronization
 final class LiveData: @unchecked Sendable {
     struct Options: Sendable {
         /// Least time between the starts of two refreshes of the index.
-        var refreshInterval: Duration = .milliseconds(250)
+        var refreshInterval: Duration = .milliseconds(100)
         /// Longest time the index thread sleeps without changes.
         var idleWake: Duration = .milliseconds(250)
         /// Changes between two snapshots.
