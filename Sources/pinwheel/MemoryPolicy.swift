@@ -10,7 +10,7 @@ enum MemoryPolicy {
     /// glibc raises its mmap threshold each time a large block is freed (up to 32 MB), after which an
     /// index's large arrays come from the heap, whose holes keep their pages: with live data every
     /// compaction's build and every freed index generation left RSS higher (1M points, 500 viewers,
-    /// 10,000 changes/s: 2.1 GB after 60 s against 1.2 GB with the threshold fixed). `mallopt` is not
+    /// 10,000 changes/s: 1.9–2.3 GB after 60 s against 1.3 GB with the threshold fixed). `mallopt` is not
     /// in Swift's Glibc module, so it is looked up by name; where it is missing nothing changes.
     static func returnLargeBlocksToTheKernel() {
         #if canImport(Glibc)
