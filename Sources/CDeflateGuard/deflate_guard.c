@@ -14,6 +14,13 @@
 // PLT) jumps back to it for those assertions only. The callback then reports failure, lws drops that
 // one connection (it sends no Close frame after a failed extension) and every other session goes on.
 // Every other assertion in the process goes to glibc's __assert_fail unchanged.
+//
+// It also sizes the compressor lws makes for every message it sends (lws frees it after each one,
+// see LWSConnection.freeCompressorAfterEachMessage): lws asks zlib for a 32 KiB window and memLevel
+// 8, 256 KiB of state set up and torn down per message, for batches of a few KiB. The process's
+// deflateInit2_, resolved here before zlib's like __assert_fail, lowers both while lws's send path
+// runs: a 4 KiB window and memLevel 7 (80 KiB). The peer is unaffected (a compressor may always use
+// a smaller window than the inflater's) and the output is as small (see docs/libwebsockets.md).
 #define _GNU_SOURCE
 #include "deflate_guard.h"
 
@@ -22,6 +29,7 @@
 #include <string.h>
 
 #include <libwebsockets.h>
+#include <zlib.h>
 
 static const char guarded_function[] = "lws_extension_callback_pm_deflate";
 
@@ -52,17 +60,39 @@ void __assert_fail(const char *assertion, const char *file, unsigned int line, c
     __builtin_unreachable();
 }
 
+// Set while lws's callback compresses (PAYLOAD_TX) on this thread.
+static _Thread_local int compressing;
+
+typedef int (*deflate_init2_fn)(z_streamp, int, int, int, int, int, const char *, int);
+
+int deflateInit2_(z_streamp stream, int level, int method, int windowBits, int memLevel, int strategy,
+                  const char *version, int streamSize) {
+    static deflate_init2_fn resolved;
+    deflate_init2_fn zlib = __atomic_load_n(&resolved, __ATOMIC_RELAXED);
+    if (!zlib) {
+        zlib = (deflate_init2_fn)dlsym(RTLD_NEXT, "deflateInit2_");
+        __atomic_store_n(&resolved, zlib, __ATOMIC_RELAXED);
+    }
+    // Raw deflate (negative bits), as permessage-deflate uses: keep the sign, shrink the size.
+    if (compressing && windowBits < -DEFLATE_GUARD_WINDOW_BITS) windowBits = -DEFLATE_GUARD_WINDOW_BITS;
+    if (compressing && memLevel > DEFLATE_GUARD_MEM_LEVEL) memLevel = DEFLATE_GUARD_MEM_LEVEL;
+    return zlib(stream, level, method, windowBits, memLevel, strategy, version, streamSize);
+}
+
 int deflate_guard_callback(struct lws_context *context, const struct lws_extension *ext, struct lws *wsi,
                            enum lws_extension_callback_reasons reason, void *user, void *in, size_t len) {
     if (reason != LWS_EXT_CB_PAYLOAD_RX && reason != LWS_EXT_CB_PAYLOAD_TX)
         return lws_extension_callback_pm_deflate(context, ext, wsi, reason, user, in, len);
     sigjmp_buf recovery;
     if (sigsetjmp(recovery, 0)) {
+        compressing = 0;
         note_trip(wsi);
         return -1;
     }
     armed = &recovery;
+    compressing = reason == LWS_EXT_CB_PAYLOAD_TX;
     int result = lws_extension_callback_pm_deflate(context, ext, wsi, reason, user, in, len);
+    compressing = 0;
     armed = NULL;
     return result;
 }

@@ -33,9 +33,10 @@ final class LWSConnection {
     /// Largest fragment handed to lws_write with permessage-deflate. zlib stops taking input at a
     /// block boundary when lws's 1 KiB output buffer is full, and lws 4.1.6 then aborts on its next
     /// write (extension-permessage-deflate.c:415, assert !tx.avail_in) — reproduced at once with 1,000
-    /// clients at 10 viewports/s. A block holds up to `lit_bufsize - 1` symbols (16,383 at lws's memLevel
-    /// 8), so a fragment shorter than that is always taken whole in one call.
-    static let deflateFragment = 16 * 1024 - 1024
+    /// clients at 10 viewports/s. A block holds up to `2^(memLevel + 6) - 1` symbols (8,191 at the
+    /// memLevel CDeflateGuard gives lws's compressor), so a fragment shorter than that is always taken
+    /// whole in one call.
+    static let deflateFragment = (1 << (Int(DEFLATE_GUARD_MEM_LEVEL) + 6)) - 1024
     /// The close frame the peer sent first, if it did.
     var peerClose: (code: CloseCode, reason: String)?
     /// Set once lws started closing (our close, the peer's, or lws's own on a protocol error): no
@@ -156,8 +157,8 @@ final class LWSConnection {
     /// lws's option named `client_no_context_takeover` is the one that frees the server's own
     /// compressor; a peer may always inflate messages that do not refer to earlier ones, so nothing is
     /// negotiated. An idle browser-like session (hello sent) fell from 37.1 KB to 14.0 KB of server
-    /// RSS; the lws load client, which offers no context takeover itself, always got this. zlib's
-    /// memLevel stays lws's 8: `deflateFragment` depends on it. Does nothing without deflate.
+    /// RSS; the lws load client, which offers no context takeover itself, always got this. Does nothing
+    /// without deflate.
     func freeCompressorAfterEachMessage(_ wsi: OpaquePointer) {
         guard compresses else { return }
         _ = lws_set_extension_option(wsi, "permessage-deflate", "client_no_context_takeover", nil)

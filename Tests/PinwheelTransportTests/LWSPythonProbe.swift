@@ -37,15 +37,19 @@ enum ProbeSend {
 }
 
 /// Connects with Python `websockets`, sends `sends`, reads `receive` messages (or until closed),
-/// and reports what happened. With `waitForClose` it keeps reading until the server closes.
+/// and reports what happened. With `waitForClose` it keeps reading until the server closes. With
+/// `inflateWindowBits` the probe inflates with a window of that size instead of the negotiated one,
+/// so a message compressed with a larger window fails to decode.
 func probe(
     url: String, subprotocols: [String]? = ["pinwheel.v1"], origin: String? = nil, deflate: Bool = true,
-    sends: [ProbeSend] = [], receive: Int = 0, waitForClose: Bool = false, timeout: Double = 10
+    inflateWindowBits: Int? = nil, sends: [ProbeSend] = [], receive: Int = 0, waitForClose: Bool = false,
+    timeout: Double = 10
 ) throws -> ProbeResult {
     let arguments: [String: Any] = [
         "url": url, "subprotocols": subprotocols as Any? ?? NSNull(), "origin": origin as Any? ?? NSNull(),
         "compression": deflate ? "deflate" : NSNull(), "send": sends.map(\.json), "receive": receive,
         "wait_for_close": waitForClose, "timeout": timeout,
+        "inflate_window_bits": inflateWindowBits as Any? ?? NSNull(),
     ]
     let json = String(decoding: try JSONSerialization.data(withJSONObject: arguments), as: UTF8.self)
     let run = try runPython(probeScript, arguments: [json])
@@ -60,7 +64,7 @@ func probe(
 }
 
 private let probeScript = #"""
-    import json, ssl, sys
+    import json, ssl, sys, zlib
     from websockets.sync.client import connect
     from websockets.exceptions import ConnectionClosed
 
@@ -68,7 +72,14 @@ private let probeScript = #"""
     out = {"opened": False, "subprotocol": None, "received": [],
            "close_code": None, "close_reason": None, "error": None}
 
+    def narrow_inflater(ws, bits):
+        for extension in ws.protocol.extensions:
+            extension.remote_max_window_bits = bits
+            extension.decoder = zlib.decompressobj(wbits=-bits)
+
     def exchange(ws):
+        if args["inflate_window_bits"]:
+            narrow_inflater(ws, args["inflate_window_bits"])
         out["opened"] = True
         out["subprotocol"] = ws.subprotocol
         try:

@@ -56,6 +56,29 @@ struct LWSWebSocketServerTests {
         }
     }
 
+    @Test("the server compresses with a 4 KiB window: an inflater of that size decodes repeats 20 kB apart")
+    func compressorWindow() throws {
+        let (server, serverEvents) = try makeServer(echoPrefix: nil)
+        defer { server.stop() }
+        var generator = SplitMix64(seed: 5)
+        // Random letters, each 20,000-letter run twice: a 32 KiB window would refer 20 kB back, which an
+        // inflater with a 4 KiB window rejects ("invalid distance too far back").
+        let run = String((0..<20_000).map { _ in Character(UnicodeScalar(UInt8(97 + generator.next() % 26))) })
+        let messages = [run + run, String(run.prefix(3_000)) + String(run.prefix(3_000))]
+        let port = server.port
+        DispatchQueue.global().async {
+            _ = eventually { serverEvents.openCount == 1 }
+            let id = serverEvents.events.withLock { $0.opened[0].id }
+            for message in messages {
+                server.send(message, to: id)
+            }
+        }
+        let result = try probe(url: "ws://127.0.0.1:\(port)/", inflateWindowBits: 12, receive: messages.count)
+        #expect(result.error == nil)
+        #expect(result.received.map(\.count) == messages.map(\.count))
+        #expect(zip(result.received, messages).allSatisfy { $0 == $1 })
+    }
+
     @Test("large deflated messages of up to 3 MiB reach Python intact and separate, small ones between them")
     func largeMessagesToPython() throws {
         let (server, serverEvents) = try makeServer(echoPrefix: nil) { $0.maxQueuedBytesPerConnection = 64 << 20 }

@@ -7,6 +7,11 @@
 
 /// lws's permessage-deflate callback, with its two peer-reachable assertions turned into a failed
 /// connection instead of an aborted process.
+/// The window (log2 bytes) and memLevel of the compressor lws makes for each message sent. A block
+/// then holds at most 2^(memLevel + 6) - 1 symbols, which LWSConnection's fragment size depends on.
+#define DEFLATE_GUARD_WINDOW_BITS 12
+#define DEFLATE_GUARD_MEM_LEVEL 7
+
 int deflate_guard_callback(struct lws_context *context, const struct lws_extension *ext, struct lws *wsi,
                            enum lws_extension_callback_reasons reason, void *user, void *in, size_t len);
 
