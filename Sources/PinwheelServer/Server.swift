@@ -28,6 +28,8 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
     /// Producers' way in; nil unless a token is configured.
     let ingest: Ingest?
     let workers: Workers
+    /// Wakes sessions at the times their machines asked for.
+    let alarms = Alarms()
     private var transport: WebSocketServer!
     private let sessions = Mutex<[ConnectionID: Session]>([:])
     /// `pinwheel.ingest.v1` connections.
@@ -131,6 +133,7 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
         guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
         presence.stop()
         transport.stop()
+        alarms.stop()
         workers.stop()
         live?.stop()
         stopped.signal()
@@ -341,6 +344,11 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
     /// Closes one connection with a code and a reason.
     func close(_ connection: ConnectionID, code: CloseCode, reason: String) {
         transport.close(connection, code: code, reason: reason)
+    }
+
+    /// Posts a `tick` to a session at `deadline`.
+    func wake(_ session: Session, at deadline: ContinuousClock.Instant) {
+        alarms.wake(session, at: deadline)
     }
 
     /// Queues a session for the workers; `urgent` when a viewer waits for it.

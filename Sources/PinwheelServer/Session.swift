@@ -181,12 +181,10 @@ final class Session: WorkerJob, @unchecked Sendable {
             server.presence.update(connection: connection, bbox: viewport.bbox, zoom: viewport.zoom)
         }
         if let presence = actions.presence { server.presence.watch(connection: connection, enabled: presence) }
-        if let deadline = actions.wakeAt {
-            let delay = max(.zero, deadline - .now)
-            let nanos = Int(delay.nanoseconds)
-            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanos)) { [weak self] in
-                self?.post(.tick)
-            }
-        }
+        if let deadline = actions.wakeAt { server.wake(self, at: deadline) }
     }
+}
+
+extension Session: AlarmTarget {
+    func alarmRang() { post(.tick) }
 }

@@ -1,0 +1,116 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// Something an alarm wakes: a session, which then posts itself a `tick`.
+protocol AlarmTarget: AnyObject, Sendable {
+    /// Called on the alarms' thread when the alarm is due; must not block.
+    func alarmRang()
+}
+
+/// One thread that wakes sessions at the times their machines asked for (the next paced batch, the
+/// end of a coalescing wait): thousands of sessions each want a wake-up every few tens of
+/// milliseconds, and a Dispatch timer per wake-up cost a manager thread's timerfd and epoll calls plus
+/// a hop through a global queue before the session reached a worker.
+final class Alarms: Sendable {
+    private struct Alarm {
+        var deadline: ContinuousClock.Instant
+        weak var target: (any AlarmTarget)?
+    }
+
+    private struct State {
+        /// A binary min-heap on `deadline`.
+        var heap: [Alarm] = []
+        var stopping = false
+
+        mutating func push(_ alarm: Alarm) {
+            heap.append(alarm)
+            var child = heap.count - 1
+            while child > 0 {
+                let parent = (child - 1) / 2
+                guard heap[child].deadline < heap[parent].deadline else { break }
+                heap.swapAt(child, parent)
+                child = parent
+            }
+        }
+
+        mutating func popFirst() -> Alarm {
+            let first = heap[0]
+            heap[0] = heap[heap.count - 1]
+            heap.removeLast()
+            var parent = 0
+            while true {
+                let left = 2 * parent + 1
+                guard left < heap.count else { break }
+                let right = left + 1
+                let child = right < heap.count && heap[right].deadline < heap[left].deadline ? right : left
+                guard heap[child].deadline < heap[parent].deadline else { break }
+                heap.swapAt(child, parent)
+                parent = child
+            }
+            return first
+        }
+    }
+
+    private let state = Mutex(State())
+    /// Signalled when an alarm earlier than every other arrives, and at stop.
+    private let changed = DispatchSemaphore(value: 0)
+    private let finished = DispatchSemaphore(value: 0)
+
+    init() {
+        let thread = Thread { [self] in
+            loop()
+            finished.signal()
+        }
+        thread.name = "pinwheel-alarms"
+        thread.start()
+    }
+
+    /// Rings `target` at `deadline` (at once if it has passed); any thread. The target is not kept
+    /// alive for it.
+    func wake(_ target: any AlarmTarget, at deadline: ContinuousClock.Instant) {
+        let soonest = state.withLock { s -> Bool in
+            guard !s.stopping else { return false }
+            s.push(Alarm(deadline: deadline, target: target))
+            return s.heap[0].deadline == deadline
+        }
+        if soonest { changed.signal() }
+    }
+
+    /// Ends the thread; the alarms not yet due are dropped. Any thread but the alarms' own.
+    func stop() {
+        let alreadyStopping = state.withLock { s in
+            defer { s.stopping = true }
+            return s.stopping
+        }
+        guard !alreadyStopping else { return }
+        changed.signal()
+        finished.wait()
+    }
+
+    private func loop() {
+        var due: [any AlarmTarget] = []
+        while true {
+            let next = state.withLock { s -> ContinuousClock.Instant?? in
+                if s.stopping { return .some(nil) }
+                let now = ContinuousClock.now
+                while let first = s.heap.first, first.deadline <= now {
+                    if let target = s.popFirst().target { due.append(target) }
+                }
+                return s.heap.first.map(\.deadline)
+            }
+            // Rung outside the lock: a session's tick may schedule it on a worker.
+            for target in due { target.alarmRang() }
+            due.removeAll(keepingCapacity: true)
+            switch next {
+            case .some(.none):
+                return
+            case .some(.some(let deadline)):
+                let delay = max(.zero, deadline - .now)
+                _ = changed.wait(timeout: .now() + .nanoseconds(Int(delay.nanoseconds)))
+            case .none:
+                changed.wait()
+            }
+        }
+    }
+}
