@@ -42,7 +42,7 @@ final class LoadGroup: WebSocketClientDelegate, @unchecked Sendable {
         self.options = options
         self.keepsSamples = keepsSamples
         self.origin = origin
-        period = options.viewportHz > 0 ? .nanoseconds(Int64(1e9 / options.viewportHz)) : nil
+        period = options.viewportHz > 0 ? .nanoseconds(Int64(1e9 / options.tickHz)) : nil
         let step = options.clients > 1 ? options.ramp / Double(options.clients - 1) : .zero
         state = Mutex(
             State(clients: indices.map { LoadClient(index: $0, connectAt: start + step * Double($0)) }))
@@ -264,7 +264,8 @@ final class LoadGroup: WebSocketClientDelegate, @unchecked Sendable {
         // Each client gets its own stream from the run's seed; golden-ratio phases spread the ticks.
         var mix = SplitMix64(seed: options.seed ^ (UInt64(c.index) &* 0x9E37_79B9_7F4A_7C15))
         c.tour = Tour(
-            trace: options.trace, seed: mix.next(), bounds: bounds, width: options.width, height: options.height)
+            trace: options.trace, seed: mix.next(), bounds: bounds, width: options.width, height: options.height,
+            sendShare: options.sendShare)
         c.phase = .touring
         if let period {
             let phase = (Double(c.index) * 0.618_033_988_75).truncatingRemainder(dividingBy: 1)

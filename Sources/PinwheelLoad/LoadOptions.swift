@@ -15,6 +15,12 @@ public struct LoadOptions: Sendable {
     public var viewportHz: Double = 10
     /// How the clients move.
     public var trace: TourTrace = .mixed
+    /// `viewportHz` as a steady tick, or as people send it: bursts at `gestureHz` while a gesture lasts,
+    /// idle between gestures, `viewportHz` on average.
+    public var pacing: TourPacing = .steady
+    /// Viewports per second during a gesture with `.people` pacing (a page sends its views no faster
+    /// than the server's `viewportHz`, 10 by default).
+    public var gestureHz: Double = 10
     /// Seed of every tour (client k uses a seed derived from it and k).
     public var seed: UInt64 = 1
     /// lws client contexts, each with its own service thread, sharing the connections.
@@ -53,6 +59,12 @@ public struct LoadOptions: Sendable {
         self.url = url
     }
 
+    /// Ticks per second of each touring client: every tick may send a viewport.
+    var tickHz: Double { pacing == .people ? gestureHz : viewportHz }
+
+    /// Share of the ticks a tour sends on, so the mean rate is `viewportHz`.
+    var sendShare: Double { pacing == .people && gestureHz > 0 ? viewportHz / gestureHz : 1 }
+
     /// Checks the numbers; the error names the option.
     public func validate() throws(LoadError) {
         if clients < 1 { throw .invalidOption(name: "clients", value: String(clients), expected: "at least 1") }
@@ -60,6 +72,10 @@ public struct LoadOptions: Sendable {
         if ramp < .zero { throw .invalidOption(name: "ramp", value: "\(ramp)", expected: "0 or more") }
         if !(viewportHz >= 0 && viewportHz <= 1000) {
             throw .invalidOption(name: "viewport-hz", value: String(viewportHz), expected: "0 to 1000")
+        }
+        if pacing == .people && !(gestureHz >= viewportHz && gestureHz <= 1000) {
+            throw .invalidOption(
+                name: "gesture-hz", value: String(gestureHz), expected: "viewport-hz (\(viewportHz)) to 1000")
         }
         if threads < 1 || threads > 64 {
             throw .invalidOption(name: "threads", value: String(threads), expected: "1 to 64")

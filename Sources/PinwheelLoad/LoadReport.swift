@@ -59,6 +59,9 @@ public struct LoadReport: Codable, Sendable {
         public var rampSeconds: Double
         public var viewportHz: Double
         public var trace: String
+        /// `steady`, or `people` (bursts at `gestureHz`, `viewportHz` on average).
+        public var pacing: String
+        public var gestureHz: Double
         public var seed: UInt64
         public var threads: Int
         /// Whether the clients offered permessage-deflate.
@@ -143,6 +146,8 @@ public struct LoadReport: Codable, Sendable {
         /// share within 5 ms, and how many first batches waited for the client's window.
         public var firstBatchWithin5msPercent: Double?
         public var firstBatchCount: Double?
+        /// Server CPU over the run ÷ viewports it served (first batches sent), µs.
+        public var cpuPerViewportMicros: Double?
         public var windowWaits: Double?
         /// The server's exact median and p99 of viewport → first batch since it started, ms.
         public var firstBatchP50Ms: Double?

@@ -83,7 +83,8 @@ struct LoadReportBuilder {
         let run = LoadReport.Run(
             url: options.url, clients: options.clients, durationSeconds: LoadRunner.seconds(options.duration),
             rampSeconds: LoadRunner.seconds(options.ramp), viewportHz: options.viewportHz,
-            trace: options.trace.rawValue, seed: options.seed, threads: options.threads, deflate: options.deflate,
+            trace: options.trace.rawValue, pacing: options.pacing.rawValue, gestureHz: options.gestureHz,
+            seed: options.seed, threads: options.threads, deflate: options.deflate,
             encoding: options.encoding.rawValue,
             elapsedSeconds: LoadRunner.seconds(elapsed), steadySeconds: steadySeconds)
         return LoadReport(

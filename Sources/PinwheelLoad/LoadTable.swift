@@ -7,8 +7,11 @@ public enum LoadTable {
     public static func render(_ report: LoadReport) -> String {
         let r = report.run
         var out = "pinwheel load \(r.url): \(r.clients) clients, \(number(r.durationSeconds)) s after a "
-        out +=
-            "\(number(r.rampSeconds)) s ramp, trace \(r.trace), \(number(r.viewportHz)) viewports/s, seed \(r.seed)\n"
+        out += "\(number(r.rampSeconds)) s ramp, trace \(r.trace), \(number(r.viewportHz)) viewports/s"
+        if r.pacing == TourPacing.people.rawValue {
+            out += " on average (bursts at \(number(r.gestureHz))/s while people drag or zoom)"
+        }
+        out += ", seed \(r.seed)\n"
         out += "elapsed \(fixed(r.elapsedSeconds, 1)) s, rates over \(fixed(r.steadySeconds, 1)) steady s\n\n"
         out +=
             pad("", 18) + ["count", "mean", "p50", "p90", "p99", "p99.9", "max"].map { padLeft($0, 10) }.joined() + "\n"
@@ -78,6 +81,9 @@ public enum LoadTable {
         var parts: [String] = []
         if let cpu = s.cpuPercent, let seconds = s.cpuSeconds {
             parts.append("CPU \(fixed(cpu, 1)) % of a core (\(fixed(seconds, 1)) s)")
+        }
+        if let perViewport = s.cpuPerViewportMicros {
+            parts.append("\(fixed(perViewport, 1)) µs of CPU per viewport served")
         }
         if let r0 = s.rssBeforeBytes, let r1 = s.rssAfterBytes {
             parts.append("RSS \(compact(r0))B → \(compact(r1))B")

@@ -55,6 +55,7 @@ struct ServerSideReader {
         {
             side.firstBatchCount = c1 - c0
             side.firstBatchWithin5msPercent = 100 * (w1 - w0) / (c1 - c0)
+            side.cpuPerViewportMicros = side.cpuSeconds.map { 1e6 * $0 / (c1 - c0) }
         }
         if let w0 = before.value("pinwheel_viewport_window_wait_seconds_count"),
             let w1 = after.value("pinwheel_viewport_window_wait_seconds_count")

@@ -21,6 +21,10 @@ public struct Tour: Sendable {
     private var y: Double
     private var zoom: Double
     private var gesture = Gesture.pause(ticks: 0)
+    /// Share of the ticks that send a viewport, on average (1: pauses only as a person glances).
+    private let sendShare: Double
+    private var ticks = 0
+    private var sends = 0
 
     private enum Gesture: Sendable {
         /// Moves the centre by (dx, dy) pixels per tick.
@@ -43,8 +47,13 @@ public struct Tour: Sendable {
     ///   - bounds: the dataset's bounds from `hello`; tours start and jump to cities inside them.
     ///   - width: map width in pixels.
     ///   - height: map height in pixels.
-    public init(trace: TourTrace, seed: UInt64, bounds: BBox, width: Int = 1280, height: Int = 800) {
+    ///   - sendShare: below 1, the tourist idles between gestures (0.5–1.5 times the time that keeps
+    ///     its views at this share of the ticks), as a person looks at the map between drags.
+    public init(
+        trace: TourTrace, seed: UInt64, bounds: BBox, width: Int = 1280, height: Int = 800, sendShare: Double = 1
+    ) {
         self.trace = trace
+        self.sendShare = min(1, max(sendShare, 1e-3))
         self.width = width
         self.height = height
         random = SplitMix64(seed: seed)
@@ -57,6 +66,7 @@ public struct Tour: Sendable {
 
     /// The viewport for this tick, or nil while the person pauses.
     public mutating func next() -> TourViewport? {
+        ticks += 1
         if gesture.isOver {
             startGesture()
         }
@@ -73,6 +83,7 @@ public struct Tour: Sendable {
             gesture = .pause(ticks: ticks - 1)
             return nil
         }
+        sends += 1
         return current
     }
 
@@ -82,6 +93,15 @@ public struct Tour: Sendable {
     }
 
     private mutating func startGesture() {
+        // Idle until the sends are back at their share of the ticks, give or take half.
+        if sendShare < 1, case .pause = gesture {
+        } else if sendShare < 1 {
+            let behind = Double(sends) / sendShare - Double(ticks)
+            if behind >= 1 {
+                gesture = .pause(ticks: max(1, Int((behind * uniform(0.5, 1.5)).rounded())))
+                return
+            }
+        }
         // A short look around after one gesture in three.
         if case .pause = gesture {
         } else if uniform(0, 1) < 1.0 / 3 {

@@ -37,6 +37,16 @@ struct LoadCommand: ParsableCommand {
     @Option(help: "Movement: pan, zoom, mixed or jump.")
     var trace: TourTrace = .mixed
 
+    @Option(
+        help: """
+            steady: a viewport every 1/viewport-hz s while moving; people: each gesture's views at \
+            --gesture-hz, idle between gestures, viewport-hz on average.
+            """)
+    var pacing: TourPacing = .steady
+
+    @Option(name: .customLong("gesture-hz"), help: "Viewports per second during a gesture with --pacing people.")
+    var gestureHz: Double = 10
+
     @Option(help: "Seed of the tours; equal seeds give equal tours.")
     var seed: UInt64 = 1
 
@@ -96,6 +106,8 @@ struct LoadCommand: ParsableCommand {
         options.ramp = ramp.value
         options.viewportHz = viewportHz
         options.trace = trace
+        options.pacing = pacing
+        options.gestureHz = gestureHz
         options.seed = seed
         options.threads = threads
         options.eventLoop = eventLoop
@@ -129,6 +141,7 @@ struct LoadCommand: ParsableCommand {
 }
 
 extension TourTrace: ExpressibleByArgument {}
+extension TourPacing: ExpressibleByArgument {}
 
 /// `--encoding`: the names people type for the subprotocols.
 enum LoadEncoding: String, ExpressibleByArgument, CaseIterable {

@@ -42,6 +42,8 @@ struct LoadEngineTests {
         // The server's own first-batch figures for this run, read from its histogram.
         #expect(side.firstBatchCount.map { $0 > 0 && $0 <= Double(report.totals.viewportsSent) } == true)
         #expect(side.firstBatchWithin5msPercent.map { (0...100).contains($0) } == true)
+        let cpuPerViewport = try #require(side.cpuPerViewportMicros)
+        #expect(abs(cpuPerViewport - 1e6 * side.cpuSeconds! / side.firstBatchCount!) < 1e-6)
         #expect(side.windowWaits != nil && side.firstBatchP99Ms != nil)
         // The tool's own use over the steady part.
         let tool = try #require(report.tool)

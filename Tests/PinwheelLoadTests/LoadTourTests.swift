@@ -28,6 +28,31 @@ struct LoadTourTests {
         return (x * world, y * world)
     }
 
+    @Test("people pacing: a tenth of the ticks send, in gestures of several views with idle gaps between")
+    func peoplePacing() {
+        for trace in TourTrace.allCases {
+            var tour = Tour(trace: trace, seed: 7, bounds: Self.world, sendShare: 0.1)
+            let sent = (0..<20_000).map { _ in tour.next() != nil }
+            let share = Double(sent.filter { $0 }.count) / Double(sent.count)
+            #expect((0.08...0.12).contains(share), "\(trace): \(share)")
+            // Runs of consecutive sends (gestures) and of silent ticks (a person looking).
+            var runs: [(sending: Bool, length: Int)] = []
+            for s in sent {
+                if let last = runs.last, last.sending == s {
+                    runs[runs.count - 1].length += 1
+                } else {
+                    runs.append((s, 1))
+                }
+            }
+            let bursts = runs.filter(\.sending).map(\.length)
+            let gaps = runs.filter { !$0.sending }.map(\.length)
+            // A jump is one view; drags and zoom steps last several ticks.
+            let meanBurst = Double(bursts.reduce(0, +)) / Double(bursts.count)
+            #expect(trace == .jump || meanBurst >= 2, "\(trace): bursts \(bursts.prefix(20))")
+            #expect(Double(gaps.reduce(0, +)) / Double(gaps.count) >= 5, "\(trace): gaps \(gaps.prefix(20))")
+        }
+    }
+
     @Test("equal seeds give equal tours and different seeds different ones")
     func seeded() {
         for trace in TourTrace.allCases {
