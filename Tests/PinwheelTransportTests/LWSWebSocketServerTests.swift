@@ -65,18 +65,7 @@ struct LWSWebSocketServerTests {
         // inflater with a 4 KiB window rejects ("invalid distance too far back").
         let run = String((0..<20_000).map { _ in Character(UnicodeScalar(UInt8(97 + generator.next() % 26))) })
         let messages = [run + run, String(run.prefix(3_000)) + String(run.prefix(3_000))]
-        let port = server.port
-        DispatchQueue.global().async {
-            _ = eventually { serverEvents.openCount == 1 }
-            let id = serverEvents.events.withLock { $0.opened[0].id }
-            for message in messages {
-                server.send(message, to: id)
-            }
-        }
-        let result = try probe(url: "ws://127.0.0.1:\(port)/", inflateWindowBits: 12, receive: messages.count)
-        #expect(result.error == nil)
-        #expect(result.received.map(\.count) == messages.map(\.count))
-        #expect(zip(result.received, messages).allSatisfy { $0 == $1 })
+        try Self.expectDelivered(messages, by: server, opened: serverEvents, inflateWindowBits: 12)
     }
 
     @Test("large deflated messages of up to 3 MiB reach Python intact and separate, small ones between them")
@@ -88,15 +77,24 @@ struct LWSWebSocketServerTests {
         let messages = [3 << 20, 2 << 20, 5, 70_000, 1 << 20, 3].map { count in
             String((0..<count).map { _ in Character(UnicodeScalar(UInt8(97 + generator.next() % 26))) })
         }
-        let port = server.port
+        try Self.expectDelivered(messages, by: server, opened: serverEvents)
+    }
+
+    /// Sends `messages` to the first connection `opened` records, from another thread, and expects
+    /// the Python probe to receive exactly them.
+    static func expectDelivered(
+        _ messages: [String], by server: WebSocketServer, opened: RecordingServerDelegate,
+        inflateWindowBits: Int? = nil
+    ) throws {
         DispatchQueue.global().async {
-            _ = eventually { serverEvents.openCount == 1 }
-            let id = serverEvents.events.withLock { $0.opened[0].id }
+            _ = eventually { opened.openCount == 1 }
+            let id = opened.events.withLock { $0.opened[0].id }
             for message in messages {
                 server.send(message, to: id)
             }
         }
-        let result = try probe(url: "ws://127.0.0.1:\(port)/", receive: messages.count)
+        let result = try probe(
+            url: "ws://127.0.0.1:\(server.port)/", inflateWindowBits: inflateWindowBits, receive: messages.count)
         #expect(result.error == nil)
         #expect(result.received.map(\.count) == messages.map(\.count))
         // Compared element by element so a failure does not print megabytes.
