@@ -172,6 +172,15 @@ final class LWSConnection {
         _ = lws_set_extension_option(wsi, "permessage-deflate", "client_no_context_takeover", nil)
     }
 
+    /// Has lws free the server's decompressor after each message, once the upgrade response promised
+    /// `client_no_context_takeover` (``DeflateNegotiation``): 7 KiB of zlib state and a 32 KiB window
+    /// per connection that sends now and then. lws 4.1.6 calls this option `server_no_context_takeover`,
+    /// its names swapped as for the compressor. Lws service thread only.
+    func freeDecompressorAfterEachMessage(_ wsi: OpaquePointer) {
+        guard compresses else { return }
+        _ = lws_set_extension_option(wsi, "permessage-deflate", "server_no_context_takeover", nil)
+    }
+
     /// Writes the next fragment of `fragmenting`: the first as TEXT or BINARY, the rest as CONTINUATION,
     /// all but the last without FIN. Each ends its WRITEABLE, as its deflate output drains over later POLLOUTs.
     /// - Returns: the value the lws callback returns (-1 closes).

@@ -24,13 +24,19 @@ enum LWSContextParts {
         return UnsafePointer(storage.value(policy))
     }
 
+    /// The server's WebSocket rx buffer, allocated per connection for its whole life (lws's default is
+    /// 4 KiB). Messages arrive in chunks of at most this size and `MessageAssembler` joins them up to
+    /// `maxMessageBytes`; permessage-deflate inflates in 1 KiB chunks anyway, and control frames
+    /// carry at most 125 bytes.
+    static let webSocketRxBufferSize = 1024
+
     /// A protocol entry without its callback: the caller assigns a top-level function directly,
     /// the only form Swift turns into a C function pointer.
     static func protocolEntry(name: String, txPacketSize: Int, in storage: CStorage) -> lws_protocols {
         var entry = lws_protocols()
         entry.name = storage.string(name)
         entry.per_session_data_size = 0
-        // 0 keeps lws's 4 KiB default: the rx buffer is allocated per connection.
+        // 0 keeps lws's 4 KiB default; the server's WebSocket protocols set theirs.
         entry.rx_buffer_size = 0
         entry.tx_packet_size = txPacketSize
         return entry

@@ -24,6 +24,9 @@ extension WebSocketServer {
         switch reason {
         case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
             return admits(wsi) ? 0 : 1
+        case LWS_CALLBACK_ADD_HEADERS:
+            promiseNoContextTakeover(wsi, input?.assumingMemoryBound(to: lws_process_html_args.self))
+            return 0
         case LWS_CALLBACK_ESTABLISHED:
             opened(wsi)
             return 0
@@ -91,6 +94,21 @@ extension WebSocketServer {
         }
     }
 
+    // The upgrade response: with permessage-deflate, tell the client to compress each message on its
+    // own, so ESTABLISHED can have lws free the decompressor between messages.
+    private func promiseNoContextTakeover(_ wsi: OpaquePointer, _ args: UnsafeMutablePointer<lws_process_html_args>?) {
+        let key = UInt(bitPattern: wsi)
+        // A wsi address may be reused: whatever an earlier handshake on it decided goes.
+        deflatePromised.remove(key)
+        guard configuration.permessageDeflate, let args, let p = args.pointee.p else { return }
+        let end = UnsafeMutableRawPointer(p).assumingMemoryBound(to: UInt8.self)
+        // lws 4.1.6 sets `max_len` (the room left in its buffer) and `p` for this callback, not `len`.
+        let room = Int(args.pointee.max_len)
+        guard let added = DeflateNegotiation.promiseNoContextTakeover(before: end, room: room) else { return }
+        args.pointee.p = p + added
+        deflatePromised.insert(key)
+    }
+
     private func opened(_ wsi: OpaquePointer) {
         lastID += 1
         let id = ConnectionID(rawValue: lastID)
@@ -107,6 +125,9 @@ extension WebSocketServer {
             configuration.permessageDeflate
             && LWSConnection.header(wsi, WSI_TOKEN_EXTENSIONS)?.contains("permessage-deflate") == true
         connections[id]?.freeCompressorAfterEachMessage(wsi)
+        if deflatePromised.remove(UInt(bitPattern: wsi)) != nil {
+            connections[id]?.freeDecompressorAfterEachMessage(wsi)
+        }
         outboxes.register(id)
         counters.openConnections.add(1, ordering: .relaxed)
         counters.totalConnections.add(1, ordering: .relaxed)

@@ -65,11 +65,13 @@ extension WebSocketServer {
         // Any per-session size makes lws call WS_SERVER_DROP_PROTOCOL when it starts a close,
         // including the closes it starts itself on a protocol error (see LWSConnection.closeStarted).
         protocols[1].per_session_data_size = MemoryLayout<UInt64>.size
+        protocols[1].rx_buffer_size = LWSContextParts.webSocketRxBufferSize
         protocols[1].callback = serverWebSocketCallback
         for (k, name) in others.enumerated() {
             protocols[2 + k] = LWSContextParts.protocolEntry(
                 name: name, txPacketSize: configuration.txPacketSize, in: storage)
             protocols[2 + k].per_session_data_size = MemoryLayout<UInt64>.size
+            protocols[2 + k].rx_buffer_size = LWSContextParts.webSocketRxBufferSize
             protocols[2 + k].callback = serverWebSocketCallback
         }
 

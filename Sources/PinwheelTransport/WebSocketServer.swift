@@ -31,6 +31,9 @@ public final class WebSocketServer: WebSocketEndpoint, @unchecked Sendable {
     var delegate: (any WebSocketServerDelegate)?
     var connections: [ConnectionID: LWSConnection] = [:]
     var lastID: UInt64 = 0
+    /// Upgrades whose response promised `client_no_context_takeover`, by connection address, from
+    /// ADD_HEADERS to ESTABLISHED.
+    var deflatePromised: Set<UInt> = []
     var httpResponses: [UInt: PendingHTTPResponse] = [:]
     /// Route requests whose handler is still running, by connection address: the request's number.
     var httpWaiting: [UInt: UInt64] = [:]

@@ -9,7 +9,7 @@ func pin(_ id: FeatureID, lat: Double = 0, lon: Double = 0, count: UInt32 = 1, p
 
 /// What a client set holds, as id → version.
 func versions(_ set: ClientFeatureSet) -> [FeatureID: FeatureVersion] {
-    set.entries.mapValues(\.version)
+    Dictionary(uniqueKeysWithValues: set.ids.map { ($0, set.version(of: $0)!) })
 }
 
 func versions(_ features: [Feature]) -> [FeatureID: FeatureVersion] {
@@ -67,7 +67,7 @@ struct ViewportDiffTests {
         }
         #expect(versions(set) == model)
         #expect(set.ids.count == model.count && Set(set.ids).count == model.count)
-        #expect(set.ids.indices.allSatisfy { set.entries[set.ids[$0]]?.slot == Int32($0) })
+        #expect(set.ids.indices.allSatisfy { set.slot(of: set.ids[$0]) == $0 })
     }
 
     @Test("a moved or recounted feature is an update, an unchanged one is nothing")

@@ -68,6 +68,19 @@ struct LWSWebSocketServerTests {
         try Self.expectDelivered(messages, by: server, opened: serverEvents, inflateWindowBits: 12)
     }
 
+    @Test("a client offering context takeover is told to compress messages alone: the same text thrice arrives")
+    func deflateWithoutContextTakeover() throws {
+        let (server, _) = try makeServer()
+        defer { server.stop() }
+        // Python websockets offers no client_no_context_takeover; with a shared window its second copy
+        // would be a back-reference to the first, which a decompressor freed between messages lost.
+        let text = String((0..<3_000).map { _ in "abcdefghij".randomElement()! })
+        let result = try probe(
+            url: "ws://127.0.0.1:\(server.port)/", sends: [.text(text), .text(text), .text(text)], receive: 3)
+        #expect(result.error == nil)
+        #expect(result.received == Array(repeating: "echo:" + text, count: 3))
+    }
+
     @Test("large deflated messages of up to 3 MiB reach Python intact and separate, small ones between them")
     func largeMessagesToPython() throws {
         let (server, serverEvents) = try makeServer(echoPrefix: nil) { $0.maxQueuedBytesPerConnection = 64 << 20 }

@@ -171,7 +171,8 @@ public struct Pacer<Clock: PinwheelClock>: Sendable {
         }
         batch.done = cursor == units.count
         doneSent = batch.done
-        if batch.done && units.capacity > Pacer.keptScratch {
+        if batch.done {
+            // The plan holds whole features; between viewports a session holds none of it.
             units = []
             unitRemoves = []
             cursor = 0

@@ -41,6 +41,7 @@ public struct SessionMachine<Clock: PinwheelClock> {
     private var tickDue: Clock.Instant?
     /// The query's features, kept for capacity; a server lends each turn its worker's instead.
     private var features: [Feature] = []
+    /// Its buffer, kept for capacity, is likewise swapped for the worker's during a turn.
     private var encoder: MessageEncoder
     /// Batches and expansions of a `pinwheel.v1+bin` session; nil for JSON sessions.
     private var binaryEncoder: BinaryMessageEncoder?
@@ -67,12 +68,10 @@ public struct SessionMachine<Clock: PinwheelClock> {
         self.algorithm = algorithm
         clusterer = clusterers(algorithm)
         context = FeatureContext(clusterer: clusterer)
+        // No buffers of their own: a turn encodes into its worker thread's (``swapScratch(_:)``).
+        encoder = MessageEncoder(headroom: options.headroom, capacity: 0)
         if options.encoding == .binary {
-            // JSON carries only hello, error and presence then: a small buffer that grows for hello.
-            encoder = MessageEncoder(headroom: options.headroom, capacity: 1024)
-            binaryEncoder = BinaryMessageEncoder(headroom: options.headroom, capacity: 8 * 1024)
-        } else {
-            encoder = MessageEncoder(headroom: options.headroom, capacity: 16 * 1024)
+            binaryEncoder = BinaryMessageEncoder(headroom: options.headroom, capacity: 0)
         }
         pacer = Pacer(clock: clock, options: PacerOptions(pace: options.pace, window: options.window))
         limiter = RateLimiter(clock: clock, perSecond: options.viewportHz)
@@ -143,12 +142,15 @@ public struct SessionMachine<Clock: PinwheelClock> {
         }
     }
 
-    /// Trades the memory a turn plans with (the query's features, the pacer's diff and orderings)
-    /// with `other`. A server has one per worker thread, lends it at the start of each turn and takes
-    /// it back at the end, so idle sessions hold none; without it the machine keeps its own.
+    /// Trades the memory a turn plans and encodes with (the query's features, the pacer's diff and
+    /// orderings, the encoder's buffer) with `other`. A server has one per worker thread, lends it at
+    /// the start of each turn and takes it back at the end, so idle sessions hold none; without it the
+    /// machine keeps its own.
     public mutating func swapScratch(_ other: inout PlanScratch) {
         swap(&features, &other.features)
         pacer.swapScratch(&other.pacer)
+        swap(&encoder.writer, &other.encoding)
+        if binaryEncoder != nil { swap(&binaryEncoder!.writer, &other.binaryEncoding) }
     }
 
     /// A timer fired: a held-back viewport may be due, or the pacer may send again.

@@ -34,11 +34,10 @@ public struct ViewportDiff: Sendable {
         seen.removeAll(keepingCapacity: true)
         seen.append(contentsOf: repeatElement(false, count: client.count))
         for f in target {
-            if let entry = client.entries[f.id] {
-                let slot = Int(entry.slot)
+            if let slot = client.slot(of: f.id) {
                 guard !seen[slot] else { continue }
                 seen[slot] = true
-                if entry.version != f.version { update.append(f) }
+                if client.version(atSlot: slot) != f.version { update.append(f) }
             } else if added.insert(f.id).inserted {
                 add.append(f)
             }

@@ -46,7 +46,10 @@ public struct BinaryMessageEncoder: Sendable {
     public var message: ArraySlice<UInt8> { writer.bytes[headroom...] }
 
     /// The last encoded message behind its headroom, in a buffer of its own.
-    public var framed: [UInt8] { Array(writer.bytes) }
+    public var framed: [UInt8] {
+        // Exactly the message's bytes, as MessageEncoder's: the buffer is reused for the next one.
+        writer.bytes.withUnsafeBufferPointer { [UInt8]($0) }
+    }
 
     private mutating func begin() {
         writer.reset()

@@ -20,7 +20,11 @@ public struct MessageEncoder: Sendable {
 
     /// The last encoded message behind its headroom, in a buffer of its own: what a transport that
     /// asked for the headroom sends as it is.
-    public var framed: [UInt8] { Array(writer.bytes) }
+    public var framed: [UInt8] {
+        // Exactly the message's bytes: `Array(writer.bytes)` would share the buffer, handing the
+        // transport all its capacity and making the next message allocate a new one.
+        writer.bytes.withUnsafeBufferPointer { [UInt8]($0) }
+    }
 
     /// The last encoded message as text (tests, logs).
     public var text: String { String(decoding: message, as: UTF8.self) }
