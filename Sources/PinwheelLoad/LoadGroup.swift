@@ -186,7 +186,9 @@ final class LoadGroup: WebSocketClientDelegate, @unchecked Sendable {
         }
     }
 
-    func webSocketClient(_ client: WebSocketClient, didReceive text: [UInt8], from connection: ConnectionID) {
+    func webSocketClient(
+        _ client: WebSocketClient, didReceive text: [UInt8], binary: Bool, from connection: ConnectionID
+    ) {
         let now = ContinuousClock.now
         let scanned = text.withUnsafeBufferPointer { scanner.scan($0) }
         var ack: Int?

@@ -152,8 +152,13 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
         var c = WebSocketServerConfiguration()
         c.host = configuration.host
         c.port = configuration.port
-        c.subprotocol = "pinwheel.v1"
-        c.otherSubprotocols = [IngestConnection.subprotocol: IngestConnection.maxFrameBytes]
+        c.subprotocol = WireEncoding.json.rawValue
+        // A client listing `pinwheel.v1+bin` before `pinwheel.v1` gets it (lws takes the first name of
+        // the client's list it serves); its messages are the same JSON, so the same limit.
+        c.otherSubprotocols = [
+            WireEncoding.binary.rawValue: configuration.maxMessageBytes,
+            IngestConnection.subprotocol: IngestConnection.maxFrameBytes,
+        ]
         c.permessageDeflate = configuration.permessageDeflate
         c.staticMounts = [
             StaticMount(urlPath: "/", directory: configuration.webRoot),
@@ -200,7 +205,8 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
         if connection.subprotocol == IngestConnection.subprotocol {
             return openProducer(connection, server)
         }
-        let session = Session(connection: connection.id, server: self)
+        let session = Session(
+            connection: connection.id, server: self, encoding: WireEncoding(rawValue: connection.subprotocol) ?? .json)
         let admitted = sessions.withLock { table -> Bool in
             guard table.count < configuration.maxSessions else { return false }
             table[connection.id] = session
@@ -322,10 +328,11 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
     }
 
     /// Hands over a message encoded behind the transport's headroom (see ``SessionOptions/headroom``),
-    /// without copying it.
-    func send(framed: [UInt8], type: String, to connection: ConnectionID) -> Bool {
+    /// without copying it; `binary` sends it as a binary frame.
+    func send(framed: [UInt8], binary: Bool, type: String, to connection: ConnectionID) -> Bool {
         counted(
-            transport.send(framed: framed, to: connection), type: type, bytes: framed.count - WebSocketServer.headroom)
+            transport.send(framed: framed, binary: binary, to: connection), type: type,
+            bytes: framed.count - WebSocketServer.headroom)
     }
 
     private func counted(_ result: SendResult, type: String, bytes: Int) -> Bool {

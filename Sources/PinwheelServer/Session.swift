@@ -71,7 +71,8 @@ final class Session: WorkerJob, @unchecked Sendable {
         var bytesOut = 0
     }
 
-    init(connection: ConnectionID, server: Server) {
+    /// - Parameter encoding: the subprotocol the client chose.
+    init(connection: ConnectionID, server: Server, encoding: WireEncoding) {
         self.connection = connection
         self.server = server
         let configuration = server.configuration
@@ -80,7 +81,7 @@ final class Session: WorkerJob, @unchecked Sendable {
         let options = SessionOptions(
             viewportHz: configuration.viewportHz, pace: configuration.pace, window: configuration.window,
             maxFeatures: configuration.maxFeatures, maxMessageBytes: configuration.maxMessageBytes,
-            headroom: WebSocketServer.headroom)
+            headroom: WebSocketServer.headroom, encoding: encoding)
         machine = SessionMachine(
             clock: ContinuousClock(), options: options, session: String(connection.rawValue, radix: 16),
             dataset: dataset, clusterOptions: clusterers.options,
@@ -164,7 +165,8 @@ final class Session: WorkerJob, @unchecked Sendable {
     /// Carries out what the state machine decided: sends, measurements, presence, timers.
     private func carryOut(_ actions: SessionActions<ContinuousClock>) {
         for message in actions.messages {
-            guard server.send(framed: message.framed, type: message.type, to: connection) else {
+            guard server.send(framed: message.framed, binary: message.binary, type: message.type, to: connection)
+            else {
                 // The transport refused: the connection is closing (gone or not reading).
                 closed = true
                 return

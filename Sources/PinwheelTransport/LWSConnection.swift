@@ -19,13 +19,15 @@ final class LWSConnection {
     // POLLOUTs (the lws client does so before calling WRITEABLE again). Freeing it at once
     // corrupted the tail of a 1 MiB message.
     private var inFlight: [UInt8] = []
-    /// A message going out in fragments (permessage-deflate only): its buffer, payload size and the
-    /// payload bytes already written.
-    private var fragmenting: (buffer: [UInt8], payloadCount: Int, written: Int)?
+    /// A message going out in fragments (permessage-deflate only): its buffer, payload size, the
+    /// payload bytes already written and whether it is binary.
+    private var fragmenting: (buffer: [UInt8], payloadCount: Int, written: Int, binary: Bool)?
     /// True when permessage-deflate may be active on this connection (negotiated, or offered and
     /// not known to be refused); `writeQueued` then ends a callback after any message over
     /// `deflateSafePayload` bytes.
     var compresses = false
+    /// Binary frames are delivered (a client's connections) instead of closing with 1003 (a server's).
+    var acceptsBinary = false
 
     /// Largest payload whose deflate output always fits lws's 1 KiB deflate tx buffer: incompressible
     /// text costs a stored-block header and the sync-flush marker on top, well under 64 bytes.
@@ -65,21 +67,24 @@ final class LWSConnection {
         localClose = (.abnormal, "permessage-deflate stream that lws 4.1.6 cannot process")
     }
 
-    /// Handles one RECEIVE chunk; calls `deliver` with each complete text message.
+    /// Handles one RECEIVE chunk; calls `deliver` with each complete message and whether it came in
+    /// binary frames.
     /// - Returns: the value the lws callback returns (-1 closes).
     /// Lws service thread only.
     func receive(
         _ wsi: OpaquePointer, chunk: UnsafeRawBufferPointer, counters: TransportCounters,
-        deliver: ([UInt8]) -> Void
+        deliver: (_ message: [UInt8], _ binary: Bool) -> Void
     ) -> Int32 {
         // Closing: drop whatever still arrives until WRITEABLE closes.
         if closingFromReceive { return 0 }
-        if lws_frame_is_binary(wsi) != 0 {
+        // lws keeps the first frame's kind for its continuation frames.
+        let binary = lws_frame_is_binary(wsi) != 0
+        if binary && !acceptsBinary {
             return closeFromReceive(
                 wsi, code: .unsupportedData, reason: "binary frames are not accepted", grace: closeGrace)
         }
         let isLast = lws_is_final_fragment(wsi) != 0 && lws_remaining_packet_payload(wsi) == 0
-        switch assembler.append(chunk, isLast: isLast) {
+        switch assembler.append(chunk, isLast: isLast, binary: binary) {
         case .incomplete:
             return 0
         case .tooLarge:
@@ -90,7 +95,7 @@ final class LWSConnection {
         case .complete(let message):
             counters.messagesReceived.add(1, ordering: .relaxed)
             counters.bytesReceived.add(message.count, ordering: .relaxed)
-            deliver(message)
+            deliver(message, binary)
             return 0
         }
     }
@@ -122,12 +127,15 @@ final class LWSConnection {
                 Self.setCloseReason(wsi, code: code, reason: reason)
                 closeIssued = true
                 return -1
-            case .message(let buffer, let payloadCount) where compresses && payloadCount > Self.deflateFragment:
-                fragmenting = (buffer, payloadCount, 0)
+            case .message(let buffer, let payloadCount, let binary)
+            where compresses && payloadCount > Self.deflateFragment:
+                fragmenting = (buffer, payloadCount, 0, binary)
                 return writeFragment(wsi, counters: counters)
-            case .message(var buffer, let payloadCount):
+            case .message(var buffer, let payloadCount, let binary):
                 let written = buffer.withUnsafeMutableBufferPointer { storage in
-                    lws_write(wsi, storage.baseAddress! + Int(SHIM_LWS_PRE), payloadCount, LWS_WRITE_TEXT)
+                    lws_write(
+                        wsi, storage.baseAddress! + Int(SHIM_LWS_PRE), payloadCount,
+                        binary ? LWS_WRITE_BINARY : LWS_WRITE_TEXT)
                 }
                 inFlight = buffer
                 if written < 0 { return -1 }
@@ -163,15 +171,16 @@ final class LWSConnection {
         _ = lws_set_extension_option(wsi, "permessage-deflate", "client_no_context_takeover", nil)
     }
 
-    /// Writes the next fragment of `fragmenting`: the first as TEXT, the rest as CONTINUATION, all but
-    /// the last without FIN. Each ends its WRITEABLE, as its deflate output drains over later POLLOUTs.
+    /// Writes the next fragment of `fragmenting`: the first as TEXT or BINARY, the rest as CONTINUATION,
+    /// all but the last without FIN. Each ends its WRITEABLE, as its deflate output drains over later POLLOUTs.
     /// - Returns: the value the lws callback returns (-1 closes).
     private func writeFragment(_ wsi: OpaquePointer, counters: TransportCounters) -> Int32 {
         guard var message = fragmenting else { return 0 }
         let count = min(Self.deflateFragment, message.payloadCount - message.written)
         let isFirst = message.written == 0
         let isLast = message.written + count == message.payloadCount
-        var flags = (isFirst ? LWS_WRITE_TEXT : LWS_WRITE_CONTINUATION).rawValue
+        let opcode = message.binary ? LWS_WRITE_BINARY : LWS_WRITE_TEXT
+        var flags = (isFirst ? opcode : LWS_WRITE_CONTINUATION).rawValue
         if !isLast { flags |= LWS_WRITE_NO_FIN.rawValue }
         // lws writes the frame header into the LWS_PRE bytes before the fragment: for a later
         // fragment those are payload bytes zlib has already taken whole.

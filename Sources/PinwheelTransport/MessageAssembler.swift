@@ -1,5 +1,5 @@
-/// Joins the chunks lws hands over into whole messages, refusing any that grow past a limit or are
-/// not UTF-8.
+/// Joins the chunks lws hands over into whole messages, refusing any that grow past a limit, and text
+/// messages that are not UTF-8.
 ///
 /// lws delivers at most `rx_buffer_size` bytes per callback (1024 with permessage-deflate, already
 /// inflated), so the limit counts inflated bytes: a 2 MiB message compressed to a few KB is refused.
@@ -12,7 +12,7 @@ struct MessageAssembler {
         case complete([UInt8])
         /// The message passed the limit; the caller closes with 1009.
         case tooLarge(receivedBytes: Int)
-        /// The whole message is not UTF-8; the caller closes with 1007.
+        /// The whole text message is not UTF-8; the caller closes with 1007.
         case invalidUTF8
     }
 
@@ -25,8 +25,9 @@ struct MessageAssembler {
         self.limit = limit
     }
 
-    /// Adds one chunk. `isLast` is lws's "final fragment and nothing remaining in this frame".
-    mutating func append(_ chunk: UnsafeRawBufferPointer, isLast: Bool) -> Outcome {
+    /// Adds one chunk. `isLast` is lws's "final fragment and nothing remaining in this frame";
+    /// `binary` says the message came in binary frames, which need not be UTF-8.
+    mutating func append(_ chunk: UnsafeRawBufferPointer, isLast: Bool, binary: Bool = false) -> Outcome {
         let total = buffer.count + chunk.count
         guard total <= limit else {
             buffer = []
@@ -38,7 +39,7 @@ struct MessageAssembler {
         // lws (LWS_SERVER_OPTION_VALIDATE_UTF8) checks text as it arrives, but with permessage-deflate
         // negotiated it misses a character cut off by the end of the message (lws 4.1.6 ops-ws.c only
         // checks that for the deflate outcomes EMPTY_FINAL and UNKNOWN).
-        guard Self.isUTF8(buffer) else { return .invalidUTF8 }
+        guard binary || Self.isUTF8(buffer) else { return .invalidUTF8 }
         return .complete(buffer)
     }
 

@@ -9,15 +9,17 @@ import Synchronization
 final class Outboxes: Sendable {
     /// What the service thread should do next for one connection.
     enum Item {
-        /// Write this text; the buffer starts with `SHIM_LWS_PRE` bytes of headroom for lws.
-        case message(buffer: [UInt8], payloadCount: Int)
+        /// Write this message, as a binary frame or a text frame; the buffer starts with
+        /// `SHIM_LWS_PRE` bytes of headroom for lws.
+        case message(buffer: [UInt8], payloadCount: Int, binary: Bool)
         /// Close the connection with this code and reason.
         case close(CloseCode, String)
     }
 
     private struct Queue {
-        // Messages with lws headroom, oldest at `head`; slots before `head` are already written.
-        var messages: [[UInt8]] = []
+        // Messages with lws headroom and whether each is binary, oldest at `head`; slots before
+        // `head` are already written.
+        var messages: [(buffer: [UInt8], binary: Bool)] = []
         var head = 0
         // Payload bytes waiting, headroom excluded.
         var bytes = 0
@@ -28,10 +30,10 @@ final class Outboxes: Sendable {
 
         var hasMessages: Bool { head < messages.count }
 
-        mutating func popMessage() -> [UInt8]? {
+        mutating func popMessage() -> (buffer: [UInt8], binary: Bool)? {
             guard hasMessages else { return nil }
-            let buffer = messages[head]
-            messages[head] = []
+            let message = messages[head]
+            messages[head] = ([], false)
             head += 1
             // Compact once the written prefix dominates, so the array does not grow forever.
             if head == messages.count {
@@ -41,8 +43,8 @@ final class Outboxes: Sendable {
                 messages.removeFirst(head)
                 head = 0
             }
-            bytes -= buffer.count - Int(SHIM_LWS_PRE)
-            return buffer
+            bytes -= message.buffer.count - Int(SHIM_LWS_PRE)
+            return message
         }
 
         mutating func dropMessages() {
@@ -109,9 +111,11 @@ final class Outboxes: Sendable {
         return enqueue(framed: buffer, to: id)
     }
 
-    /// Queues one text message already behind `SHIM_LWS_PRE` bytes of headroom, as it is. Any thread.
+    /// Queues one message already behind `SHIM_LWS_PRE` bytes of headroom, as it is: a text frame, or
+    /// a binary one when `binary`. Any thread.
     /// - Returns: what happened, and whether the service thread must be woken to notice.
-    func enqueue(framed buffer: [UInt8], to id: ConnectionID) -> (result: SendResult, wake: Bool) {
+    func enqueue(framed buffer: [UInt8], binary: Bool = false, to id: ConnectionID) -> (result: SendResult, wake: Bool)
+    {
         let payloadCount = buffer.count - Int(SHIM_LWS_PRE)
         return state.withLock { state in
             // Work on the stored queue through its index: a copy would duplicate the message array.
@@ -127,7 +131,7 @@ final class Outboxes: Sendable {
                 state.overCapacityCloses += 1
                 return (.overCapacity, state.list(at: index))
             }
-            state.queues.values[index].messages.append(buffer)
+            state.queues.values[index].messages.append((buffer, binary))
             state.queues.values[index].bytes += payloadCount
             state.totalBytes += payloadCount
             return (.queued(queuedBytes: waiting + payloadCount), state.list(at: index))
@@ -168,14 +172,17 @@ final class Outboxes: Sendable {
     func next(for id: ConnectionID) -> (item: Item?, more: Bool) {
         state.withLock { state in
             guard let index = state.queues.index(forKey: id) else { return (nil, false) }
-            guard let buffer = state.queues.values[index].popMessage() else {
+            guard let message = state.queues.values[index].popMessage() else {
                 guard let close = state.queues.values[index].close else { return (nil, false) }
                 return (.close(close.code, close.reason), false)
             }
-            let payloadCount = buffer.count - Int(SHIM_LWS_PRE)
+            let payloadCount = message.buffer.count - Int(SHIM_LWS_PRE)
             state.totalBytes -= payloadCount
             let queue = state.queues.values[index]
-            return (.message(buffer: buffer, payloadCount: payloadCount), queue.hasMessages || queue.close != nil)
+            return (
+                .message(buffer: message.buffer, payloadCount: payloadCount, binary: message.binary),
+                queue.hasMessages || queue.close != nil
+            )
         }
     }
 

@@ -75,8 +75,8 @@ extension WebSocketClient {
             guard let connection = connection(of: wsi) else { return -1 }
             return connection.io.receive(
                 wsi, chunk: UnsafeRawBufferPointer(start: input, count: length), counters: counters
-            ) { message in
-                delegate?.webSocketClient(self, didReceive: message, from: connection.io.id)
+            ) { message, binary in
+                delegate?.webSocketClient(self, didReceive: message, binary: binary, from: connection.io.id)
             }
         case LWS_CALLBACK_CLIENT_WRITEABLE:
             guard let connection = connection(of: wsi) else { return -1 }
@@ -172,6 +172,7 @@ extension WebSocketClient {
             closeGrace: configuration.closeTimeout)
         // Offered is enough: a server that declines only costs this client its write batching.
         io.compresses = configuration.permessageDeflate
+        io.acceptsBinary = true
         let connection = ClientConnection(io: io, startedAt: request.startedAt)
         if stopping {
             outboxes.unregister(request.id)

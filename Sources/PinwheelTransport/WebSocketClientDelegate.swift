@@ -6,8 +6,9 @@ public protocol WebSocketClientDelegate: AnyObject, Sendable {
     /// `connectTime` runs from the `connect` call to the end of the handshake. Lws service thread only.
     func webSocketClient(
         _ client: WebSocketClient, didOpen connection: ConnectionID, subprotocol: String?, connectTime: Duration)
-    /// A complete text message arrived. Lws service thread only.
-    func webSocketClient(_ client: WebSocketClient, didReceive text: [UInt8], from connection: ConnectionID)
+    /// A complete message arrived: text (valid UTF-8), or binary when `binary`. Lws service thread only.
+    func webSocketClient(
+        _ client: WebSocketClient, didReceive message: [UInt8], binary: Bool, from connection: ConnectionID)
     /// An open connection is gone: the server's close code and reason, ours if we closed, or 1006 if it
     /// dropped. No further calls name `connection`. Lws service thread only.
     func webSocketClient(_ client: WebSocketClient, didClose connection: ConnectionID, code: CloseCode, reason: String)

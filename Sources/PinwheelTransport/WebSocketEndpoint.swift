@@ -31,13 +31,13 @@ public class WebSocketEndpoint: @unchecked Sendable {
     /// Bytes of room lws needs before a message's payload (`LWS_PRE`): see ``send(framed:to:)``.
     public static let headroom = Int(SHIM_LWS_PRE)
 
-    /// Queues a text message that already sits behind ``headroom`` bytes (whose contents do not
-    /// matter), without copying it: what an encoder that reserved the room produced. Any thread.
-    /// See `send(_:to:)` for the result.
+    /// Queues a message that already sits behind ``headroom`` bytes (whose contents do not matter),
+    /// without copying it: what an encoder that reserved the room produced. It goes out as a text
+    /// frame, or as a binary frame when `binary`. Any thread. See `send(_:to:)` for the result.
     @discardableResult
-    public func send(framed buffer: [UInt8], to connection: ConnectionID) -> SendResult {
+    public func send(framed buffer: [UInt8], binary: Bool = false, to connection: ConnectionID) -> SendResult {
         precondition(buffer.count >= Self.headroom, "a framed message starts with the headroom")
-        let (result, wake) = outboxes.enqueue(framed: buffer, to: connection)
+        let (result, wake) = outboxes.enqueue(framed: buffer, binary: binary, to: connection)
         if wake { loop.wake() }
         return result
     }

@@ -31,7 +31,7 @@ extension WebSocketServer {
             guard let connection = connection(of: wsi) else { return -1 }
             return connection.receive(
                 wsi, chunk: UnsafeRawBufferPointer(start: input, count: length), counters: counters
-            ) { message in
+            ) { message, _ in
                 delegate?.webSocketServer(self, didReceive: message, from: connection.id)
             }
         case LWS_CALLBACK_SERVER_WRITEABLE:

@@ -57,6 +57,7 @@ public final class RecordingClientDelegate: WebSocketClientDelegate {
     public struct Events {
         public var opened: [ConnectionID: (subprotocol: String?, connectTime: Duration)] = [:]
         public var messages: [ConnectionID: [String]] = [:]
+        public var binaryMessages: [ConnectionID: [[UInt8]]] = [:]
         public var closed: [ConnectionID: (code: CloseCode, reason: String)] = [:]
         public var failed: [ConnectionID: String] = [:]
     }
@@ -69,9 +70,16 @@ public final class RecordingClientDelegate: WebSocketClientDelegate {
         events.withLock { $0.opened[connection] = (subprotocol, connectTime) }
     }
 
-    public func webSocketClient(_ client: WebSocketClient, didReceive text: [UInt8], from connection: ConnectionID) {
-        let message = String(decoding: text, as: UTF8.self)
-        events.withLock { $0.messages[connection, default: []].append(message) }
+    public func webSocketClient(
+        _ client: WebSocketClient, didReceive message: [UInt8], binary: Bool, from connection: ConnectionID
+    ) {
+        events.withLock { events in
+            if binary {
+                events.binaryMessages[connection, default: []].append(message)
+            } else {
+                events.messages[connection, default: []].append(String(decoding: message, as: UTF8.self))
+            }
+        }
     }
 
     public func webSocketClient(
@@ -85,6 +93,7 @@ public final class RecordingClientDelegate: WebSocketClientDelegate {
     }
 
     public func messages(_ id: ConnectionID) -> [String] { events.withLock { $0.messages[id] ?? [] } }
+    public func binaryMessages(_ id: ConnectionID) -> [[UInt8]] { events.withLock { $0.binaryMessages[id] ?? [] } }
     public func isOpen(_ id: ConnectionID) -> Bool { events.withLock { $0.opened[id] != nil } }
     public func close(_ id: ConnectionID) -> (code: CloseCode, reason: String)? { events.withLock { $0.closed[id] } }
     public func failure(_ id: ConnectionID) -> String? { events.withLock { $0.failed[id] } }

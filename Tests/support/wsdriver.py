@@ -5,8 +5,10 @@ test can drive real WebSocket connections without a WebSocket library of its own
 
 Commands (`id` names a connection):
   {"op":"connect","id":"a","url":"ws://…","subprotocols":["pinwheel.v1"],"origin":"http://…",
-   "compression":true,"read":true}
+   "compression":true,"read":true,"frames":false}
       -> {"event":"open","id":"a","subprotocol":"pinwheel.v1","extensions":["permessage-deflate"]} or {"event":"refused","id":"a","error":…}
+      "frames":true reports each message as it came: {"event":"frame","id":"a","binary":false,"text":"…"}
+      or {"event":"frame","id":"a","binary":true,"hex":"…"}
   {"op":"send","id":"a","text":"…"}               a text frame
   {"op":"send","id":"a","hex":"…","binary":true}  raw bytes as a binary frame (false: as a text frame)
   {"op":"connect",…,"read":false}                 a stalled reader (raw socket, tiny receive buffer)
@@ -15,7 +17,8 @@ Commands (`id` names a connection):
   {"op":"flood","id":"a","text":"…","rate":300,"seconds":8}   sends text at that rate
   {"op":"swarm","url":…,"n":200,"viewport":{…},"origin":…}  n sessions at once, each: hello, one
       viewport, batches acked until done -> {"event":"swarm","ok":…,"failed":…,"features":[…],"errors":[…]}
-Events: {"event":"message","id":"a","data":<the JSON message>}, {"event":"close","id":"a","code":…,"reason":…}
+Events: {"event":"message","id":"a","data":<the JSON message>} ({"event":"binary","id":"a","length":…} for a
+binary frame), {"event":"close","id":"a","code":…,"reason":…}
 """
 
 import asyncio
@@ -38,9 +41,10 @@ def emit(event):
 
 
 class Connection:
-    def __init__(self, cid, ws):
+    def __init__(self, cid, ws, frames=False):
         self.cid = cid
         self.ws = ws
+        self.frames = frames
         self.reading = asyncio.Event()
         self.reading.set()
 
@@ -50,7 +54,11 @@ class Connection:
             while True:
                 await self.reading.wait()
                 message = await self.ws.recv()
-                if isinstance(message, bytes):
+                if self.frames:
+                    binary = isinstance(message, bytes)
+                    emit({"event": "frame", "id": self.cid, "binary": binary,
+                          **({"hex": message.hex()} if binary else {"text": message})})
+                elif isinstance(message, bytes):
                     emit({"event": "binary", "id": self.cid, "length": len(message)})
                 else:
                     emit({"event": "message", "id": self.cid, "data": json.loads(message)})
@@ -240,7 +248,7 @@ async def main():
             except Exception as error:
                 emit({"event": "refused", "id": cid, "error": repr(error)})
                 continue
-            conn = Connection(cid, ws)
+            conn = Connection(cid, ws, command.get("frames", False))
             connections[cid] = conn
             emit({"event": "open", "id": cid, "subprotocol": ws.subprotocol,
                   "extensions": [e.name for e in ws.protocol.extensions]})

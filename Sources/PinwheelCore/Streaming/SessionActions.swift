@@ -7,6 +7,8 @@ public struct SessionActions<Clock: PinwheelClock>: Sendable {
         /// The headroom, then the message.
         public var framed: [UInt8]
         public var headroom: Int
+        /// A binary frame (`pinwheel.v1+bin`'s batches and expansions); else a text frame.
+        public var binary: Bool
 
         /// The message itself.
         public var payload: ArraySlice<UInt8> { framed[headroom...] }
@@ -30,6 +32,11 @@ public struct SessionActions<Clock: PinwheelClock>: Sendable {
 
     /// Queues the encoder's last message.
     mutating func send(_ type: String, _ encoder: MessageEncoder) {
-        messages.append(Message(type: type, framed: encoder.framed, headroom: encoder.headroom))
+        messages.append(Message(type: type, framed: encoder.framed, headroom: encoder.headroom, binary: false))
+    }
+
+    /// Queues the binary encoder's last message.
+    mutating func send(_ type: String, _ encoder: BinaryMessageEncoder) {
+        messages.append(Message(type: type, framed: encoder.framed, headroom: encoder.headroom, binary: true))
     }
 }

@@ -42,6 +42,8 @@ public struct SessionMachine<Clock: PinwheelClock> {
     /// The query's features, kept for capacity; a server lends each turn its worker's instead.
     private var features: [Feature] = []
     private var encoder: MessageEncoder
+    /// Batches and expansions of a `pinwheel.v1+bin` session; nil for JSON sessions.
+    private var binaryEncoder: BinaryMessageEncoder?
     /// What a reconnecting client said it still holds, taken as what it has at its first viewport.
     private var held: [HeldFeature] = []
     private var heldVersion: UInt64 = 0
@@ -65,7 +67,13 @@ public struct SessionMachine<Clock: PinwheelClock> {
         self.algorithm = algorithm
         clusterer = clusterers(algorithm)
         context = FeatureContext(clusterer: clusterer)
-        encoder = MessageEncoder(headroom: options.headroom, capacity: 16 * 1024)
+        if options.encoding == .binary {
+            // JSON carries only hello, error and presence then: a small buffer that grows for hello.
+            encoder = MessageEncoder(headroom: options.headroom, capacity: 1024)
+            binaryEncoder = BinaryMessageEncoder(headroom: options.headroom, capacity: 8 * 1024)
+        } else {
+            encoder = MessageEncoder(headroom: options.headroom, capacity: 16 * 1024)
+        }
         pacer = Pacer(clock: clock, options: PacerOptions(pace: options.pace, window: options.window))
         limiter = RateLimiter(clock: clock, perSecond: options.viewportHz)
     }
@@ -235,8 +243,13 @@ public struct SessionMachine<Clock: PinwheelClock> {
             if batch.done, let capped, capped.seq == batch.seq {
                 cap = BatchMessage.Capped(limit: options.maxFeatures, available: capped.available)
             }
-            encoder.batch(batch, capped: cap, version: servedVersion, context: context)
-            actions.send("batch", encoder)
+            if binaryEncoder != nil {
+                binaryEncoder!.batch(batch, capped: cap, version: servedVersion, context: context)
+                actions.send("batch", binaryEncoder!)
+            } else {
+                encoder.batch(batch, capped: cap, version: servedVersion, context: context)
+                actions.send("batch", encoder)
+            }
             if case .running(let elapsed, let since) = firstBatch {
                 actions.firstBatchLatencies.append(elapsed + since.duration(to: clock.now))
                 firstBatch = nil
@@ -258,8 +271,13 @@ public struct SessionMachine<Clock: PinwheelClock> {
         }
         // The answer's zoom is in the client's own convention.
         if case .zoom(let z) = expansion, let served { expansion = .zoom(z - served.zoomOffset) }
-        encoder.expansion(id: id, expansion, context: context)
-        actions.send("expansion", encoder)
+        if binaryEncoder != nil {
+            binaryEncoder!.expansion(id: id, expansion, context: context)
+            actions.send("expansion", binaryEncoder!)
+        } else {
+            encoder.expansion(id: id, expansion, context: context)
+            actions.send("expansion", encoder)
+        }
     }
 
     /// Asks for a tick at `instant` unless one is already due no later.
@@ -278,8 +296,9 @@ public struct SessionMachine<Clock: PinwheelClock> {
             viewportHz: options.viewportHz, pace: options.pace, window: options.window,
             maxMessageBytes: options.maxMessageBytes, maxFeatures: options.maxFeatures)
         encoder.hello(
-            HelloMessage(session: session, algorithm: algorithm, dataset: info, options: clusterOptions, limits: limits)
-        )
+            HelloMessage(
+                session: session, algorithm: algorithm, dataset: info, options: clusterOptions, limits: limits,
+                encoding: options.encoding))
         actions.send("hello", encoder)
     }
 

@@ -13,12 +13,15 @@ public struct SessionOptions: Equatable, Sendable {
     /// Bytes the transport needs before each message (libwebsockets' `LWS_PRE`): messages are encoded
     /// behind that much room, so the transport sends the encoder's bytes as they are.
     public var headroom: Int
+    /// How batches and expansions travel: the subprotocol the client chose.
+    public var encoding: WireEncoding
 
     public init(
         viewportHz: Double = 10, pace: Double = 0.5, window: Int = 4, maxFeatures: Int = 10_000,
-        maxMessageBytes: Int = 64 * 1024, headroom: Int = 0
+        maxMessageBytes: Int = 64 * 1024, headroom: Int = 0, encoding: WireEncoding = .json
     ) {
         self.headroom = headroom
+        self.encoding = encoding
         self.viewportHz = viewportHz
         self.pace = pace
         self.window = window

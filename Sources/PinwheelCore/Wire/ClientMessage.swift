@@ -1,6 +1,3 @@
-/// The name of this protocol, used as the WebSocket subprotocol.
-public let pinwheelProtocol = "pinwheel.v1"
-
 /// What the page sees and at which zoom.
 public struct ViewportMessage: Equatable, Sendable {
     /// Grows with every viewport the client sends; batches name the seq they serve.

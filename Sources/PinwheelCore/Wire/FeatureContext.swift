@@ -30,4 +30,28 @@ public struct FeatureContext: Sendable {
         changedRows = clusterer.changedRows
     }
 
+    /// The name a producer gave a point (its `key`); nil for clusters and unnamed points.
+    @inlinable public func key(of f: Feature) -> String? {
+        guard f.isPoint, !names.isEmpty, f.id <= UInt32.max else { return nil }
+        return names[UInt32(f.id)]
+    }
+
+    /// A point's property columns and its values in column order, nil for a cluster or a point
+    /// without any. Both encoders leave empty values out, and values past the last column.
+    public func properties(of f: Feature) -> (columns: [String], values: ArraySlice<String>)? {
+        guard f.isPoint else { return nil }
+        if let changedRows, f.row >= changedRows.start {
+            return (changedRows.columns, changedRows.values(UInt32(truncatingIfNeeded: f.id))[...])
+        }
+        let width = properties.columns.count
+        guard width > 0 && Int(f.row) * width < properties.values.count else { return nil }
+        return (properties.columns, properties.values[Int(f.row) * width..<(Int(f.row) + 1) * width])
+    }
+
+    /// The value of aggregate `c` of a cluster whose reduced values are `reduced`; NaN when no point had
+    /// one (a `min` or `max` over points that all lack the column), sent as `null`.
+    @inlinable public func aggregate(_ c: Int, reduced: ArraySlice<Double>, count: UInt32) -> Double {
+        let i = reduced.startIndex + c
+        return aggregates[c].value(reduced: i < reduced.endIndex ? reduced[i] : .nan, count: count)
+    }
 }

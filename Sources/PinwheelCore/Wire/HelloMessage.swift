@@ -85,6 +85,8 @@ public struct HelloMessage: Equatable, Sendable {
         }
     }
 
+    /// The session's subprotocol, sent as `protocol`.
+    public var encoding: WireEncoding
     public var session: String
     public var algorithm: Algorithm
     public var algorithms: [Algorithm]
@@ -94,8 +96,9 @@ public struct HelloMessage: Equatable, Sendable {
 
     public init(
         session: String, algorithm: Algorithm, algorithms: [Algorithm] = Algorithm.allCases,
-        dataset: DatasetInfo, options: Options = Options(), limits: Limits = Limits()
+        dataset: DatasetInfo, options: Options = Options(), limits: Limits = Limits(), encoding: WireEncoding = .json
     ) {
+        self.encoding = encoding
         self.session = session
         self.algorithm = algorithm
         self.algorithms = algorithms

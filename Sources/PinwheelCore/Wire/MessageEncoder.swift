@@ -34,7 +34,7 @@ public struct MessageEncoder: Sendable {
     public mutating func hello(_ h: HelloMessage) {
         begin()
         writer.raw("{\"type\":\"hello\",\"protocol\":")
-        writer.string(pinwheelProtocol)
+        writer.string(h.encoding.rawValue)
         writer.raw(",\"session\":")
         writer.string(h.session)
         writer.raw(",\"algorithm\":")
@@ -231,33 +231,21 @@ public struct MessageEncoder: Sendable {
             writer.number(anchor.lon)
             writer.byte(UInt8(ascii: "}"))
         }
-        if f.isPoint, !context.names.isEmpty, f.id <= UInt32.max, let name = context.names[UInt32(f.id)] {
+        if let name = context.key(of: f) {
             writer.raw(",\"key\":")
             writer.string(name)
         }
-        if f.isPoint {
-            if let changed = context.changedRows, f.row >= changed.start {
-                let values = changed.values(UInt32(truncatingIfNeeded: f.id))
-                properties(columns: changed.columns, values: values[...])
-            } else {
-                let table = context.properties
-                let width = table.columns.count
-                if width > 0 && Int(f.row) * width < table.values.count {
-                    properties(
-                        columns: table.columns, values: table.values[Int(f.row) * width..<(Int(f.row) + 1) * width])
-                }
-            }
+        if let (columns, values) = context.properties(of: f) {
+            properties(columns: columns, values: values)
         }
         if !f.isPoint && !context.aggregates.isEmpty {
             let values = context.values(f)
             writer.raw(",\"aggregates\":{")
-            for (c, aggregate) in context.aggregates.enumerated() {
+            for c in context.aggregates.indices {
                 if c > 0 { writer.byte(UInt8(ascii: ",")) }
-                writer.string(aggregate.name)
+                writer.string(context.aggregates[c].name)
                 writer.byte(UInt8(ascii: ":"))
-                let i = values.startIndex + c
-                let value = aggregate.value(reduced: i < values.endIndex ? values[i] : .nan, count: f.count)
-                // NaN: a min or max over points that all lack the column.
+                let value = context.aggregate(c, reduced: values, count: f.count)
                 if value.isNaN { writer.null() } else { writer.number(value) }
             }
             writer.byte(UInt8(ascii: "}"))

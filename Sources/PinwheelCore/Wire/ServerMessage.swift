@@ -114,8 +114,10 @@ public enum ServerMessage: Equatable, Sendable {
         switch m.type {
         case "hello":
             let proto = try m.string("protocol")
-            guard proto == pinwheelProtocol else {
-                throw MessageFields.invalid("protocol", "must be \(pinwheelProtocol), got \"\(proto)\"")
+            guard let encoding = WireEncoding(rawValue: proto) else {
+                throw MessageFields.invalid(
+                    "protocol",
+                    "must be \(WireEncoding.json.rawValue) or \(WireEncoding.binary.rawValue), got \"\(proto)\"")
             }
             let algorithms = try m.array("algorithms").map { (v) throws(WireError) in try algorithm(v, "algorithms") }
             let d = try m.object("dataset")
@@ -147,7 +149,8 @@ public enum ServerMessage: Equatable, Sendable {
                         viewportHz: try l.number("viewportHz"), pace: try l.number("pace"),
                         window: Int(try l.whole("window")), maxMessageBytes: Int(try l.whole("maxMessageBytes")),
                         maxZoom: try l.number("maxZoom"), maxPixels: Int(try l.whole("maxPixels")),
-                        maxFeatures: Int(try l.whole("maxFeatures")))))
+                        maxFeatures: Int(try l.whole("maxFeatures"))),
+                    encoding: encoding))
         case "batch":
             let remove = try m.array("remove").map { (v) throws(WireError) in try MessageFields.whole(v, name: "remove")
             }

@@ -94,11 +94,11 @@ final class WSDriver: @unchecked Sendable {
     @discardableResult
     func connect(
         _ id: String, url: String, subprotocols: [String] = ["pinwheel.v1"], origin: String? = nil,
-        compression: Bool = true, read: Bool = true
+        compression: Bool = true, read: Bool = true, frames: Bool = false
     ) async throws -> JSON {
         var fields: [String: Any] = [
             "op": "connect", "id": id, "url": url, "subprotocols": subprotocols, "compression": compression,
-            "read": read,
+            "read": read, "frames": frames,
         ]
         if let origin { fields["origin"] = origin }
         command(fields)
@@ -139,6 +139,19 @@ final class WSDriver: @unchecked Sendable {
             $0["event"].string == "message" && $0["id"].string == id
                 && (type == nil || $0["data"]["type"].string == type)
         }["data"]
+    }
+
+    /// The next frame on connection `id`, opened with `frames: true`: its bytes and whether it was binary.
+    func frame(_ id: String, timeout: Duration = .seconds(10)) async throws -> (bytes: [UInt8], binary: Bool) {
+        let event = try await next(timeout: timeout) { $0["event"].string == "frame" && $0["id"].string == id }
+        if event["binary"].bool == true {
+            let hex = Array((event["hex"].string ?? "").utf8)
+            let bytes = stride(from: 0, to: hex.count - 1, by: 2).map {
+                UInt8(String(decoding: hex[$0..<$0 + 2], as: UTF8.self), radix: 16)!
+            }
+            return (bytes, true)
+        }
+        return (Array((event["text"].string ?? "").utf8), false)
     }
 
     /// The close event of connection `id`.

@@ -1,0 +1,176 @@
+/// Writes `batch` and `expansion` in `pinwheel.v1+bin` (docs/protocol.md, "Binary encoding") into one
+/// reused buffer: the same messages ``MessageEncoder`` writes as JSON, from the same inputs.
+///
+/// Like ``MessageEncoder``, the buffer starts with `headroom` bytes the encoder never touches
+/// (libwebsockets' `LWS_PRE`), so a transport sends `framed` as it is.
+public struct BinaryMessageEncoder: Sendable {
+    /// First byte of a `batch` frame.
+    public static let batchType: UInt8 = 0x01
+    /// First byte of an `expansion` frame.
+    public static let expansionType: UInt8 = 0x02
+
+    /// The buffer; the message follows the headroom.
+    public var writer: BinaryWriter
+    /// Bytes reserved before each message.
+    public let headroom: Int
+
+    // The message's running state: the last id's tag (high 32 bits) and low part, the last feature's
+    // fixed-point position, and the names defined so far with their table index.
+    private var tag: UInt64 = 0
+    private var low: Int64 = 0
+    private var lat: Int64 = 0
+    private var lon: Int64 = 0
+    private var names: [String: UInt64] = [:]
+
+    public init(headroom: Int = 0, capacity: Int = 16 * 1024) {
+        self.headroom = headroom
+        writer = BinaryWriter(capacity: capacity)
+        begin()
+    }
+
+    /// The last encoded message.
+    public var message: ArraySlice<UInt8> { writer.bytes[headroom...] }
+
+    /// The last encoded message behind its headroom, in a buffer of its own.
+    public var framed: [UInt8] { Array(writer.bytes) }
+
+    private mutating func begin() {
+        writer.reset()
+        writer.bytes.append(contentsOf: repeatElement(0, count: headroom))
+        tag = 0
+        low = 0
+        lat = 0
+        lon = 0
+        names.removeAll(keepingCapacity: true)
+    }
+
+    /// Encodes `batch`; the parameters are ``MessageEncoder``'s.
+    public mutating func batch(
+        seq: UInt64, number: UInt64, remove: some Collection<FeatureID>,
+        add: some Collection<Feature>, update: some Collection<Feature>, done: Bool,
+        capped: BatchMessage.Capped? = nil, version: UInt64 = 0, context: FeatureContext
+    ) {
+        begin()
+        writer.byte(Self.batchType)
+        writer.byte((done ? 1 : 0) | (capped != nil ? 2 : 0))
+        writer.varint(seq)
+        writer.varint(number)
+        writer.varint(version)
+        if let capped {
+            writer.varint(UInt64(max(0, capped.limit)))
+            writer.varint(UInt64(max(0, capped.available)))
+        }
+        writer.varint(UInt64(remove.count))
+        for id in remove { self.id(id) }
+        features(add, context)
+        features(update, context)
+    }
+
+    /// Encodes a ``PacedBatch`` from the pacer.
+    public mutating func batch(
+        _ b: PacedBatch, capped: BatchMessage.Capped? = nil, version: UInt64 = 0, context: FeatureContext
+    ) {
+        batch(
+            seq: b.seq, number: b.number, remove: b.remove, add: b.add, update: b.update, done: b.done,
+            capped: capped, version: version, context: context)
+    }
+
+    /// Encodes `expansion`: the zoom at which a cluster splits, or the spread of a same-coordinate group.
+    public mutating func expansion(id: FeatureID, _ expansion: Expansion, context: FeatureContext) {
+        begin()
+        writer.byte(Self.expansionType)
+        self.id(id)
+        switch expansion {
+        case .zoom(let z):
+            writer.byte(0)
+            writer.f64(z)
+        case .spread(let members):
+            writer.byte(1)
+            features(members, context)
+        }
+    }
+
+    /// A count, then the features.
+    private mutating func features(_ list: some Collection<Feature>, _ context: FeatureContext) {
+        writer.varint(UInt64(list.count))
+        for f in list { feature(f, context) }
+    }
+
+    /// An id relative to the previous one: its low part as a zigzag difference, its tag only when it changed.
+    private mutating func id(_ id: FeatureID) {
+        let newTag = id >> 32
+        let newLow = Int64(id & 0xFFFF_FFFF)
+        let changed: UInt64 = newTag != tag ? 1 : 0
+        writer.varint(BinaryWriter.zigzag(newLow - low) << 1 | changed)
+        if changed == 1 { writer.varint(newTag) }
+        tag = newTag
+        low = newLow
+    }
+
+    /// A property or aggregate name: its index once the message defined it, else defined here.
+    private mutating func name(_ name: String) {
+        if let index = names[name] {
+            writer.varint(index)
+        } else {
+            let index = UInt64(names.count)
+            names[name] = index
+            writer.varint(index)
+            writer.string(name)
+        }
+    }
+
+    private mutating func feature(_ f: Feature, _ context: FeatureContext) {
+        let key = context.key(of: f)
+        let properties = context.properties(of: f)
+        // Written only when a value is: the JSON form leaves out empty values, and `properties` with them.
+        let propertyCount =
+            properties.map { p in
+                p.values.indices.count { $0 - p.values.startIndex < p.columns.count && !p.values[$0].isEmpty }
+            } ?? 0
+        let hasAggregates = !f.isPoint && !context.aggregates.isEmpty
+        let idLow = f.id & 0xFFFF_FFFF
+        var header: UInt8 = 0
+        if let parent = f.parent {
+            // Bits 0–1: its own id; the id's low part under another tag; or a tag and a low difference.
+            header = parent == f.id ? 1 : parent & 0xFFFF_FFFF == idLow ? 2 : 3
+        }
+        if f.count == 1 { header |= 1 << 2 }
+        if f.anchor != nil { header |= 1 << 3 }
+        if key != nil { header |= 1 << 4 }
+        if propertyCount > 0 { header |= 1 << 5 }
+        if hasAggregates { header |= 1 << 6 }
+        writer.byte(header)
+        id(f.id)
+        let fixedLat = BinaryWriter.fixed(f.lat)
+        let fixedLon = BinaryWriter.fixed(f.lon)
+        writer.zigzag(fixedLat - lat)
+        writer.zigzag(fixedLon - lon)
+        lat = fixedLat
+        lon = fixedLon
+        if f.count != 1 { writer.varint(UInt64(f.count)) }
+        if let parent = f.parent, header & 3 >= 2 {
+            writer.varint(parent >> 32)
+            if header & 3 == 3 { writer.zigzag(Int64(parent & 0xFFFF_FFFF) - Int64(idLow)) }
+        }
+        if let anchor = f.anchor {
+            writer.zigzag(BinaryWriter.fixed(anchor.lat) - fixedLat)
+            writer.zigzag(BinaryWriter.fixed(anchor.lon) - fixedLon)
+        }
+        if let key { writer.string(key) }
+        if propertyCount > 0, let (columns, values) = properties {
+            writer.varint(UInt64(propertyCount))
+            for (c, value) in values.enumerated() where !value.isEmpty && c < columns.count {
+                name(columns[c])
+                writer.string(value)
+            }
+        }
+        if hasAggregates {
+            let values = context.values(f)
+            writer.varint(UInt64(context.aggregates.count))
+            for c in context.aggregates.indices {
+                name(context.aggregates[c].name)
+                writer.f64(context.aggregate(c, reduced: values, count: f.count))
+            }
+        }
+    }
+}

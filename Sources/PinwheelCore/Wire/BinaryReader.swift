@@ -1,0 +1,116 @@
+/// Reads the numbers, strings, ids and names of one `pinwheel.v1+bin` message, keeping its running
+/// state (docs/protocol.md, "Running state"). Every error names what was being read and its byte offset.
+struct BinaryReader {
+    let bytes: UnsafeBufferPointer<UInt8>
+    /// The next byte to read.
+    var offset = 0
+    // The running state: the last id's tag and low part, the last feature's fixed-point position.
+    var tag: UInt64 = 0
+    var low: Int64 = 0
+    var lat: Int64 = 0
+    var lon: Int64 = 0
+    /// Property and aggregate names, in the order the message defined them.
+    var names: [String] = []
+
+    init(_ bytes: UnsafeBufferPointer<UInt8>) {
+        self.bytes = bytes
+    }
+
+    var remaining: Int { bytes.count - offset }
+
+    /// An error about `what` (e.g. "add[3] lon"), found at byte `at` (default: the next byte).
+    /// `field` is the message's part at fault, as the JSON decoder names fields.
+    func invalid(_ field: String, _ what: String, _ problem: String, at: Int? = nil) -> WireError {
+        WireError(.invalidField, field: field, message: "\(what) at byte \(at ?? offset): \(problem)")
+    }
+
+    mutating func byte(_ field: String, _ what: @autoclosure () -> String) throws(WireError) -> UInt8 {
+        guard offset < bytes.count else { throw invalid(field, what(), "the frame ends early") }
+        defer { offset += 1 }
+        return bytes[offset]
+    }
+
+    mutating func varint(_ field: String, _ what: @autoclosure () -> String) throws(WireError) -> UInt64 {
+        let start = offset
+        var value: UInt64 = 0
+        for k in 0..<8 {
+            let b = try byte(field, what())
+            value |= UInt64(b & 0x7F) << (7 * UInt64(k))
+            if b < 0x80 { return value }
+        }
+        throw invalid(field, what(), "a varint longer than 8 bytes", at: start)
+    }
+
+    /// A varint that must be at most `limit` (the JSON form's 2^53 − 1 by default).
+    mutating func whole(
+        _ field: String, _ what: @autoclosure () -> String, limit: UInt64 = UInt64(MessageFields.maxWhole)
+    ) throws(WireError) -> UInt64 {
+        let start = offset
+        let v = try varint(field, what())
+        guard v <= limit else { throw invalid(field, what(), "\(v) is over \(limit)", at: start) }
+        return v
+    }
+
+    mutating func zigzag(_ field: String, _ what: @autoclosure () -> String) throws(WireError) -> Int64 {
+        let v = try varint(field, what())
+        return Int64(bitPattern: v >> 1) ^ -Int64(bitPattern: v & 1)
+    }
+
+    mutating func f64(_ field: String, _ what: @autoclosure () -> String) throws(WireError) -> Double {
+        guard remaining >= 8 else { throw invalid(field, what(), "the frame ends early") }
+        var bits: UInt64 = 0
+        for k in 0..<8 { bits |= UInt64(bytes[offset + k]) << (8 * UInt64(k)) }
+        offset += 8
+        return Double(bitPattern: bits)
+    }
+
+    mutating func string(_ field: String, _ what: @autoclosure () -> String) throws(WireError) -> String {
+        let start = offset
+        let length = try varint(field, what())
+        guard length <= UInt64(remaining) else {
+            throw invalid(field, what(), "a string of \(length) bytes, only \(remaining) left", at: start)
+        }
+        let utf8 = UnsafeBufferPointer(rebasing: bytes[offset..<offset + Int(length)])
+        guard let s = String(validating: utf8, as: UTF8.self) else {
+            throw invalid(field, what(), "a string that is not UTF-8", at: start)
+        }
+        offset += Int(length)
+        return s
+    }
+
+    /// A name reference: an index into the table, or the table's size followed by a new name.
+    mutating func name(_ field: String, _ what: @autoclosure () -> String) throws(WireError) -> String {
+        let start = offset
+        let r = try varint(field, what())
+        if r < UInt64(names.count) { return names[Int(r)] }
+        guard r == UInt64(names.count) else {
+            throw invalid(field, what(), "name \(r) is not in the table of \(names.count) names", at: start)
+        }
+        names.append(try string(field, what()))
+        return names[names.count - 1]
+    }
+
+    /// An id relative to the previous one; it becomes the previous one.
+    mutating func id(_ field: String, _ what: @autoclosure () -> String) throws(WireError) -> FeatureID {
+        let start = offset
+        let v = try varint(field, what())
+        let newLow = low + (Int64(bitPattern: v >> 2) ^ -Int64(bitPattern: (v >> 1) & 1))
+        let newTag = v & 1 == 1 ? try varint(field, what()) : tag
+        guard (0...0xFFFF_FFFF).contains(newLow), newTag < 1 << 21 else {
+            throw invalid(field, what(), "an id outside 0 to 2^53 − 1 (tag \(newTag), low part \(newLow))", at: start)
+        }
+        tag = newTag
+        low = newLow
+        return newTag << 32 | UInt64(newLow)
+    }
+
+    /// A count of items that take at least one byte each: no more than the bytes left.
+    mutating func count(_ field: String, _ what: @autoclosure () -> String) throws(WireError) -> Int {
+        let start = offset
+        let n = try varint(field, what())
+        guard n <= UInt64(remaining) else {
+            throw invalid(field, what(), "\(n) items, only \(remaining) bytes left", at: start)
+        }
+        return Int(n)
+    }
+}
