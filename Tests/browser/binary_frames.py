@@ -23,8 +23,8 @@ def zigzag(n):
 
 
 def fixed(degrees):
-    """Fixed-point degrees, rounded half away from zero."""
-    return int(math.copysign(math.floor(abs(degrees) * 1e7 + 0.5), degrees))
+    """Fixed-point degrees, rounded as the `held` digest rounds (halves up)."""
+    return math.floor(degrees * 1e7 + 0.5)
 
 
 def string(s):
