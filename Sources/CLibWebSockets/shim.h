@@ -3,6 +3,8 @@
 #define PINWHEEL_LWS_SHIM_H
 
 #include <libwebsockets.h>
+#include <netinet/tcp.h>
+#include <string.h>
 #include <ev.h>
 
 // lws 4.1.6's permessage-deflate behind a guard; see the comment atop deflate_guard.c.
@@ -14,6 +16,18 @@ static const size_t SHIM_LWS_PRE = LWS_PRE;
 /// lwsl_* are variadic macros; this logs one preformatted line.
 static inline void shim_lws_log(int level, const char *message) {
     _lws_log(level, "%s\n", message);
+}
+
+/// Bytes the kernel received on a TCP socket, headers of TLS and WebSocket frames included: Linux's
+/// tcp_info.tcpi_bytes_received (since 4.1). glibc's struct tcp_info ends before that field, so it is
+/// read at its offset in the kernel's layout (linux/tcp.h: 128). -1 when the kernel does not say.
+static inline long long shim_tcp_bytes_received(int fd) {
+    unsigned char info[232] = {0};
+    socklen_t length = sizeof info;
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, info, &length) != 0 || length < 136) return -1;
+    unsigned long long value;
+    memcpy(&value, info + 128, sizeof value);
+    return (long long)value;
 }
 
 /// lws_set_log_level takes a function pointer that Swift would have to spell; nil keeps lws's stderr emitter.

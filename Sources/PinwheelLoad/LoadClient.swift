@@ -69,6 +69,7 @@ struct LoadClient {
         figures.bytes += bytes
         let markers = scanned.removed.count + scanned.features.count
         figures.markers += markers
+        figures.features += scanned.features.count
         for id in scanned.removed {
             if let size = featureBytes.removeValue(forKey: id) { heldBytes -= size }
         }
@@ -130,6 +131,8 @@ struct ClientFigures: Sendable {
     var unanswered = 0
     var batches = 0
     var markers = 0
+    /// Features added or updated (markers without the removes).
+    var features = 0
     /// Payload bytes of batches received (after inflation).
     var bytes = 0
     /// What re-sending every held feature at each `done` would have cost.

@@ -69,6 +69,9 @@ final class LoadGroup: WebSocketClientDelegate, @unchecked Sendable {
         state.withLock { $0.touring = false }
     }
 
+    /// Bytes the group's sockets received over the wire, once ``stop()`` closed them. Any thread.
+    var wireBytes: Int { client.stats.wireBytesReceived }
+
     /// Viewports still waiting for their `done`. Any thread.
     var inFlight: Int {
         state.withLock { s in s.clients.reduce(0) { $0 + ($1.phase == .touring ? $1.inFlight.count : 0) } }
@@ -143,7 +146,7 @@ final class LoadGroup: WebSocketClientDelegate, @unchecked Sendable {
     // the id is recorded here.
     private func connect(_ s: inout State, _ k: Int) {
         do {
-            let id = try client.connect(to: options.url, subprotocol: "pinwheel.v1", origin: origin)
+            let id = try client.connect(to: options.url, subprotocol: options.encoding.rawValue, origin: origin)
             s.clients[k].connection = id
             s.clients[k].phase = .connecting
             s.byConnection[id] = k
@@ -177,7 +180,7 @@ final class LoadGroup: WebSocketClientDelegate, @unchecked Sendable {
             guard let k = s.byConnection[connection] else { return }
             s.clients[k].phase = .open
             s.clients[k].figures.connectMicros = LoadClient.micros(connectTime)
-            if subprotocol != "pinwheel.v1" {
+            if subprotocol != options.encoding.rawValue {
                 s.clients[k].figures.count(error: "subprotocol \(subprotocol ?? "none")")
             }
         }
@@ -190,7 +193,7 @@ final class LoadGroup: WebSocketClientDelegate, @unchecked Sendable {
         _ client: WebSocketClient, didReceive text: [UInt8], binary: Bool, from connection: ConnectionID
     ) {
         let now = ContinuousClock.now
-        let scanned = text.withUnsafeBufferPointer { scanner.scan($0) }
+        let scanned = text.withUnsafeBufferPointer { binary ? scanner.scan(binary: $0) : scanner.scan($0) }
         var ack: Int?
         var hello: (bounds: BBox, session: String)?
         var presence: [String]?

@@ -1,3 +1,4 @@
+import PinwheelCore
 import PinwheelTransport
 
 /// What `pinwheel load` runs: how many clients, for how long, moving how.
@@ -25,6 +26,8 @@ public struct LoadOptions: Sendable {
     public var height: Int = 800
     /// Offer permessage-deflate, as browsers do.
     public var deflate: Bool = true
+    /// The subprotocol asked for: JSON text frames, or batches in binary frames (`pinwheel.v1+bin`).
+    public var encoding: WireEncoding = .json
     /// Ask the server for presence (other sessions' viewports), as the multi-client demo page does.
     public var presence: Bool = false
     /// The event loop of the client contexts. Poll by default, because a process holds at most one

@@ -61,7 +61,10 @@ public struct LoadReport: Codable, Sendable {
         public var trace: String
         public var seed: UInt64
         public var threads: Int
+        /// Whether the clients offered permessage-deflate.
         public var deflate: Bool
+        /// The subprotocol asked for: `pinwheel.v1` (JSON) or `pinwheel.v1+bin`.
+        public var encoding: String
         /// Wall time from the first connect to the end of the drain.
         public var elapsedSeconds: Double
         /// Seconds counted for the rates: after the ramp, before the drain.
@@ -81,8 +84,17 @@ public struct LoadReport: Codable, Sendable {
         public var viewportsUnanswered: Int
         public var batches: Int
         public var markers: Int
+        /// Features added or updated (markers without the removes).
+        public var features: Int
         /// Batch payload bytes received (after inflation).
         public var bytes: Int
+        /// bytes ÷ features: what a marker costs in batch payload, whatever deflate saves.
+        public var bytesPerMarker: Double
+        /// Bytes the clients' sockets received over the wire (after deflate, with the handshakes, every
+        /// message and its frame header): Linux's count per TCP connection, read as each closes.
+        public var wireBytes: Int
+        /// wireBytes ÷ features.
+        public var wireBytesPerMarker: Double
         /// Bytes a server re-sending every visible feature at each answered viewport would have sent.
         public var naiveBytes: Int
         /// bytes ÷ naiveBytes, in percent.

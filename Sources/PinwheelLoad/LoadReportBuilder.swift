@@ -7,15 +7,16 @@ struct LoadReportBuilder {
     let clients: [LoadClient]
 
     func build(
-        elapsed: Duration, steadySeconds: Double, rates: RateHistograms, server: LoadReport.ServerSide?
+        elapsed: Duration, steadySeconds: Double, rates: RateHistograms, server: LoadReport.ServerSide?,
+        wireBytes: Int = 0
     ) -> LoadReport {
         var connect = Self.latencyHistogram()
         var firstBatch = Self.latencyHistogram()
         var done = Self.latencyHistogram()
         var totals = LoadReport.Totals(
             connected: 0, failedToConnect: 0, viewportsSent: 0, viewportsAnswered: 0, viewportsSuperseded: 0,
-            viewportsUnanswered: 0, batches: 0, markers: 0, bytes: 0, naiveBytes: 0, bytesPercentOfNaive: 0,
-            presenceMessages: 0)
+            viewportsUnanswered: 0, batches: 0, markers: 0, features: 0, bytes: 0, bytesPerMarker: 0,
+            wireBytes: wireBytes, wireBytesPerMarker: 0, naiveBytes: 0, bytesPercentOfNaive: 0, presenceMessages: 0)
         var closes: [String: Int] = [:]
         var closesDuringRun: [String: Int] = [:]
         var errors: [String: Int] = [:]
@@ -52,6 +53,7 @@ struct LoadReportBuilder {
             totals.viewportsUnanswered += f.unanswered
             totals.batches += f.batches
             totals.markers += f.markers
+            totals.features += f.features
             totals.bytes += f.bytes
             totals.naiveBytes += f.naiveBytes
             totals.presenceMessages += f.presenceMessages
@@ -73,11 +75,16 @@ struct LoadReportBuilder {
                     errors: clientErrors))
         }
         totals.bytesPercentOfNaive = totals.naiveBytes > 0 ? 100 * Double(totals.bytes) / Double(totals.naiveBytes) : 0
+        if totals.features > 0 {
+            totals.bytesPerMarker = Double(totals.bytes) / Double(totals.features)
+            totals.wireBytesPerMarker = Double(totals.wireBytes) / Double(totals.features)
+        }
 
         let run = LoadReport.Run(
             url: options.url, clients: options.clients, durationSeconds: LoadRunner.seconds(options.duration),
             rampSeconds: LoadRunner.seconds(options.ramp), viewportHz: options.viewportHz,
             trace: options.trace.rawValue, seed: options.seed, threads: options.threads, deflate: options.deflate,
+            encoding: options.encoding.rawValue,
             elapsedSeconds: LoadRunner.seconds(elapsed), steadySeconds: steadySeconds)
         return LoadReport(
             run: run, totals: totals,

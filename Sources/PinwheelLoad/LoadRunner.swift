@@ -78,7 +78,8 @@ public final class LoadRunner: Sendable {
         var clients = groups.flatMap { g in g.state.withLock { $0.clients } }
         clients.sort { $0.index < $1.index }
         var report = LoadReportBuilder(options: options, clients: clients).build(
-            elapsed: elapsed, steadySeconds: steadySeconds, rates: rates, server: server.report())
+            elapsed: elapsed, steadySeconds: steadySeconds, rates: rates, server: server.report(),
+            wireBytes: groups.reduce(0) { $0 + $1.wireBytes })
         report.tool = tool
         report.ingest = ingest.map { summary in
             var with = summary

@@ -31,6 +31,9 @@ public enum LoadTable {
         out += "received    \(t.batches) batches, \(t.markers) markers, \(compact(Double(t.bytes)))B"
         out +=
             " = \(fixed(t.bytesPercentOfNaive, 1)) % of re-sending every visible feature (\(compact(Double(t.naiveBytes)))B)\n"
+        out += "per marker  \(fixed(t.bytesPerMarker, 1)) B of batch payload, "
+        out += "\(fixed(t.wireBytesPerMarker, 1)) B on the wire "
+        out += "(\(t.features) features added or updated, \(r.encoding), deflate \(r.deflate ? "on" : "off"))\n"
         out += "connections \(t.connected) opened, \(t.failedToConnect) failed\n"
         out += "closes      \(codes(report.closes)); during the run: \(codes(report.closesDuringRun))\n"
         out += "errors      \(report.errors.isEmpty ? "none" : codes(report.errors))\n"

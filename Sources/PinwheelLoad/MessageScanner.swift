@@ -1,3 +1,5 @@
+import PinwheelCore
+
 /// Reads what the load client measures from a server message — type, seq, batch number, done,
 /// removed ids, and each added or updated feature's id and encoded size — straight from the bytes,
 /// without building JSON values: thousands of clients receive tens of thousands of batches a
@@ -23,6 +25,33 @@ struct MessageScanner {
     private(set) var updateCount = 0
     /// The `code` of an `error` message.
     private(set) var errorCode = ""
+
+    /// Reads one binary frame (`pinwheel.v1+bin`) with the core's decoder: only batches count (kind
+    /// `.other` for an expansion). Its bytes are shared evenly by the markers it carries, as a feature's
+    /// size in a delta-coded frame depends on the features before it.
+    /// - Returns: false when the frame does not decode.
+    mutating func scan(binary bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        kind = .other
+        removed.removeAll(keepingCapacity: true)
+        features.removeAll(keepingCapacity: true)
+        addCount = 0
+        updateCount = 0
+        errorCode = ""
+        guard let message = try? ServerMessage.decode(binary: bytes) else { return false }
+        guard case .batch(let b) = message else { return true }
+        kind = .batch
+        seq = Int(b.seq)
+        batch = Int(b.batch)
+        done = b.done
+        version = b.version
+        removed.append(contentsOf: b.remove)
+        let share = bytes.count / max(1, b.remove.count + b.add.count + b.update.count)
+        for f in b.add { features.append((f.id, share)) }
+        for f in b.update { features.append((f.id, share)) }
+        addCount = b.add.count
+        updateCount = b.update.count
+        return true
+    }
 
     /// Scans one message.
     /// - Returns: false when the text is not an object this scanner can read (the caller counts it as an error).

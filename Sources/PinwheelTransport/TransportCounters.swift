@@ -9,6 +9,7 @@ final class TransportCounters: Sendable {
     let messagesSent = Atomic<Int>(0)
     let bytesSent = Atomic<Int>(0)
     let deflateGuardTrips = Atomic<Int>(0)
+    let wireBytesReceived = Atomic<Int>(0)
 
     /// A snapshot together with the queue totals. Any thread.
     func snapshot(outboxes: Outboxes) -> TransportStats {
@@ -22,6 +23,7 @@ final class TransportCounters: Sendable {
             bytesSent: bytesSent.load(ordering: .relaxed),
             queuedBytes: totals.queuedBytes,
             overCapacityCloses: totals.overCapacityCloses,
-            deflateGuardTrips: deflateGuardTrips.load(ordering: .relaxed))
+            deflateGuardTrips: deflateGuardTrips.load(ordering: .relaxed),
+            wireBytesReceived: wireBytesReceived.load(ordering: .relaxed))
     }
 }

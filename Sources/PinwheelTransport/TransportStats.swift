@@ -19,4 +19,7 @@ public struct TransportStats: Sendable, Equatable {
     /// Connections failed because their permessage-deflate stream would have aborted lws
     /// (Sources/CDeflateGuard).
     public var deflateGuardTrips: Int
+    /// Client only: bytes the kernel received on the sockets of connections that have closed, as
+    /// they came over the wire (compressed, with the handshake and every frame header).
+    public var wireBytesReceived: Int = 0
 }

@@ -88,6 +88,9 @@ extension WebSocketClient {
         case LWS_CALLBACK_CLIENT_CLOSED:
             if let connection = connection(of: wsi) {
                 connection.io.collectDeflateGuardTrip(wsi, counters: counters)
+                // The socket is still open here; lws closes it after this callback.
+                let wire = shim_tcp_bytes_received(lws_get_socket_fd(wsi))
+                if wire > 0 { counters.wireBytesReceived.add(Int(wire), ordering: .relaxed) }
                 finished(connection, failure: nil)
             }
             loop.breakIfExiting(mayExit(connectionsLeft: connections.count))

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import PinwheelCore
 import PinwheelLoad
 import PinwheelTransport
 
@@ -58,6 +59,9 @@ struct LoadCommand: ParsableCommand {
     @Flag(help: "Do not offer permessage-deflate (browsers do).")
     var noDeflate = false
 
+    @Option(help: "json (subprotocol pinwheel.v1) or binary (pinwheel.v1+bin: batches in binary frames).")
+    var encoding: LoadEncoding = .json
+
     @Flag(help: "Ask the server for presence messages, like the multi-client demo page.")
     var presence = false
 
@@ -97,6 +101,7 @@ struct LoadCommand: ParsableCommand {
         options.eventLoop = eventLoop
         options.drainTimeout = drain.value
         options.deflate = !noDeflate
+        options.encoding = encoding.wire
         options.presence = presence
         options.scrapeMetrics = !noMetrics
         do {
@@ -124,6 +129,13 @@ struct LoadCommand: ParsableCommand {
 }
 
 extension TourTrace: ExpressibleByArgument {}
+
+/// `--encoding`: the names people type for the subprotocols.
+enum LoadEncoding: String, ExpressibleByArgument, CaseIterable {
+    case json, binary
+
+    var wire: WireEncoding { self == .json ? .json : .binary }
+}
 extension EventLoopBackend: ExpressibleByArgument {}
 
 /// A duration on the command line: `30s`, `500ms`, `2m`, or bare seconds.

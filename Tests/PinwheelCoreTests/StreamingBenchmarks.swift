@@ -73,12 +73,25 @@ struct StreamingBenchmarks {
             String(
                 format: "encode batch 1000 features (%d bytes): best %.0f µs (%.0f MB/s), median %.0f µs", bytes,
                 us.best, Double(bytes) / us.best, us.median))
-        guard case .batch(let decoded) = try ServerMessage.decode(Array(encoder.message)) else {
+        var binary = BinaryMessageEncoder(headroom: 16)
+        let binaryUs = measure(runs: 41) {
+            binary.batch(seq: 1, number: 1, remove: [], add: features, update: [], done: true, context: context)
+        }
+        let binaryBytes = binary.message.count
+        print(
+            String(
+                format:
+                    "encode batch 1000 features, pinwheel.v1+bin (%d bytes): best %.0f µs (%.0f MB/s), median %.0f µs",
+                binaryBytes, binaryUs.best, Double(binaryBytes) / binaryUs.best, binaryUs.median))
+        guard case .batch(let decoded) = try ServerMessage.decode(Array(encoder.message)),
+            case .batch(let binaryDecoded) = try ServerMessage.decode(binary: Array(binary.message))
+        else {
             Issue.record("not a batch")
             return
         }
-        #expect(decoded.add.count == 1000)
+        #expect(decoded.add.count == 1000 && binaryDecoded.add.count == 1000)
         #expect(decoded.add[1].properties["name"] == data.properties.value(row: Int(features[1].row), column: 0))
+        #expect(binaryDecoded.add.map(\.properties) == decoded.add.map(\.properties))
     }
 
     @Test("decode and validate a viewport message")

@@ -55,6 +55,42 @@ struct LoadEngineTests {
     }
 }
 
+@Suite("pinwheel load --encoding binary", .serialized)
+struct LoadBinaryTests {
+    @Test(
+        "binary batches are decoded and acknowledged like JSON ones, for a quarter of the bytes per marker or less; deflate saves wire bytes"
+    )
+    func binaryAgainstJSON() throws {
+        let server = try TestServer()
+        var reports: [String: LoadReport] = [:]
+        for (encoding, deflate) in [(WireEncoding.json, false), (.binary, false), (.binary, true)] {
+            var options = LoadOptions(url: server.wsURL)
+            options.clients = 5
+            options.duration = .seconds(2)
+            options.ramp = .zero
+            options.viewportHz = 2
+            options.trace = .pan
+            options.seed = 3
+            options.encoding = encoding
+            options.deflate = deflate
+            let report = try LoadRunner(options: options).run()
+            #expect(report.errors.isEmpty, "\(report.errors)")
+            #expect(report.run.encoding == encoding.rawValue && report.run.deflate == deflate)
+            #expect(report.totals.viewportsUnanswered == 0 && report.totals.viewportsAnswered > 10)
+            #expect(report.totals.features > 0 && report.totals.bytesPerMarker > 0 && report.totals.wireBytes > 0)
+            #expect(LoadTable.render(report).contains("\(encoding.rawValue), deflate \(deflate ? "on" : "off")"))
+            reports["\(encoding.rawValue) \(deflate)"] = report
+        }
+        let json = try #require(reports["pinwheel.v1 false"])
+        let binary = try #require(reports["pinwheel.v1+bin false"])
+        let deflated = try #require(reports["pinwheel.v1+bin true"])
+        #expect(binary.totals.bytesPerMarker * 4 < json.totals.bytesPerMarker)
+        // Without deflate the wire carries the payload and the framing; deflate takes some of it away.
+        #expect(binary.totals.wireBytes > binary.totals.bytes)
+        #expect(deflated.totals.wireBytesPerMarker < binary.totals.wireBytesPerMarker)
+    }
+}
+
 @Suite("Presence against a real server", .serialized)
 struct LoadPresenceTests {
     /// The session ids named by a client's latest presence message, nil before any.

@@ -4,10 +4,23 @@
 /// Like ``MessageEncoder``, the buffer starts with `headroom` bytes the encoder never touches
 /// (libwebsockets' `LWS_PRE`), so a transport sends `framed` as it is.
 public struct BinaryMessageEncoder: Sendable {
-    /// First byte of a `batch` frame.
-    public static let batchType: UInt8 = 0x01
-    /// First byte of an `expansion` frame.
-    public static let expansionType: UInt8 = 0x02
+    /// The message type in bits 0–1 of the first byte: `batch`.
+    public static let batchType: UInt8 = 1
+    /// The message type in bits 0–1 of the first byte: `expansion`.
+    public static let expansionType: UInt8 = 2
+
+    /// Flags of a batch's first byte.
+    enum BatchFlag {
+        static let done: UInt8 = 1 << 2
+        static let capped: UInt8 = 1 << 3
+        static let remove: UInt8 = 1 << 4
+        static let add: UInt8 = 1 << 5
+        static let update: UInt8 = 1 << 6
+        static let version: UInt8 = 1 << 7
+    }
+
+    /// An expansion's flag: `spread` follows, not `zoom`.
+    static let spreadFlag: UInt8 = 1 << 2
 
     /// The buffer; the message follows the headroom.
     public var writer: BinaryWriter
@@ -15,11 +28,12 @@ public struct BinaryMessageEncoder: Sendable {
     public let headroom: Int
 
     // The message's running state: the last id's tag (high 32 bits) and low part, the last feature's
-    // fixed-point position, and the names defined so far with their table index.
+    // fixed-point position, the last parent's tag, and the names defined so far with their table index.
     private var tag: UInt64 = 0
     private var low: Int64 = 0
     private var lat: Int64 = 0
     private var lon: Int64 = 0
+    private var parentTag: UInt64 = 0
     private var names: [String: UInt64] = [:]
 
     public init(headroom: Int = 0, capacity: Int = 16 * 1024) {
@@ -41,6 +55,7 @@ public struct BinaryMessageEncoder: Sendable {
         low = 0
         lat = 0
         lon = 0
+        parentTag = 0
         names.removeAll(keepingCapacity: true)
     }
 
@@ -51,19 +66,27 @@ public struct BinaryMessageEncoder: Sendable {
         capped: BatchMessage.Capped? = nil, version: UInt64 = 0, context: FeatureContext
     ) {
         begin()
-        writer.byte(Self.batchType)
-        writer.byte((done ? 1 : 0) | (capped != nil ? 2 : 0))
+        var first = Self.batchType
+        if done { first |= BatchFlag.done }
+        if capped != nil { first |= BatchFlag.capped }
+        if !remove.isEmpty { first |= BatchFlag.remove }
+        if !add.isEmpty { first |= BatchFlag.add }
+        if !update.isEmpty { first |= BatchFlag.update }
+        if version != 0 { first |= BatchFlag.version }
+        writer.byte(first)
         writer.varint(seq)
         writer.varint(number)
-        writer.varint(version)
+        if version != 0 { writer.varint(version) }
         if let capped {
             writer.varint(UInt64(max(0, capped.limit)))
             writer.varint(UInt64(max(0, capped.available)))
         }
-        writer.varint(UInt64(remove.count))
-        for id in remove { self.id(id) }
-        features(add, context)
-        features(update, context)
+        if !remove.isEmpty {
+            writer.varint(UInt64(remove.count))
+            for id in remove { self.id(id) }
+        }
+        if !add.isEmpty { features(add, context) }
+        if !update.isEmpty { features(update, context) }
     }
 
     /// Encodes a ``PacedBatch`` from the pacer.
@@ -78,14 +101,14 @@ public struct BinaryMessageEncoder: Sendable {
     /// Encodes `expansion`: the zoom at which a cluster splits, or the spread of a same-coordinate group.
     public mutating func expansion(id: FeatureID, _ expansion: Expansion, context: FeatureContext) {
         begin()
-        writer.byte(Self.expansionType)
-        self.id(id)
         switch expansion {
         case .zoom(let z):
-            writer.byte(0)
+            writer.byte(Self.expansionType)
+            self.id(id)
             writer.f64(z)
         case .spread(let members):
-            writer.byte(1)
+            writer.byte(Self.expansionType | Self.spreadFlag)
+            self.id(id)
             features(members, context)
         }
     }
@@ -131,8 +154,8 @@ public struct BinaryMessageEncoder: Sendable {
         let idLow = f.id & 0xFFFF_FFFF
         var header: UInt8 = 0
         if let parent = f.parent {
-            // Bits 0–1: its own id; the id's low part under another tag; or a tag and a low difference.
-            header = parent == f.id ? 1 : parent & 0xFFFF_FFFF == idLow ? 2 : 3
+            // Bits 0–1: its own id; the id's low part under the running parent tag; or written out.
+            header = parent == f.id ? 1 : parent & 0xFFFF_FFFF == idLow && parent >> 32 == parentTag ? 2 : 3
         }
         if f.count == 1 { header |= 1 << 2 }
         if f.anchor != nil { header |= 1 << 3 }
@@ -148,9 +171,13 @@ public struct BinaryMessageEncoder: Sendable {
         lat = fixedLat
         lon = fixedLon
         if f.count != 1 { writer.varint(UInt64(f.count)) }
-        if let parent = f.parent, header & 3 >= 2 {
-            writer.varint(parent >> 32)
-            if header & 3 == 3 { writer.zigzag(Int64(parent & 0xFFFF_FFFF) - Int64(idLow)) }
+        if let parent = f.parent, header & 3 == 3 {
+            // Like an id, relative to the feature's own low part and the running parent tag.
+            let newTag = parent >> 32
+            let changed: UInt64 = newTag != parentTag ? 1 : 0
+            writer.varint(BinaryWriter.zigzag(Int64(parent & 0xFFFF_FFFF) - Int64(idLow)) << 1 | changed)
+            if changed == 1 { writer.varint(newTag) }
+            parentTag = newTag
         }
         if let anchor = f.anchor {
             writer.zigzag(BinaryWriter.fixed(anchor.lat) - fixedLat)

@@ -9,6 +9,7 @@ struct BinaryReader {
     var low: Int64 = 0
     var lat: Int64 = 0
     var lon: Int64 = 0
+    var parentTag: UInt64 = 0
     /// Property and aggregate names, in the order the message defined them.
     var names: [String] = []
 
@@ -68,7 +69,8 @@ struct BinaryReader {
         let start = offset
         let length = try varint(field, what())
         guard length <= UInt64(remaining) else {
-            throw invalid(field, what(), "a string of \(length) bytes, only \(remaining) left", at: start)
+            throw invalid(
+                field, what(), "the frame ends early: a string of \(length) bytes, \(remaining) left", at: start)
         }
         let utf8 = UnsafeBufferPointer(rebasing: bytes[offset..<offset + Int(length)])
         guard let s = String(validating: utf8, as: UTF8.self) else {
@@ -92,15 +94,33 @@ struct BinaryReader {
 
     /// An id relative to the previous one; it becomes the previous one.
     mutating func id(_ field: String, _ what: @autoclosure () -> String) throws(WireError) -> FeatureID {
+        let id = try relativeID(field, what(), low: low, tag: tag)
+        tag = id >> 32
+        low = Int64(id & 0xFFFF_FFFF)
+        return id
+    }
+
+    /// A parent written out (mode 3): relative to its feature's low part and the running parent tag,
+    /// which it updates.
+    mutating func parent(
+        of id: FeatureID, _ field: String, _ what: @autoclosure () -> String
+    ) throws(WireError) -> FeatureID {
+        let parent = try relativeID(field, what(), low: Int64(id & 0xFFFF_FFFF), tag: parentTag)
+        parentTag = parent >> 32
+        return parent
+    }
+
+    /// `v = 2 × zigzag(low − base low) + t`, then the new tag when `t` is 1.
+    private mutating func relativeID(
+        _ field: String, _ what: @autoclosure () -> String, low base: Int64, tag previous: UInt64
+    ) throws(WireError) -> FeatureID {
         let start = offset
         let v = try varint(field, what())
-        let newLow = low + (Int64(bitPattern: v >> 2) ^ -Int64(bitPattern: (v >> 1) & 1))
-        let newTag = v & 1 == 1 ? try varint(field, what()) : tag
+        let newLow = base + (Int64(bitPattern: v >> 2) ^ -Int64(bitPattern: (v >> 1) & 1))
+        let newTag = v & 1 == 1 ? try varint(field, what()) : previous
         guard (0...0xFFFF_FFFF).contains(newLow), newTag < 1 << 21 else {
             throw invalid(field, what(), "an id outside 0 to 2^53 − 1 (tag \(newTag), low part \(newLow))", at: start)
         }
-        tag = newTag
-        low = newLow
         return newTag << 32 | UInt64(newLow)
     }
 
@@ -109,7 +129,7 @@ struct BinaryReader {
         let start = offset
         let n = try varint(field, what())
         guard n <= UInt64(remaining) else {
-            throw invalid(field, what(), "\(n) items, only \(remaining) bytes left", at: start)
+            throw invalid(field, what(), "the frame ends early: \(n) items, \(remaining) bytes left", at: start)
         }
         return Int(n)
     }

@@ -3,15 +3,15 @@ extension ServerMessage {
     /// - Throws: ``WireError`` naming what does not match the protocol and the byte where it is.
     public static func decode(binary bytes: UnsafeBufferPointer<UInt8>) throws(WireError) -> ServerMessage {
         var r = BinaryReader(bytes)
-        let type = try r.byte("type", "message type")
+        let first = try r.byte("type", "first byte")
         let message: ServerMessage
-        switch type {
-        case BinaryMessageEncoder.batchType: message = .batch(try batch(&r))
-        case BinaryMessageEncoder.expansionType: message = .expansion(try expansion(&r))
+        switch first & 3 {
+        case BinaryMessageEncoder.batchType: message = .batch(try batch(&r, flags: first))
+        case BinaryMessageEncoder.expansionType: message = .expansion(try expansion(&r, flags: first))
         default:
             throw r.invalid(
-                "type", "message type", "unknown type byte \(hex(type)); expected 0x01 (batch) or 0x02 (expansion)",
-                at: 0)
+                "type", "first byte",
+                "unknown message type \(first & 3) in \(hex(first)); expected 1 (batch) or 2 (expansion)", at: 0)
         }
         guard r.remaining == 0 else {
             throw r.invalid("type", "end of message", "\(r.remaining) bytes left after the message")
@@ -37,44 +37,43 @@ extension ServerMessage {
         return "0x\(digits[Int(b >> 4)])\(digits[Int(b & 15)])"
     }
 
-    static func batch(_ r: inout BinaryReader) throws(WireError) -> BatchMessage {
-        let flags = try r.byte("flags", "batch flags")
-        guard flags & ~3 == 0 else {
-            throw r.invalid("flags", "batch flags", "unknown flag bits in \(hex(flags))", at: r.offset - 1)
-        }
+    /// A batch after its first byte, `flags`.
+    static func batch(_ r: inout BinaryReader, flags: UInt8) throws(WireError) -> BatchMessage {
+        typealias Flag = BinaryMessageEncoder.BatchFlag
         let seq = try r.whole("seq", "seq")
         let number = try r.whole("batch", "batch")
-        let version = try r.whole("version", "version")
+        let version = flags & Flag.version != 0 ? try r.whole("version", "version") : 0
         var capped: BatchMessage.Capped?
-        if flags & 2 != 0 {
+        if flags & Flag.capped != 0 {
             capped = BatchMessage.Capped(
                 limit: Int(try r.whole("capped", "capped limit")),
                 available: Int(try r.whole("capped", "capped available")))
         }
-        let removeCount = try r.count("remove", "remove count")
         var remove: [FeatureID] = []
-        remove.reserveCapacity(removeCount)
-        for k in 0..<removeCount { remove.append(try r.id("remove", "remove[\(k)]")) }
-        let add = try features(&r, "add")
-        let update = try features(&r, "update")
+        if flags & Flag.remove != 0 {
+            let n = try r.count("remove", "remove count")
+            remove.reserveCapacity(n)
+            for k in 0..<n { remove.append(try r.id("remove", "remove[\(k)]")) }
+        }
+        let add = flags & Flag.add != 0 ? try features(&r, "add") : []
+        let update = flags & Flag.update != 0 ? try features(&r, "update") : []
         return BatchMessage(
-            seq: seq, batch: number, remove: remove, add: add, update: update, done: flags & 1 != 0,
+            seq: seq, batch: number, remove: remove, add: add, update: update, done: flags & Flag.done != 0,
             capped: capped, version: version)
     }
 
-    static func expansion(_ r: inout BinaryReader) throws(WireError) -> ExpansionMessage {
-        let id = try r.id("id", "expansion id")
-        let kind = try r.byte("zoom", "expansion kind")
-        switch kind {
-        case 0:
-            let zoom = try r.f64("zoom", "zoom")
-            guard zoom.isFinite else { throw r.invalid("zoom", "zoom", "not a finite number", at: r.offset - 8) }
-            return ExpansionMessage(id: id, result: .zoom(zoom))
-        case 1:
-            return ExpansionMessage(id: id, result: .spread(try features(&r, "spread")))
-        default:
-            throw r.invalid("zoom", "expansion kind", "\(kind) is neither 0 (zoom) nor 1 (spread)", at: r.offset - 1)
+    /// An expansion after its first byte, `flags`.
+    static func expansion(_ r: inout BinaryReader, flags: UInt8) throws(WireError) -> ExpansionMessage {
+        guard flags & ~(3 | BinaryMessageEncoder.spreadFlag) == 0 else {
+            throw r.invalid("type", "first byte", "unknown expansion flags in \(hex(flags))", at: 0)
         }
+        let id = try r.id("id", "expansion id")
+        if flags & BinaryMessageEncoder.spreadFlag != 0 {
+            return ExpansionMessage(id: id, result: .spread(try features(&r, "spread")))
+        }
+        let zoom = try r.f64("zoom", "zoom")
+        guard zoom.isFinite else { throw r.invalid("zoom", "zoom", "not a finite number", at: r.offset - 8) }
+        return ExpansionMessage(id: id, result: .zoom(zoom))
     }
 
     /// A count, then that many features, named `list[k]` in errors.
@@ -109,17 +108,9 @@ extension ServerMessage {
         case 1:
             f.parent = id
         case 2:
-            let tag = try r.whole(list, "\(list)[\(k)] parent tag", limit: (1 << 21) - 1)
-            f.parent = tag << 32 | id & 0xFFFF_FFFF
+            f.parent = r.parentTag << 32 | id & 0xFFFF_FFFF
         case 3:
-            let start = r.offset
-            let tag = try r.whole(list, "\(list)[\(k)] parent tag", limit: (1 << 21) - 1)
-            let low = Int64(id & 0xFFFF_FFFF) + (try r.zigzag(list, "\(list)[\(k)] parent"))
-            guard (0...0xFFFF_FFFF).contains(low) else {
-                throw r.invalid(
-                    list, "\(list)[\(k)] parent", "an id outside 0 to 2^53 − 1 (low part \(low))", at: start)
-            }
-            f.parent = tag << 32 | UInt64(low)
+            f.parent = try r.parent(of: id, list, "\(list)[\(k)] parent")
         default:
             break
         }

@@ -1,0 +1,308 @@
+import Foundation
+import Testing
+
+@testable import PinwheelCore
+
+/// Random inputs for both encoders: features of every kind over one context.
+private struct RandomMessages {
+    var rng: SeededRandom
+    let context: FeatureContext
+    static let columns = ["name", "cc", "note"]
+    static let rows = 40
+
+    init(seed: UInt64) {
+        rng = SeededRandom(seed: seed)
+        let values = (0..<Self.rows * Self.columns.count).map { k -> String in
+            ["", "Paris", "FR", "Quote \"q\"\n", "Zürich 🏔", String(k)][k * 7 % 6]
+        }
+        var context = FeatureContext(
+            properties: PropertyTable(columns: Self.columns, values: values),
+            aggregates: seed % 3 == 0
+                ? []
+                : [
+                    Aggregate(name: "people", operation: .sum, column: "pop"),
+                    Aggregate(name: "meanPop", operation: .mean, column: "pop"),
+                    Aggregate(name: "low", operation: .min, column: "h"),
+                ],
+            values: { f in
+                [Double(f.count) * 1234.5, Double(f.count) * 3, f.id % 3 == 0 ? .nan : Double(f.id % 97) / 7]
+            })
+        context.names = [2_147_483_700: "bus-12", 2_147_483_701: "tram ü"]
+        self.context = context
+    }
+
+    mutating func int(_ range: ClosedRange<UInt64>) -> UInt64 { UInt64.random(in: range, using: &rng) }
+    mutating func degrees(_ limit: Double) -> Double { Double.random(in: -limit...limit, using: &rng) }
+    mutating func chance(_ p: Double) -> Bool { Double.random(in: 0..<1, using: &rng) < p }
+
+    mutating func feature() -> Feature {
+        let lat = chance(0.1) ? 90 : degrees(90)
+        let lon = chance(0.1) ? -180 : degrees(180)
+        if chance(0.5) {
+            let tag = int(1...25)
+            let id = tag << 32 | int(0...UInt64(UInt32.max))
+            let parent: FeatureID? =
+                chance(0.2) ? nil : chance(0.5) ? (tag - 1) << 32 | id & 0xFFFF_FFFF : int(1...22) << 32 | int(0...9999)
+            return Feature(id: id, lat: lat, lon: lon, count: UInt32(int(2...100_000)), parent: parent, row: -1)
+        }
+        let id = chance(0.1) ? 2_147_483_700 + int(0...1) : chance(0.5) ? int(0...999) : int(0...UInt64(UInt32.max))
+        let parent: FeatureID? = chance(0.3) ? nil : chance(0.5) ? id : int(1...17) << 32 | int(0...UInt64(UInt32.max))
+        let anchor = chance(0.3) ? Coordinate(lat: degrees(90), lon: degrees(180)) : nil
+        return Feature(
+            id: id, lat: lat, lon: lon, count: 1, parent: parent, anchor: anchor, row: Int32(int(0...39)))
+    }
+
+    mutating func features() -> [Feature] { (0..<int(0...12)).map { _ in feature() } }
+
+    mutating func whole() -> UInt64 { chance(0.2) ? int(0...9_007_199_254_740_991) : int(0...300) }
+
+    /// What a client must read for `f`: the protocol's rules written out again.
+    func expected(_ f: Feature) -> WireFeature {
+        var w = WireFeature(id: f.id, lat: f.lat, lon: f.lon, count: f.count, parent: f.parent, anchor: f.anchor)
+        if f.isPoint {
+            w.key = f.id <= UInt32.max ? context.names[UInt32(f.id)] : nil
+            for (c, column) in Self.columns.enumerated() {
+                let value = context.properties.value(row: Int(f.row), column: c)
+                if !value.isEmpty { w.properties[column] = value }
+            }
+        } else {
+            let reduced = context.values(f)
+            for (c, a) in context.aggregates.enumerated() {
+                w.aggregates[a.name] = a.value(reduced: reduced[reduced.startIndex + c], count: f.count)
+            }
+        }
+        return w
+    }
+}
+
+/// NaN (an aggregate's `null`) made comparable, and coordinates quantised as the binary form carries them.
+private func comparable(_ m: ServerMessage, quantised: Bool = false) -> ServerMessage {
+    func q(_ d: Double) -> Double { quantised ? (d * 1e7).rounded() / 1e7 : d }
+    func fix(_ f: WireFeature) -> WireFeature {
+        var f = f
+        f.lat = q(f.lat)
+        f.lon = q(f.lon)
+        f.anchor = f.anchor.map { Coordinate(lat: q($0.lat), lon: q($0.lon)) }
+        f.aggregates = f.aggregates.mapValues { $0.isNaN ? .infinity : $0 }
+        return f
+    }
+    switch m {
+    case .batch(var b):
+        b.add = b.add.map(fix)
+        b.update = b.update.map(fix)
+        return .batch(b)
+    case .expansion(var e):
+        if case .spread(let members) = e.result { e.result = .spread(members.map(fix)) }
+        return .expansion(e)
+    default:
+        return m
+    }
+}
+
+@Suite("Binary encoding pinwheel.v1+bin")
+struct BinaryEncodingTests {
+    @Test(
+        "every server message round-trips through JSON exactly, and through a binary session with coordinates to 1e-7")
+    func randomRoundTrips() throws {
+        for seed in UInt64(1)...60 {
+            var r = RandomMessages(seed: seed)
+            var json = MessageEncoder(headroom: 16)
+            var binary = BinaryMessageEncoder(headroom: 16)
+            // (message, JSON text, binary session frame)
+            var cases: [(ServerMessage, [UInt8], (bytes: [UInt8], binary: Bool))] = []
+
+            let add = r.features()
+            let update = r.features()
+            let remove = (0..<r.int(0...6)).map { _ in r.chance(0.5) ? r.int(0...99) : r.int(0...(1 << 53) - 1) }
+            let capped =
+                r.chance(0.3) ? BatchMessage.Capped(limit: 10_000, available: Int(r.int(10_001...99_999))) : nil
+            let (seq, number, version, done) = (r.whole(), r.whole(), r.chance(0.5) ? 0 : r.whole(), r.chance(0.5))
+            json.batch(
+                seq: seq, number: number, remove: remove, add: add, update: update, done: done, capped: capped,
+                version: version, context: r.context)
+            binary.batch(
+                seq: seq, number: number, remove: remove, add: add, update: update, done: done, capped: capped,
+                version: version, context: r.context)
+            let batch = ServerMessage.batch(
+                BatchMessage(
+                    seq: seq, batch: number, remove: remove, add: add.map(r.expected), update: update.map(r.expected),
+                    done: done, capped: capped, version: version))
+            cases.append((batch, Array(json.message), (Array(binary.message), true)))
+
+            let id = r.int(0...(1 << 53) - 1)
+            let expansion: Expansion = r.chance(0.5) ? .zoom(Double(r.int(0...240)) / 10) : .spread(r.features())
+            json.expansion(id: id, expansion, context: r.context)
+            binary.expansion(id: id, expansion, context: r.context)
+            let result: ExpansionMessage.Result
+            switch expansion {
+            case .zoom(let z): result = .zoom(z)
+            case .spread(let members): result = .spread(members.map(r.expected))
+            }
+            cases.append(
+                (
+                    .expansion(ExpansionMessage(id: id, result: result)), Array(json.message),
+                    (Array(binary.message), true)
+                ))
+
+            for encoding in WireEncoding.allCases {
+                let hello = HelloMessage(
+                    session: String(seed, radix: 16), algorithm: .hierarchical,
+                    dataset: .init(
+                        name: "set \(seed)", points: Int(r.int(0...1_000_000)),
+                        bounds: r.chance(0.2) ? nil : BBox(west: r.degrees(180), south: -10, east: 20, north: 30),
+                        aggregates: r.context.aggregates),
+                    encoding: encoding)
+                json.hello(hello)
+                // Only a binary session's hello names pinwheel.v1+bin; both travel as text.
+                if encoding == .binary {
+                    cases.append((.hello(hello), [], (Array(json.message), false)))
+                } else {
+                    cases.append((.hello(hello), Array(json.message), (Array(json.message), false)))
+                }
+            }
+            let error = WireError(.invalidField, field: r.chance(0.5) ? "zoom" : nil, message: "bad \"\(seed)\"")
+            json.error(error)
+            cases.append((.error(error), Array(json.message), (Array(json.message), false)))
+            let viewports = (0..<r.int(0...3)).map { k in
+                PresenceViewport(
+                    session: "s\(k)", bbox: BBox(west: r.degrees(180), south: -1, east: 2, north: 3), zoom: 4.5)
+            }
+            var writer = JSONWriter(capacity: 64)
+            let presence = PresenceEncoding.message(
+                viewports.map { v in
+                    PresenceEncoding.entry(v, into: &writer)
+                    return writer.bytes
+                })
+            cases.append((.presence(viewports), presence, (presence, false)))
+
+            for (message, text, frame) in cases {
+                if !text.isEmpty {
+                    #expect(comparable(try ServerMessage.decode(text)) == comparable(message), "seed \(seed)")
+                }
+                let decoded = try ServerMessage.decode(frame: frame.bytes, binary: frame.binary)
+                #expect(comparable(decoded) == comparable(message, quantised: true), "seed \(seed)")
+            }
+        }
+    }
+
+    /// A batch touching every part of the layout: capped, a version, removes, a named point with
+    /// properties and an anchor, a cluster with aggregates, an update.
+    func fullBatch() -> [UInt8] {
+        let r = RandomMessages(seed: 1)
+        var encoder = BinaryMessageEncoder()
+        encoder.batch(
+            seq: 9, number: 7, remove: [17, 4_294_967_396],
+            add: [
+                Feature(
+                    id: 2_147_483_700, lat: 1.5, lon: 2.5, count: 1, parent: 2_147_483_700,
+                    anchor: Coordinate(lat: 1.4, lon: 2.6), row: 0),
+                Feature(id: 5 << 32 | 3, lat: 48.85, lon: 2.35, count: 12, parent: 4 << 32 | 9, row: -1),
+            ],
+            update: [Feature(id: 18, lat: -3, lon: 4, count: 1, parent: nil, row: 1)], done: true,
+            capped: .init(limit: 10, available: 99), version: 1207, context: r.context)
+        return Array(encoder.message)
+    }
+
+    @Test("a frame cut short anywhere is refused, naming the byte where it ends")
+    func truncated() throws {
+        let bytes = fullBatch()
+        _ = try ServerMessage.decode(binary: bytes)
+        for n in 0..<bytes.count {
+            do {
+                _ = try ServerMessage.decode(binary: Array(bytes[..<n]))
+                Issue.record("a frame of \(n) of \(bytes.count) bytes decoded")
+            } catch {
+                #expect(error.message.contains("at byte") && error.message.contains("the frame ends early"), "\(error)")
+            }
+        }
+    }
+
+    @Test(
+        "bytes after the message, an unknown type or flag, a reserved header bit and a bad name reference are refused")
+    func rejections() throws {
+        #expect(
+            throws: WireError(
+                .invalidField, field: "type", message: "end of message at byte 3: 1 bytes left after the message")
+        ) { try ServerMessage.decode(binary: [0x05, 1, 1, 0]) }
+        #expect(
+            throws: WireError(
+                .invalidField, field: "type",
+                message: "first byte at byte 0: unknown message type 3 in 0x07; expected 1 (batch) or 2 (expansion)")
+        ) { try ServerMessage.decode(binary: [0x07, 1, 1]) }
+        #expect(
+            throws: WireError(
+                .invalidField, field: "type", message: "first byte at byte 0: unknown expansion flags in 0x0a")
+        ) { try ServerMessage.decode(binary: [0x0A, 0]) }
+        #expect(throws: WireError.self) { try ServerMessage.decode(binary: []) }
+        // batch seq 1, batch 1, one add: header 0x84 (bit 7), id 1, lat 0, lon 0.
+        #expect(
+            throws: WireError(
+                .invalidField, field: "add", message: "add[0] header at byte 4: reserved bit 7 set in 0x84")
+        ) { try ServerMessage.decode(binary: [0x21, 1, 1, 1, 0x84, 4, 0, 0]) }
+        // A point with one property whose name refers to entry 1 of an empty table.
+        #expect(
+            throws: WireError(
+                .invalidField, field: "add",
+                message: "add[0] property 0 name at byte 9: name 1 is not in the table of 0 names"
+            )
+        ) { try ServerMessage.decode(binary: [0x21, 1, 1, 1, 0x24, 4, 0, 0, 1, 1, 1, 0x61]) }
+        // The same with reference 0, a new name: decodes.
+        guard
+            case .batch(let b) = try ServerMessage.decode(binary: [
+                0x21, 1, 1, 1, 0x24, 4, 0, 0, 1, 0, 1, 0x61, 1, 0x62,
+            ])
+        else {
+            Issue.record("not a batch")
+            return
+        }
+        #expect(b.add == [WireFeature(id: 1, lat: 0, lon: 0, count: 1, properties: ["a": "b"])])
+    }
+
+    /// The annotated hex of docs/protocol.md's worked example: the bytes after each `| ` up to the next `|`.
+    func documentedExample() throws -> [UInt8] {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("docs/protocol.md")
+        let text = try String(contentsOf: url, encoding: .utf8)
+        let start = try #require(text.range(of: "<!-- binary example -->"))
+        let block = text[start.upperBound...].split(separator: "```", maxSplits: 2)[1]
+        var bytes: [UInt8] = []
+        for line in block.split(separator: "\n") {
+            let hex = line.split(separator: "|", omittingEmptySubsequences: false).first ?? ""
+            for pair in hex.split(separator: " ") { bytes.append(try #require(UInt8(pair, radix: 16))) }
+        }
+        return bytes
+    }
+
+    @Test("the worked example in docs/protocol.md is what the encoder writes, and decodes to its JSON form")
+    func documentedBytes() throws {
+        var encoder = BinaryMessageEncoder()
+        let cluster = Feature(
+            id: 13 << 32 | 2_000_123, lat: 48.8566, lon: 2.3522, count: 37, parent: 12 << 32 | 2_000_123, row: -1)
+        let point = Feature(id: 2_000_150, lat: 48.86, lon: 2.34, count: 1, parent: 13 << 32 | 2_000_123, row: 0)
+        encoder.batch(
+            seq: 7, number: 3, remove: [4_294_967_396], add: [cluster, point], update: [], done: false,
+            context: FeatureContext())
+        #expect(Array(encoder.message) == (try documentedExample()))
+        var json = MessageEncoder()
+        json.batch(
+            seq: 7, number: 3, remove: [4_294_967_396], add: [cluster, point], update: [], done: false,
+            context: FeatureContext())
+        #expect(
+            try ServerMessage.decode(binary: Array(encoder.message)) == (try ServerMessage.decode(Array(json.message))))
+    }
+
+    @Test("encoding batches of 1000 features reuses the buffer: capacity stops growing")
+    func reuse() {
+        var encoder = BinaryMessageEncoder(capacity: 16)
+        let features = (0..<1000).map {
+            Feature(id: UInt64($0), lat: Double($0) / 7, lon: Double($0) / 3, count: 1, parent: nil, row: 0)
+        }
+        encoder.batch(seq: 1, number: 1, remove: [], add: features, update: [], done: true, context: FeatureContext())
+        let capacity = encoder.writer.bytes.capacity
+        for n in 2...20 {
+            encoder.batch(
+                seq: 1, number: UInt64(n), remove: [], add: features, update: [], done: true, context: FeatureContext())
+        }
+        #expect(encoder.writer.bytes.capacity == capacity)
+    }
+}
