@@ -27,6 +27,15 @@ def fixed(degrees):
     return math.floor(degrees * 1e7 + 0.5)
 
 
+def at_resolution(msg):
+    """A message as a decoder returns it: every `lat` and `lon` at the encoding's 1e-7°."""
+    if isinstance(msg, dict):
+        return {k: (fixed(v) / 1e7 if k in ("lat", "lon") else at_resolution(v)) for k, v in msg.items()}
+    if isinstance(msg, list):
+        return [at_resolution(v) for v in msg]
+    return msg
+
+
 def string(s):
     b = s.encode()
     return varint(len(b)) + b
@@ -34,10 +43,10 @@ def string(s):
 
 class Encoder:
     """One message's running state: the previous id's tag and low part, the previous feature's
-    fixed-point position, the name table."""
+    fixed-point position, the previous parent's tag, the name table."""
 
     def __init__(self):
-        self.tag = self.low = self.lat = self.lon = 0
+        self.tag = self.low = self.lat = self.lon = self.parent_tag = 0
         self.names = {}
         self.out = bytearray()
 
@@ -63,7 +72,7 @@ class Encoder:
             mode = 0
         elif parent == f["id"]:
             mode = 1
-        elif parent % LOW_SPAN == low:
+        elif parent == self.parent_tag * LOW_SPAN + low:
             mode = 2
         else:
             mode = 3
@@ -76,10 +85,13 @@ class Encoder:
         self.lat, self.lon = lat, lon
         if f["count"] != 1:
             self.out += varint(f["count"])
-        if mode == 2:
-            self.out += varint(parent // LOW_SPAN)
-        elif mode == 3:
-            self.out += varint(parent // LOW_SPAN) + varint(zigzag(parent % LOW_SPAN - low))
+        if mode == 3:
+            parent_tag, parent_low = divmod(parent, LOW_SPAN)
+            changed = parent_tag != self.parent_tag
+            self.out += varint(2 * zigzag(parent_low - low) + changed)
+            if changed:
+                self.out += varint(parent_tag)
+            self.parent_tag = parent_tag
         if "anchor" in f:
             a = f["anchor"]
             self.out += varint(zigzag(fixed(a["lat"]) - lat)) + varint(zigzag(fixed(a["lon"]) - lon))
@@ -106,22 +118,28 @@ def encode(msg):
     """The binary frame of a `batch` or `expansion` message (a dict as its JSON parses)."""
     e = Encoder()
     if msg["type"] == "batch":
-        capped = msg.get("capped")
-        e.out += bytes([0x01, (1 if msg["done"] else 0) | (2 if capped else 0)])
-        e.out += varint(msg["seq"]) + varint(msg["batch"]) + varint(msg.get("version", 0))
+        capped, version = msg.get("capped"), msg.get("version", 0)
+        # Type 1; flags: done, capped, remove / add / update not empty, version not 0.
+        e.out.append(1 | (4 if msg["done"] else 0) | (8 if capped else 0) | (16 if msg["remove"] else 0)
+                     | (32 if msg["add"] else 0) | (64 if msg["update"] else 0) | (128 if version else 0))
+        e.out += varint(msg["seq"]) + varint(msg["batch"])
+        if version:
+            e.out += varint(version)
         if capped:
             e.out += varint(capped["limit"]) + varint(capped["available"])
-        e.out += varint(len(msg["remove"]))
-        for i in msg["remove"]:
-            e.id(i)
-        e.features(msg["add"])
-        e.features(msg["update"])
+        if msg["remove"]:
+            e.out += varint(len(msg["remove"]))
+            for i in msg["remove"]:
+                e.id(i)
+        if msg["add"]:
+            e.features(msg["add"])
+        if msg["update"]:
+            e.features(msg["update"])
     else:
-        e.out.append(0x02)
+        e.out.append(2 | (0 if "zoom" in msg else 4))
         e.id(msg["id"])
         if "zoom" in msg:
-            e.out += b"\x00" + struct.pack("<d", msg["zoom"])
+            e.out += struct.pack("<d", msg["zoom"])
         else:
-            e.out.append(1)
             e.features(msg["spread"])
     return bytes(e.out)

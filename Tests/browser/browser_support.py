@@ -152,13 +152,13 @@ def server_features(server, viewport, algorithm=None):
 
 
 def batch_header(frame):
-    """(seq, batch, done) of a `batch` frame: JSON text, or pinwheel.v1+bin bytes (0x01, flags, then
-    varints seq and batch)."""
+    """(seq, batch, done) of a `batch` frame: JSON text, or pinwheel.v1+bin bytes (type 1 and flags,
+    `done` bit 2, then varints seq and batch)."""
     if isinstance(frame, str):
         msg = json.loads(frame)
         return msg["seq"], msg["batch"], msg["done"]
-    assert frame[0] == 0x01, f"not a binary batch: {frame[:8].hex()}"
-    pos, values = 2, []
+    assert frame[0] & 3 == 1, f"not a binary batch: {frame[:8].hex()}"
+    pos, values = 1, []
     for _ in range(2):
         value = shift = 0
         while True:
@@ -169,7 +169,7 @@ def batch_header(frame):
             if b < 0x80:
                 break
         values.append(value)
-    return values[0], values[1], bool(frame[1] & 1)
+    return values[0], values[1], bool(frame[0] & 4)
 
 
 def batch_frames(server, subprotocol, viewports, algorithm=None, pace=None, timeout_s=20):
@@ -199,6 +199,32 @@ def batch_frames(server, subprotocol, viewports, algorithm=None, pace=None, time
                 if done and served == seq:
                     break
         return frames
+
+
+def held_after_each_view(messages):
+    """What a client holds after each `done` of these batch messages: a list of {id: feature}."""
+    held, views = {}, []
+    for m in messages:
+        for i in m["remove"]:
+            held.pop(i, None)
+        for f in m["update"] + m["add"]:
+            held[f["id"]] = f
+        if m["done"]:
+            views.append(dict(held))
+    return views
+
+
+def served_in_both_encodings(page, server, viewports, algorithm=None):
+    """The batches a fresh session gets for `viewports` over pinwheel.v1+bin, decoded in `page` by
+    web/pinwheel/binary.js, and over pinwheel.v1: (binary frames, their messages, JSON texts)."""
+    frames = batch_frames(server, BINARY_PROTOCOL, viewports, algorithm)
+    texts = batch_frames(server, PROTOCOL, viewports, algorithm)
+    assert all(isinstance(f, bytes) for f in frames) and all(isinstance(t, str) for t in texts)
+    decoded = page.evaluate("""async (frames) => {
+        const { decodeBinary } = await import('/pinwheel/binary.js');
+        return frames.map((f) => decodeBinary(Uint8Array.from(f).buffer));
+    }""", [list(f) for f in frames])
+    return frames, decoded, texts
 
 
 def random_drag(page, rng, shortest, longest):

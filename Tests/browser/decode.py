@@ -57,11 +57,14 @@ TIME = """async ([frame, text, runs, inner]) => {
 }"""
 
 
+# An empty icon, so the page asks the server for no /favicon.ico.
+BLANK = '<!doctype html><title>blank</title><link rel="icon" href="data:,">'
+
+
 def open_blank(page, server):
     """A page of the server's origin with no script of its own, so nothing else runs while it measures."""
-    page.route(f"{server.url}/decode-benchmark", lambda r: r.fulfill(status=200, content_type="text/html",
-                                                                    body="<!doctype html><title>decode</title>"))
-    page.goto(f"{server.url}/decode-benchmark")
+    page.route(f"{server.url}/blank", lambda r: r.fulfill(status=200, content_type="text/html", body=BLANK))
+    page.goto(f"{server.url}/blank")
 
 
 def batch_of(page, server, subprotocol, markers):

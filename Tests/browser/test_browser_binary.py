@@ -6,14 +6,16 @@ is reported and leaves the page with the right markers over JSON."""
 
 import asyncio
 import json
+import re
 import threading
 
 import pytest
 from websockets.asyncio.client import connect
 from websockets.asyncio.server import serve
 
-from binary_frames import encode, fixed, varint
-from browser_support import BINARY_PROTOCOL, PROTOCOL, batch_frames, markers, server_features, wait_settled
+from binary_frames import at_resolution, encode, varint
+from browser_support import (BINARY_PROTOCOL, PROTOCOL, ROOT, batch_frames, held_after_each_view, markers,
+                             served_in_both_encodings, server_features, wait_settled)
 from decode import measure, open_blank
 
 # Decodes each frame (a list of byte values) in the page; returns JSON.stringify of each message, or
@@ -33,7 +35,8 @@ DECODE = """async (frames) => {
 PARSED = "(texts) => texts.map((t) => JSON.stringify(JSON.parse(t)))"
 
 # The examples of docs/protocol.md, then every header bit and the extremes: ids up to 2^53 − 1 going
-# down as well as up and across tags, each parent form, counts beyond 2^31, a string-named point,
+# down as well as up and across tags, each parent form (the last under the running parent tag),
+# counts beyond 2^31, a string-named point,
 # properties with empty, long (two-byte length) and non-ASCII values and a `__proto__` name, aggregates
 # with null, names repeated through the table, coordinates at ±90 and ±180.
 MESSAGES = [
@@ -54,63 +57,69 @@ MESSAGES = [
          "aggregates": {"highest": 1e300, "people": 0}},
         {"id": 9 * 2**32 + 2**31, "lat": 0.0000001, "lon": 0, "count": 12, "parent": 2**32 + 5},
         {"id": 1, "lat": -0.0000001, "lon": 0, "count": 1, "parent": 4294967296 * 3 + 1,
-         "properties": {"cc": "FR", "name": "Paris"}}],
+         "properties": {"cc": "FR", "name": "Paris"}},
+        {"id": 12 * 2**32 + 77, "lat": 1, "lon": 1, "count": 4, "parent": 3 * 2**32 + 77}],
      "update": [{"id": 4, "lat": 10, "lon": 10, "count": 1, "anchor": {"lat": 10.0000003, "lon": 9.9999998}}],
      "done": True, "version": 2**53 - 1},
 ]
 
 
-def exact(msg):
-    """The message as a decoder returns it: coordinates at the encoding's 1e-7° resolution."""
-    if isinstance(msg, dict):
-        return {k: (fixed(v) / 1e7 if k in ("lat", "lon") else exact(v)) for k, v in msg.items()}
-    if isinstance(msg, list):
-        return [exact(v) for v in msg]
-    return msg
-
-
 @pytest.fixture
 def blank(page, server):
-    """The demo page, for its origin: the modules are imported from the server."""
-    page.goto(f"{server.url}/")
+    """A page of the server's origin that runs nothing of its own; the modules come from the server."""
+    open_blank(page, server)
     return page
 
 
 def test_every_field_decodes_as_json_parse_reads_it(blank):
     decoded = blank.evaluate(DECODE, [list(encode(m)) for m in MESSAGES])
-    parsed = blank.evaluate(PARSED, [json.dumps(exact(m)) for m in MESSAGES])
+    parsed = blank.evaluate(PARSED, [json.dumps(at_resolution(m)) for m in MESSAGES])
     for m, got, want in zip(MESSAGES, decoded, parsed):
         assert got == want, m
     assert json.loads(decoded[0])["add"][0]["lat"] == 1.5
     assert blank.console_log.errors == []
 
 
+def protocol_example():
+    """The worked example of docs/protocol.md: its JSON text and the bytes listed under it."""
+    section = (ROOT / "docs" / "protocol.md").read_text().split("### A worked example", 1)[1]
+    text = re.search(r"```json\n(.*?)\n```", section, re.S).group(1)
+    listing = section.split("<!-- binary example -->", 1)[1].split("```")[1]
+    return text, bytes.fromhex(" ".join(line.split("|")[0] for line in listing.splitlines()))
+
+
+def test_the_protocol_documents_worked_example_decodes_to_its_json(blank):
+    text, frame = protocol_example()
+    assert len(frame) == 37 and encode(json.loads(text)) == frame
+    assert blank.evaluate(DECODE, [list(frame)]) == blank.evaluate(PARSED, [text])
+    assert blank.console_log.errors == []
+
+
 def test_every_malformed_frame_is_refused_naming_the_problem_and_its_byte(blank):
     good = encode(MESSAGES[-1])
-    # 0x01, flags, seq, batch, version, 0 removes, 1 add: the feature's header at 7, its id, lat and lon,
-    # 1 property: name 0 (12) new, "a" (13, 14), value "b" (15, 16); 0 updates (17).
+    # Type 1 with the flag "add is not empty", seq, batch, 1 add: the feature's header at 4, its id,
+    # lat and lon, 1 property: name 0 (9) new, "a" (10, 11), value "b" (12, 13).
     feature = encode({"type": "batch", "seq": 1, "batch": 1, "remove": [], "done": False, "version": 0,
                       "add": [{"id": 1, "lat": 0, "lon": 0, "count": 1, "properties": {"a": "b"}}], "update": []})
-    assert feature == bytes([1, 0, 1, 1, 0, 0, 1, 0x24, 4, 0, 0, 1, 0, 1, 97, 1, 98, 0])
+    assert feature == bytes([0x21, 1, 1, 1, 0x24, 4, 0, 0, 1, 0, 1, 97, 1, 98])
 
     def patched(at, value):
         return feature[:at] + bytes([value]) + feature[at + 1:]
 
     cases = [
         (b"", "frame ends before the message type at byte 0"),
-        (b"\x03", "unknown message type 0x03 at byte 0"),
-        (b"{", "unknown message type 0x7b at byte 0"),
+        (b"\x00", "first byte 0x00 has message type 0, neither 1 (batch) nor 2 (expansion) at byte 0"),
+        (b"{", "first byte 0x7b has message type 3, neither 1 (batch) nor 2 (expansion) at byte 0"),
         (good + b"\x00\x00", "2 bytes left after the message at byte %d" % len(good)),
-        (b"\x01\x04" + bytes(5), "batch flags 0x4 have unknown bits set at byte 1"),
-        (patched(7, 0xA4), "feature header 0xa4 has reserved bit 7 set at byte 7"),
-        (patched(12, 1), "a property name refers to name 1 of a table of 0 at byte 12"),
-        (patched(16, 0xFF), "a property value is not UTF-8 at byte 16"),
-        (patched(15, 5), "a property value of 5 bytes runs past the end of the frame at byte 15"),
-        (b"\x01\x00" + b"\xff" * 8 + b"\x01", "seq is a varint longer than 8 bytes at byte 2"),
-        (b"\x01\x00" + b"\xff" * 7 + b"\x7f", "seq is 2^53 or more at byte 2"),
-        (b"\x01\x00\x01\x01\x00\x01" + varint(2 * (2 * 5 + 1)), "a removed id has low part -6, outside 0…2^32−1 at byte 6"),
-        (b"\x02\x00\x02", "expansion kind 2 is neither 0 (zoom) nor 1 (spread) at byte 2"),
-        (b"\x02\x00\x00" + bytes(7), "frame ends inside zoom at byte 3"),
+        (b"\x0a\x00", "expansion flags 0x08 have bits an expansion does not have at byte 0"),
+        (patched(4, 0xA4), "feature header 0xa4 has reserved bit 7 set at byte 4"),
+        (patched(9, 1), "a property name refers to name 1 of a table of 0 at byte 9"),
+        (patched(13, 0xFF), "a property value is not UTF-8 at byte 13"),
+        (patched(12, 5), "a property value of 5 bytes runs past the end of the frame at byte 12"),
+        (b"\x01" + b"\xff" * 8 + b"\x01", "seq is a varint longer than 8 bytes at byte 1"),
+        (b"\x01" + b"\xff" * 7 + b"\x7f", "seq is 2^53 or more at byte 1"),
+        (b"\x11\x01\x01\x01" + varint(2 * (2 * 5 + 1)), "a removed id has low part -6, outside 0…2^32−1 at byte 4"),
+        (b"\x02\x00" + bytes(7), "frame ends inside zoom at byte 2"),
     ]
     results = blank.evaluate(DECODE, [list(frame) for frame, _ in cases])
     for (frame, message), got in zip(cases, results):
@@ -133,33 +142,16 @@ VIEWS = [
 ]
 
 
-def applied(messages):
-    """What a client holds after each view's `done`: a list of {id: feature}."""
-    held, views = {}, []
-    for m in messages:
-        for i in m["remove"]:
-            held.pop(i, None)
-        for f in m["update"] + m["add"]:
-            held[f["id"]] = f
-        if m["done"]:
-            views.append(dict(held))
-    return views
-
-
 def test_the_servers_binary_batches_decode_to_the_json_it_sends_for_the_same_views(blank, server):
-    binary = batch_frames(server, BINARY_PROTOCOL, VIEWS, algorithm="hierarchical")
-    text = batch_frames(server, PROTOCOL, VIEWS, algorithm="hierarchical")
-    assert all(isinstance(f, bytes) for f in binary) and all(isinstance(f, str) for f in text)
-    decoded = [json.loads(m) for m in blank.evaluate(DECODE, [list(f) for f in binary])]
-    expected = [json.loads(t) for t in text]
-    got_views, want_views = applied(decoded), applied(expected)
+    frames, decoded, texts = served_in_both_encodings(blank, server, VIEWS, algorithm="hierarchical")
+    got_views, want_views = held_after_each_view(decoded), held_after_each_view(map(json.loads, texts))
     assert len(got_views) == len(want_views) == len(VIEWS)
     for got, want in zip(got_views, want_views):
-        assert got == {i: exact(f) for i, f in want.items()}
+        assert got == {i: at_resolution(f) for i, f in want.items()}
     everything = [f for view in want_views for f in view.values()]
     assert any(f["count"] > 1 and "parent" in f for f in everything) and any("properties" in f for f in everything)
     assert any("anchor" in f for f in everything), "the mall's pins carry anchors"
-    assert sum(len(f) for f in binary) < 0.5 * sum(len(t.encode()) for t in text)
+    assert sum(map(len, frames)) < 0.5 * sum(len(t.encode()) for t in texts)
     assert blank.console_log.errors == []
 
 
@@ -196,8 +188,8 @@ def test_a_real_1000_marker_batch_decodes_in_2_ms_or_less(page, server):
 
 class CorruptingProxy:
     """A WebSocket proxy in front of the real server that replaces the first byte of the
-    `corrupt`-th binary frame the server sends with 0x7f (no message type), as a broken middlebox
-    might. Each connection offers the server the subprotocol the page was given."""
+    `corrupt`-th binary frame the server sends with 0x7f (type 3, which does not exist), as a broken
+    middlebox might. Each connection offers the server the subprotocol the page was given."""
 
     def __init__(self, server, corrupt):
         self.upstream = server.ws_url
@@ -253,7 +245,7 @@ def test_a_frame_that_does_not_decode_is_reported_and_the_page_carries_on_over_j
         wait_settled(page)
         assert proxy.subprotocols == [BINARY_PROTOCOL, PROTOCOL]
         assert page.evaluate("() => pinwheel.state.encoding") == "json"
-        message = "pinwheel.v1+bin: unknown message type 0x7f at byte 0"
+        message = "pinwheel.v1+bin: first byte 0x7f has message type 3, neither 1 (batch) nor 2 (expansion) at byte 0"
         assert page.console_log.errors == [f"console.error: pinwheel: {message}; reconnecting with JSON"]
         assert page.evaluate("() => pinwheel.state.lastError") == {"code": "undecodable-frame", "message": message}
         assert page.evaluate("() => pinwheel.state.counters.held") > 0, "the first batch's markers were kept"

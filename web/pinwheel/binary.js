@@ -9,16 +9,24 @@
 
 /** Subprotocol of the binary encoding. */
 export const BINARY_PROTOCOL = 'pinwheel.v1+bin';
-/** First byte of each binary message. */
-const BATCH = 0x01;
-const EXPANSION = 0x02;
-/** Batch flags. */
-const FLAG_DONE = 0x01;
-const FLAG_CAPPED = 0x02;
+/** First byte: the message type in bits 0–1, that type's flags above. */
+const TYPE_MASK = 0x03;
+const BATCH = 1;
+const EXPANSION = 2;
+/** Batch flags: `done`, `capped`, which lists are not empty, `version` not 0. */
+const BATCH_DONE = 0x04;
+const BATCH_CAPPED = 0x08;
+const BATCH_REMOVE = 0x10;
+const BATCH_ADD = 0x20;
+const BATCH_UPDATE = 0x40;
+const BATCH_VERSION = 0x80;
+/** Expansion flag: `spread` (else `zoom`). */
+const EXPANSION_SPREAD = 0x04;
 /** Feature header bits. */
 const PARENT_MASK = 0x03;
 const PARENT_SELF = 1;
 const PARENT_SAME_LOW = 2;
+const PARENT_WRITTEN = 3;
 const COUNT_ONE = 0x04;
 const HAS_ANCHOR = 0x08;
 const HAS_KEY = 0x10;
@@ -59,6 +67,8 @@ class Reader {
         this.low = 0;
         this.lat = 0;
         this.lon = 0;
+        /** The previous parent's tag. */
+        this.parentTag = 0;
         /** Property and aggregate names seen in this message, by index. */
         this.names = [];
     }
@@ -99,8 +109,7 @@ class Reader {
     }
 
     zigzag(what) {
-        const v = this.varint(what);
-        return v % 2 === 0 ? v / 2 : -(v + 1) / 2;
+        return unzigzag(this.varint(what));
     }
 
     f64(what) {
@@ -130,7 +139,7 @@ class Reader {
         const v = this.varint(what);
         const changed = v % 2;
         const z = (v - changed) / 2;
-        const low = this.low + (z % 2 === 0 ? z / 2 : -(z + 1) / 2);
+        const low = this.low + unzigzag(z);
         if (low < 0 || low >= LOW_SPAN) this.fail(`${what} has low part ${low}, outside 0…2^32−1`, start);
         if (changed) this.tag = this.varint(`the tag of ${what}`);
         this.low = low;
@@ -154,7 +163,7 @@ class Reader {
     feature() {
         const start = this.pos;
         const header = this.byte('a feature');
-        if (header & HEADER_RESERVED) this.fail(`feature header 0x${header.toString(16)} has reserved bit 7 set`, start);
+        if (header & HEADER_RESERVED) this.fail(`feature header 0x${hex(header)} has reserved bit 7 set`, start);
         const id = this.id('a feature id');
         const low = this.low;
         const lat = (this.lat += this.zigzag('a latitude'));
@@ -165,13 +174,16 @@ class Reader {
         if (parent === PARENT_SELF) {
             f.parent = id;
         } else if (parent === PARENT_SAME_LOW) {
-            f.parent = this.varint('a parent tag') * LOW_SPAN + low;
-        } else if (parent !== 0) {
+            f.parent = this.parentTag * LOW_SPAN + low;
+        } else if (parent === PARENT_WRITTEN) {
             const at = this.pos;
-            const tag = this.varint('a parent tag');
-            const parentLow = low + this.zigzag('a parent low part');
-            if (parentLow < 0 || parentLow >= LOW_SPAN) this.fail(`parent low part ${parentLow} is outside 0…2^32−1`, at);
-            f.parent = tag * LOW_SPAN + parentLow;
+            const v = this.varint('a parent');
+            const changed = v % 2;
+            const z = (v - changed) / 2;
+            const parentLow = low + unzigzag(z);
+            if (parentLow < 0 || parentLow >= LOW_SPAN) this.fail(`a parent has low part ${parentLow}, outside 0…2^32−1`, at);
+            if (changed) this.parentTag = this.varint('the tag of a parent');
+            f.parent = this.parentTag * LOW_SPAN + parentLow;
         }
         if (parent > PARENT_SELF && f.parent > Number.MAX_SAFE_INTEGER) this.fail(`the parent of feature ${id} is 2^53 or more`, start);
         if (header & HAS_ANCHOR) {
@@ -206,6 +218,15 @@ class Reader {
     }
 }
 
+/** The signed integer a zigzag value stands for (0, 1, 2, 3 … are 0, −1, 1, −2 …). */
+function unzigzag(z) {
+    return z % 2 === 0 ? z / 2 : -(z + 1) / 2;
+}
+
+function hex(byte) {
+    return byte.toString(16).padStart(2, '0');
+}
+
 /** `o[k] = v` as JSON.parse does it: a key `__proto__` becomes an own property, not the prototype. */
 function setOwn(o, k, v) {
     if (k === '__proto__') Object.defineProperty(o, k, { value: v, enumerable: true, writable: true, configurable: true });
@@ -214,32 +235,29 @@ function setOwn(o, k, v) {
 
 // ---- Messages ----------------------------------------------------------------------------------------
 
-function batch(r) {
-    const flagsAt = r.pos;
-    const flags = r.byte('the batch flags');
-    if (flags & ~(FLAG_DONE | FLAG_CAPPED)) r.fail(`batch flags 0x${flags.toString(16)} have unknown bits set`, flagsAt);
+function batch(r, flags) {
     const seq = r.varint('seq');
     const number = r.varint('the batch number');
-    const version = r.varint('version');
+    // A list or version whose flag is clear is empty or 0 and not written.
+    const version = flags & BATCH_VERSION ? r.varint('version') : 0;
     let capped = null;
-    if (flags & FLAG_CAPPED) capped = { limit: r.varint('capped.limit'), available: r.varint('capped.available') };
+    if (flags & BATCH_CAPPED) capped = { limit: r.varint('capped.limit'), available: r.varint('capped.available') };
     const remove = [];
-    for (let n = r.varint('the count of remove'); n > 0; n--) remove.push(r.id('a removed id'));
-    const add = r.features('add');
-    const update = r.features('update');
+    if (flags & BATCH_REMOVE) {
+        for (let n = r.varint('the count of remove'); n > 0; n--) remove.push(r.id('a removed id'));
+    }
+    const add = flags & BATCH_ADD ? r.features('add') : [];
+    const update = flags & BATCH_UPDATE ? r.features('update') : [];
     const msg = { type: 'batch', seq: seq, batch: number, remove: remove, add: add, update: update,
-                  done: (flags & FLAG_DONE) !== 0, version: version };
+                  done: (flags & BATCH_DONE) !== 0, version: version };
     if (capped) msg.capped = capped;
     return msg;
 }
 
-function expansion(r) {
+function expansion(r, flags) {
     const id = r.id('the cluster id');
-    const kindAt = r.pos;
-    const kind = r.byte('the expansion kind');
-    if (kind === 0) return { type: 'expansion', id: id, zoom: r.f64('zoom') };
-    if (kind === 1) return { type: 'expansion', id: id, spread: r.features('spread') };
-    return r.fail(`expansion kind ${kind} is neither 0 (zoom) nor 1 (spread)`, kindAt);
+    if (flags & EXPANSION_SPREAD) return { type: 'expansion', id: id, spread: r.features('spread') };
+    return { type: 'expansion', id: id, zoom: r.f64('zoom') };
 }
 
 /**
@@ -251,11 +269,18 @@ function expansion(r) {
 export function decodeBinary(data) {
     const bytes = data instanceof Uint8Array ? data : new Uint8Array(data);
     const r = new Reader(bytes);
-    const type = r.byte('the message type');
+    const first = r.byte('the message type');
+    const type = first & TYPE_MASK;
+    const flags = first & ~TYPE_MASK;
     let msg;
-    if (type === BATCH) msg = batch(r);
-    else if (type === EXPANSION) msg = expansion(r);
-    else r.fail(`unknown message type 0x${type.toString(16).padStart(2, '0')}`, 0);
+    if (type === BATCH) {
+        msg = batch(r, flags);
+    } else if (type === EXPANSION) {
+        if (flags & ~EXPANSION_SPREAD) r.fail(`expansion flags 0x${hex(flags)} have bits an expansion does not have`, 0);
+        msg = expansion(r, flags);
+    } else {
+        r.fail(`first byte 0x${hex(first)} has message type ${type}, neither 1 (batch) nor 2 (expansion)`, 0);
+    }
     const left = r.end - r.pos;
     if (left) r.fail(`${left} byte${left === 1 ? '' : 's'} left after the message`);
     return msg;

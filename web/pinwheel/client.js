@@ -13,9 +13,8 @@ import { BINARY_PROTOCOL, decodeBinary } from './binary.js';
 
 /** WebSocket subprotocol of the JSON encoding, which every server speaks. */
 export const PROTOCOL = 'pinwheel.v1';
-export { BINARY_PROTOCOL };
 /** Encoding asked for when the caller names none: see docs/client.md, "Encodings". */
-export const DEFAULT_ENCODING = 'binary';
+const DEFAULT_ENCODING = 'binary';
 /** Most viewports per second sent while the view moves (the server coalesces further). */
 export const MAX_VIEWPORT_RATE = 20;
 /** Reconnect backoff: first delay, cap, and growth per failed attempt. */
