@@ -55,6 +55,7 @@ map.attributionControl.setPrefix('<a href="https://leafletjs.com">Leaflet</a>');
 
 const layer = pinwheelLayer(socketURL(), {
     algorithm: params.get('algorithm') || undefined,
+    encoding: params.get('encoding') || undefined,
     presence: params.get('presence') !== '0',
     clusterPopup: aggregatesPopup,
 }).addTo(map);
@@ -159,7 +160,7 @@ const $ = (id) => document.getElementById(id);
 const el = {
     root: $('hud'), toggle: $('hud-toggle'), conn: $('hud-conn'), dataset: $('hud-dataset'), points: $('hud-points'),
     clusters: $('hud-clusters'), adds: $('hud-adds'), removes: $('hud-removes'), updates: $('hud-updates'),
-    bytes: $('hud-bytes'), settled: $('hud-settled'), inflight: $('hud-inflight'), capped: $('hud-capped'),
+    bytes: $('hud-bytes'), encoding: $('hud-encoding'), settled: $('hud-settled'), inflight: $('hud-inflight'), capped: $('hud-capped'),
     algorithm: $('set-algorithm'), pace: $('set-pace'), paceOut: $('set-pace-out'),
     rate: $('set-rate'), rateOut: $('set-rate-out'),
 };
@@ -194,6 +195,7 @@ function refresh() {
     el.removes.textContent = state.rates.removes.toLocaleString('en');
     el.updates.textContent = state.rates.updates.toLocaleString('en');
     el.bytes.textContent = formatBytes(c.bytes);
+    el.encoding.textContent = state.encoding === 'binary' ? 'binary' : state.encoding === 'json' ? 'JSON' : '';
     el.settled.textContent = state.settledMs === null ? '–' : `${state.settledMs} ms`;
     el.inflight.textContent = String(state.inFlight);
     el.capped.hidden = !state.capped;

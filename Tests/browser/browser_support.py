@@ -17,6 +17,7 @@ from pinwheel_process import ARTIFACTS, ROOT, WEB, PinwheelServer, pinwheel_bina
 
 CHROMIUM = "/usr/bin/chromium"
 PROTOCOL = "pinwheel.v1"
+BINARY_PROTOCOL = "pinwheel.v1+bin"
 VIEWPORT_SIZE = {"width": 1280, "height": 800}
 
 
@@ -57,12 +58,16 @@ def page(browser):
 # ---- page helpers --------------------------------------------------------------------------------
 
 
-def open_map(page, server, lat, lon, zoom, algorithm=None):
-    """Loads the page at a view (and with `algorithm`, that clustering algorithm) and waits until settled."""
-    page.goto(f"{server.url}/?lat={lat}&lon={lon}&zoom={zoom}" + (f"&algorithm={algorithm}" if algorithm else ""))
+def open_map(page, server, lat, lon, zoom, algorithm=None, encoding=None):
+    """Loads the page at a view (with `algorithm`, that clustering algorithm; with `encoding`, 'binary'
+    or 'json', that encoding of the stream) and waits until settled."""
+    page.goto(f"{server.url}/?lat={lat}&lon={lon}&zoom={zoom}" + (f"&algorithm={algorithm}" if algorithm else "")
+              + (f"&encoding={encoding}" if encoding else ""))
     wait_settled(page)
     if algorithm:
         assert page.evaluate("() => pinwheel.state.hello.algorithm") == algorithm
+    if encoding:
+        assert page.evaluate("() => pinwheel.state.encoding") == encoding
 
 
 def wait_settled(page, timeout_ms=20000):
@@ -144,6 +149,82 @@ def server_features(server, viewport, algorithm=None):
             client.send({"type": "settings", "algorithm": algorithm})
             assert client.receive("hello")["algorithm"] == algorithm
         return {i: f["count"] for i, f in client.viewport(viewport).items()}
+
+
+def batch_header(frame):
+    """(seq, batch, done) of a `batch` frame: JSON text, or pinwheel.v1+bin bytes (type 1 and flags,
+    `done` bit 2, then varints seq and batch)."""
+    if isinstance(frame, str):
+        msg = json.loads(frame)
+        return msg["seq"], msg["batch"], msg["done"]
+    assert frame[0] & 3 == 1, f"not a binary batch: {frame[:8].hex()}"
+    pos, values = 1, []
+    for _ in range(2):
+        value = shift = 0
+        while True:
+            b = frame[pos]
+            pos += 1
+            value |= (b & 0x7F) << shift
+            shift += 7
+            if b < 0x80:
+                break
+        values.append(value)
+    return values[0], values[1], bool(frame[0] & 4)
+
+
+def batch_frames(server, subprotocol, viewports, algorithm=None, pace=None, timeout_s=20):
+    """The `batch` frames, as received (text or bytes), that a fresh session over `subprotocol` gets for
+    each of `viewports` in turn, served to its `done`. With `pace` (markers per millisecond) every ack
+    reports a cost that steers the server's pace there, so its batches grow to about `pace × 50 ms`
+    markers."""
+    with connect(server.ws_url, subprotocols=[subprotocol], max_size=None, open_timeout=timeout_s) as ws:
+        assert ws.subprotocol == subprotocol
+        hello = json.loads(ws.recv(timeout=timeout_s))
+        assert hello["type"] == "hello" and hello["protocol"] == subprotocol, hello
+        if algorithm and algorithm != hello["algorithm"]:
+            ws.send(json.dumps({"type": "settings", "algorithm": algorithm}))
+            assert json.loads(ws.recv(timeout=timeout_s))["algorithm"] == algorithm
+        frames = []
+        for seq, viewport in enumerate(viewports, 1):
+            ws.send(json.dumps({"type": "viewport", "seq": seq, **viewport}))
+            while True:
+                frame = ws.recv(timeout=timeout_s)
+                if isinstance(frame, str) and json.loads(frame)["type"] != "batch":
+                    raise AssertionError(f"unexpected message: {frame}")
+                frames.append(frame)
+                served, number, done = batch_header(frame)
+                # The server moves its pace towards 0.5 × applied / ms.
+                ack = {"applied": 100, "ms": 50 / pace} if pace else {"applied": 0, "ms": 0.1}
+                ws.send(json.dumps({"type": "ack", "batch": number, **ack}))
+                if done and served == seq:
+                    break
+        return frames
+
+
+def held_after_each_view(messages):
+    """What a client holds after each `done` of these batch messages: a list of {id: feature}."""
+    held, views = {}, []
+    for m in messages:
+        for i in m["remove"]:
+            held.pop(i, None)
+        for f in m["update"] + m["add"]:
+            held[f["id"]] = f
+        if m["done"]:
+            views.append(dict(held))
+    return views
+
+
+def served_in_both_encodings(page, server, viewports, algorithm=None):
+    """The batches a fresh session gets for `viewports` over pinwheel.v1+bin, decoded in `page` by
+    web/pinwheel/binary.js, and over pinwheel.v1: (binary frames, their messages, JSON texts)."""
+    frames = batch_frames(server, BINARY_PROTOCOL, viewports, algorithm)
+    texts = batch_frames(server, PROTOCOL, viewports, algorithm)
+    assert all(isinstance(f, bytes) for f in frames) and all(isinstance(t, str) for t in texts)
+    decoded = page.evaluate("""async (frames) => {
+        const { decodeBinary } = await import('/pinwheel/binary.js');
+        return frames.map((f) => decodeBinary(Uint8Array.from(f).buffer));
+    }""", [list(f) for f in frames])
+    return frames, decoded, texts
 
 
 def random_drag(page, rng, shortest, longest):

@@ -1,10 +1,13 @@
 """The page with `serve --aggregate`: a click on a cluster opens a popup with its aggregates, and its
-button zooms in as a plain click on a cluster does."""
+button zooms in as a plain click on a cluster does; the binary encoding carries the aggregates the
+JSON one does."""
 
 import csv
+import json
 
 import pytest
-from browser_support import ROOT, open_map, running_server, wait_settled
+from binary_frames import at_resolution
+from browser_support import ROOT, held_after_each_view, open_map, running_server, served_in_both_encodings, wait_settled
 
 
 @pytest.fixture(scope="module")
@@ -50,3 +53,13 @@ def test_a_click_on_a_cluster_shows_its_aggregates_and_its_button_zooms_in(page,
     wait_settled(page)
     assert cluster["id"] not in page.evaluate("() => Array.from(pinwheel.state.markers.keys())")
     assert page.console_log.errors == []
+
+
+def test_the_binary_encoding_carries_the_aggregates_the_json_one_does(page, aggregating_server):
+    page.goto(f"{aggregating_server.url}/")
+    views = [{"bbox": [-18.0, 35.0, 38.0, 60.0], "zoom": 5, "width": 1280, "height": 800, "tileSize": 256}]
+    _, decoded, texts = served_in_both_encodings(page, aggregating_server, views)
+    [got], [want] = held_after_each_view(decoded), held_after_each_view(map(json.loads, texts))
+    assert got == {i: at_resolution(f) for i, f in want.items()}
+    clusters = [f for f in want.values() if f["count"] > 1]
+    assert clusters and all(set(f["aggregates"]) == {"people", "biggest"} for f in clusters)

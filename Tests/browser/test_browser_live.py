@@ -44,9 +44,10 @@ def glider_position(page):
     }""")
 
 
-def test_a_moved_point_glides_to_its_new_place(page, live):
+@pytest.mark.parametrize("encoding", ["binary", "json"])
+def test_a_moved_point_glides_to_its_new_place(page, live, encoding):
     post(live, {"op": "upsert", "id": "glider", "lat": LAT, "lon": LON})
-    open_map(page, live, LAT, LON + 0.01, 14)
+    open_map(page, live, LAT, LON + 0.01, 14, encoding=encoding)
     page.wait_for_function("() => Array.from(pinwheel.state.markers.values()).some(e => e.feature.key === 'glider')")
     start = glider_position(page)
     page.evaluate("() => { window.gliderEntry = Array.from(pinwheel.state.markers.values()).find(e => e.feature.key === 'glider'); }")
@@ -69,5 +70,5 @@ def test_a_moved_point_glides_to_its_new_place(page, live):
     assert page.evaluate("() => Array.from(pinwheel.state.markers.values()).find(e => e.feature.key === 'glider') === window.gliderEntry"), \
         "the marker was removed and added again instead of updated"
     page.wait_for_function("() => Array.from(pinwheel.state.markers.values()).some(e => e.feature.key === 'newcomer')")
-    page.screenshot(path=str(ARTIFACTS / "live-glide.png"))
+    page.screenshot(path=str(ARTIFACTS / f"live-glide-{encoding}.png"))
     assert not page.console_log.errors

@@ -35,8 +35,9 @@ def cluster_near_center(page, min_count=3):
 
 
 @pytest.mark.parametrize("algorithm, view", [("pca-tree", EUROPE), ("hierarchical", (51.8, 1.5, 7))])
-def test_markers_are_exactly_what_the_server_computed_for_the_viewport(page, server, algorithm, view):
-    open_map(page, server, *view, algorithm=algorithm)
+@pytest.mark.parametrize("encoding", ["binary", "json"])
+def test_markers_are_exactly_what_the_server_computed_for_the_viewport(page, server, algorithm, view, encoding):
+    open_map(page, server, *view, algorithm=algorithm, encoding=encoding)
     shown = markers(page)
     viewport = page.evaluate("() => pinwheel.state.lastViewport")
     assert len(shown) >= 10 and any(c > 1 for c in shown.values())
@@ -45,7 +46,7 @@ def test_markers_are_exactly_what_the_server_computed_for_the_viewport(page, ser
     assert counts == [sum(1 for c in shown.values() if c == 1), sum(1 for c in shown.values() if c > 1)]
     drawn = page.evaluate("() => Array.from(pinwheel.state.markers.values()).filter(e => pinwheel.map.hasLayer(e.layer)).length")
     assert drawn == len(shown)
-    screenshot(page, f"page-{algorithm}.png")
+    screenshot(page, f"page-{algorithm}-{encoding}.png")
     assert page.console_log.errors == []
 
 
@@ -107,9 +108,10 @@ def test_a_pan_applies_a_diff_and_features_that_stay_keep_their_layer(page, serv
     assert page.console_log.errors == []
 
 
-def test_zooming_into_a_cluster_replaces_it_with_its_children_and_zooming_out_merges_them_back(page, server):
+@pytest.mark.parametrize("encoding", ["binary", "json"])
+def test_zooming_into_a_cluster_replaces_it_with_its_children_and_zooming_out_merges_them_back(page, server, encoding):
     # The hierarchical index: one zoom level in, a cluster is exactly its children (supercluster's rule).
-    open_map(page, server, *EUROPE, algorithm="hierarchical")
+    open_map(page, server, *EUROPE, algorithm="hierarchical", encoding=encoding)
     cluster = cluster_near_center(page, min_count=5)
     assert cluster is not None
     zoom = page.evaluate("() => pinwheel.map.getZoom()")
@@ -290,10 +292,11 @@ def test_a_mall_group_appears_spread_around_its_coordinate_with_legs(page, serve
     assert page.console_log.errors == []
 
 
-def test_a_click_on_a_mall_cluster_shows_its_shops_spread_with_legs(page, server):
+@pytest.mark.parametrize("encoding", ["binary", "json"])
+def test_a_click_on_a_mall_cluster_shows_its_shops_spread_with_legs(page, server, encoding):
     # The PCA tree keeps a same-coordinate group as one cluster; `expand` answers with its spread.
     lat, lon, shops = dubai_mall()
-    open_map(page, server, lat, lon, 14, algorithm="pca-tree")
+    open_map(page, server, lat, lon, 14, algorithm="pca-tree", encoding=encoding)
     cluster = cluster_near_center(page, min_count=shops)
     assert cluster["count"] == shops
     page.mouse.click(cluster["x"], cluster["y"])
@@ -301,7 +304,7 @@ def test_a_click_on_a_mall_cluster_shows_its_shops_spread_with_legs(page, server
     assert page.evaluate("() => pinwheel.state.lastExpansion.id") == cluster["id"]
     pins = spread_pins(page, lat, lon, "spread")
     assert_spread_with_legs(pins, lat, lon, shops)
-    screenshot(page, "page-mall-expanded.png")
+    screenshot(page, f"page-mall-expanded-{encoding}.png")
     pin = page.evaluate(
         """(id) => { const e = pinwheel.state.spread.get(id), p = pinwheel.map.latLngToContainerPoint(e.layer.getLatLng());
                      return {x: p.x, y: p.y}; }""", pins[0]["id"])

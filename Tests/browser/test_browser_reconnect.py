@@ -4,6 +4,8 @@ do not disturb the other browser tests' server."""
 
 import re
 
+import pytest
+
 from browser_support import markers, open_map, server_features, wait_settled
 
 # Chromium itself logs each refused connection while the server is down (the WebSocket, a resource
@@ -20,8 +22,9 @@ def drawn(page):
     return page.evaluate("() => Array.from(pinwheel.state.markers.values()).filter(e => pinwheel.map.hasLayer(e.layer)).length")
 
 
-def test_after_a_server_restart_the_markers_stay_and_only_the_difference_is_sent(page, server):
-    open_map(page, server, 40.0, -98.0, 4)
+@pytest.mark.parametrize("encoding", ["binary", "json"])
+def test_after_a_server_restart_the_markers_stay_and_only_the_difference_is_sent(page, server, encoding):
+    open_map(page, server, 40.0, -98.0, 4, encoding=encoding)
     before = markers(page)
     assert len(before) > 20
     full_view = counters(page)

@@ -1,15 +1,20 @@
 /* Pinwheel client core: the pinwheel.v1 stream (docs/protocol.md) without any map.
  *
- * A plain ES module, no build step. It owns the socket, reconnection with backoff, the viewport rate
+ * A plain ES module, no build step. It owns the socket (JSON or the binary encoding, whichever the
+ * server agrees to: web/pinwheel/binary.js decodes the latter), reconnection with backoff, the viewport rate
  * limit, applying batches within a frame budget and acknowledging them with their measured cost, and
  * the feature store (id → feature). A map adapter (web/pinwheel/leaflet.js) listens to its events
  * and draws; the API is documented in docs/client.md.
  */
 
+import { BINARY_PROTOCOL, decodeBinary } from './binary.js';
+
 // ---- Constants -----------------------------------------------------------------------------------
 
-/** WebSocket subprotocol spoken by the server. */
+/** WebSocket subprotocol of the JSON encoding, which every server speaks. */
 export const PROTOCOL = 'pinwheel.v1';
+/** Encoding asked for when the caller names none: see docs/client.md, "Encodings". */
+const DEFAULT_ENCODING = 'binary';
 /** Most viewports per second sent while the view moves (the server coalesces further). */
 export const MAX_VIEWPORT_RATE = 20;
 /** Reconnect backoff: first delay, cap, and growth per failed attempt. */
@@ -25,6 +30,8 @@ const APPLY_CHUNK = 64;
 const HELD_PER_MESSAGE = 1500;
 /** Tile size of the map's zoom convention when the caller names none (Leaflet, Google, OSM). */
 const DEFAULT_TILE_SIZE = 256;
+/** Close code (application range) after a binary frame that did not decode. */
+const CLOSE_UNDECODABLE = 4000;
 
 // ---- Helpers ---------------------------------------------------------------------------------------
 
@@ -73,7 +80,7 @@ export function normalizedBBox(west, south, east, north) {
  * `batch-start` (the batch message, before its first change), `feature-removed` `{feature, batch}`,
  * `feature-updated` `{feature, previous, batch}`, `feature-added` `{feature, batch}`,
  * `batch-applied` `{batch, applied, ms}`, `view-complete` `{seq, ms, capped}`, `expansion`,
- * `presence`, `server-error`, `reset` (the store was emptied).
+ * `presence`, `server-error`, `decode-error` (a BinaryDecodeError), `reset` (the store was emptied).
  */
 export class PinwheelClient {
     /**
@@ -88,18 +95,28 @@ export class PinwheelClient {
      *   Leaflet), so cluster radius means screen pixels.
      * @param {() => boolean} [options.canApply] false while the map cannot take changes (mid zoom
      *   animation); batches wait.
+     * @param {'binary' | 'json'} [options.encoding] 'binary' offers `pinwheel.v1+bin` first (a server
+     *   without it answers in JSON); 'json' offers only `pinwheel.v1`.
      */
     constructor(url, options = {}) {
         this.url = url;
         this.options = Object.assign({ rate: MAX_VIEWPORT_RATE, pace: Infinity, algorithm: null,
-                                       presence: false, tileSize: DEFAULT_TILE_SIZE, canApply: () => true },
+                                       presence: false, tileSize: DEFAULT_TILE_SIZE, canApply: () => true,
+                                       encoding: DEFAULT_ENCODING },
                                      options);
+        if (this.options.encoding !== 'binary' && this.options.encoding !== 'json') {
+            throw new Error(`pinwheel: encoding must be 'binary' or 'json', got ${this.options.encoding}`);
+        }
+        /** What the next connection offers: the option, until a binary frame fails to decode. */
+        this._encoding = this.options.encoding;
         /** id → feature: exactly what the server believes this client has. */
         this.features = new Map();
         /** Figures an application or test may read; adapters may add their own counters. */
         this.state = {
             /** 'connecting' | 'open' (hello received) | 'reconnecting' | 'closed' */
             connection: 'connecting',
+            /** 'binary' or 'json': what the server chose for the current connection (null before one). */
+            encoding: null,
             hello: null,
             points: 0,
             clusters: 0,
@@ -200,14 +217,17 @@ export class PinwheelClient {
         this._awaitingAlgorithm = false;
         let ws;
         try {
-            ws = new WebSocket(this.url, PROTOCOL);
+            ws = new WebSocket(this.url, this._encoding === 'binary' ? [BINARY_PROTOCOL, PROTOCOL] : [PROTOCOL]);
         } catch (e) {
             console.warn('pinwheel: cannot open WebSocket:', String(e));
             this._scheduleReconnect();
             return;
         }
         this._socket = ws;
+        ws.binaryType = 'arraybuffer';
         ws.onopen = () => {
+            // The handshake names the subprotocol the server picked; only then do binary frames come.
+            this.state.encoding = ws.protocol === BINARY_PROTOCOL ? 'binary' : 'json';
             this._reconnectDelay = RECONNECT_MIN_MS;
             if (this.state.startup.open === null) this.state.startup.open = Math.round(performance.now());
         };
@@ -219,6 +239,17 @@ export class PinwheelClient {
         };
         // onclose follows every error; the error itself carries nothing to show.
         ws.onerror = () => {};
+    }
+
+    /** A binary frame that does not decode: the store no longer matches what the server believes the
+     *  page has, so the connection is dropped and the next one (JSON from now on) sends `held` and
+     *  gets the view's difference. */
+    _undecodable(ws, error) {
+        console.error(`pinwheel: ${error.message}; reconnecting with JSON`);
+        this.state.lastError = { code: 'undecodable-frame', message: error.message };
+        this._emit('decode-error', error);
+        this._encoding = 'json';
+        if (ws.readyState === WebSocket.OPEN) ws.close(CLOSE_UNDECODABLE, 'undecodable binary frame');
     }
 
     _scheduleReconnect() {
@@ -236,22 +267,23 @@ export class PinwheelClient {
         return true;
     }
 
-    /** The one message handler: every server message goes through this switch. */
+    /** The one message handler: every server message goes through this switch. Text frames are JSON;
+     *  binary frames (`batch` and `expansion` of `pinwheel.v1+bin`) decode to the same objects. */
     _onMessage(event) {
-        if (typeof event.data !== 'string') {
-            console.warn('pinwheel: unexpected binary frame');
-            return;
-        }
-        this.state.counters.bytes += utf8Length(event.data);
+        const data = event.data;
+        const text = typeof data === 'string';
+        const bytes = text ? utf8Length(data) : data.byteLength;
+        this.state.counters.bytes += bytes;
         this.state.counters.messages++;
         let msg;
         try {
-            msg = JSON.parse(event.data);
+            msg = text ? JSON.parse(data) : decodeBinary(data);
         } catch (e) {
-            console.warn('pinwheel: server sent invalid JSON');
+            if (text) console.warn('pinwheel: server sent invalid JSON');
+            else this._undecodable(event.target, e);
             return;
         }
-        if (msg.type === 'batch') this.state.counters.batchBytes += utf8Length(event.data);
+        if (msg.type === 'batch') this.state.counters.batchBytes += bytes;
         switch (msg.type) {
             case 'hello':
                 this._onHello(msg);

@@ -210,7 +210,7 @@ function easeOutCubic(t) {
  * Creates the layer. `url` is the server's WebSocket address (ws:// or wss://). Options:
  * `clusterIcon(feature, scale)`, `pointStyle` (object or function of the feature), `popup(feature)`,
  * `clusterPopup(feature, layer)`, `zoomOnClusterClick`, `animate`, and the client's options
- * (`rate`, `pace`, `algorithm`, `presence`). Fires `clusterclick` and `pointclick` `{feature, latlng}`.
+ * (`rate`, `pace`, `algorithm`, `encoding`, `presence`). Fires `clusterclick` and `pointclick` `{feature, latlng}`.
  */
 export function pinwheelLayer(url, options) {
     return new (layerClass())(url, options);
@@ -230,6 +230,7 @@ function layerClass() {
             rate: undefined,
             pace: undefined,
             algorithm: undefined,
+            encoding: undefined,
             presence: false,
         },
 
@@ -238,7 +239,7 @@ function layerClass() {
             const o = this.options;
             const clientOptions = { tileSize: LEAFLET_TILE_SIZE, presence: o.presence,
                                     canApply: () => this._map && !this._map._animatingZoom && !this._flying };
-            for (const k of ['rate', 'pace', 'algorithm']) if (o[k] !== undefined) clientOptions[k] = o[k];
+            for (const k of ['rate', 'pace', 'algorithm', 'encoding']) if (o[k] !== undefined) clientOptions[k] = o[k];
             /** The stream (web/pinwheel/client.js); listen to it for anything the layer does not fire. */
             this.client = new PinwheelClient(url, clientOptions);
             this.client.state.counters.splits = 0;
