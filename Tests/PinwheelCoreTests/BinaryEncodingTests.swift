@@ -273,6 +273,19 @@ struct BinaryEncodingTests {
         return bytes
     }
 
+    @Test("fixed-point degrees round halves up, as the held digest does, negative ties included")
+    func fixedPointRoundsHalvesUp() {
+        #expect(BinaryWriter.fixed(-103.95659825) == -1_039_565_982)
+        #expect(BinaryWriter.fixed(2.35) == 23_500_000)
+        #expect(BinaryWriter.fixed(-0.00000005) == 0)
+        // The digest a client computes from the decoded position is the server's.
+        let feature = Feature(id: 7, lat: 48.85, lon: -103.95659825, count: 1, parent: 7, row: 0)
+        var decoded = feature
+        decoded.lat = Double(BinaryWriter.fixed(feature.lat)) / 1e7
+        decoded.lon = Double(BinaryWriter.fixed(feature.lon)) / 1e7
+        #expect(decoded.digest == feature.digest)
+    }
+
     @Test("the worked example in docs/protocol.md is what the encoder writes, and decodes to its JSON form")
     func documentedBytes() throws {
         var encoder = BinaryMessageEncoder()
