@@ -67,4 +67,13 @@ enum FuzzTargets {
             fatalError("a record of \(changes.count) changes did not survive encode then decode")
         }
     }
+
+    /// A `pinwheel.v1+bin` frame from a server: decoding never traps, and a frame that decodes is
+    /// refused once its last byte is cut off (a decoder must not take a frame that ended early).
+    static func binaryMessage(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard !bytes.isEmpty, (try? ServerMessage.decode(binary: bytes)) != nil else { return }
+        if (try? ServerMessage.decode(binary: UnsafeBufferPointer(rebasing: bytes.dropLast()))) != nil {
+            fatalError("a frame of \(bytes.count) bytes still decoded without its last byte")
+        }
+    }
 }

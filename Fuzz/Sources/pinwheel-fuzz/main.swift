@@ -18,6 +18,7 @@ let targets: [String: (UnsafeBufferPointer<UInt8>) -> Void] = [
     "ndjson": FuzzTargets.ndjson,
     "change-lines": FuzzTargets.changeLines,
     "change-record": FuzzTargets.changeRecord,
+    "binary-message": FuzzTargets.binaryMessage,
 ]
 
 let arguments = CommandLine.arguments
