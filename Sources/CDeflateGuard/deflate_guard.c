@@ -79,10 +79,18 @@ int deflateInit2_(z_streamp stream, int level, int method, int windowBits, int m
     return zlib(stream, level, method, windowBits, memLevel, strategy, version, streamSize);
 }
 
+// Set around the write of a message the transport sends uncompressed.
+static _Thread_local int uncompressed;
+
+void deflate_guard_send_uncompressed(int yes) { uncompressed = yes; }
+
 int deflate_guard_callback(struct lws_context *context, const struct lws_extension *ext, struct lws *wsi,
                            enum lws_extension_callback_reasons reason, void *user, void *in, size_t len) {
     if (reason != LWS_EXT_CB_PAYLOAD_RX && reason != LWS_EXT_CB_PAYLOAD_TX)
         return lws_extension_callback_pm_deflate(context, ext, wsi, reason, user, in, len);
+    // Leaving the payload as lws handed it sends the frame as it is; with nothing compressed, the
+    // extension's PRESEND leaves RSV1 clear.
+    if (reason == LWS_EXT_CB_PAYLOAD_TX && uncompressed) return 0;
     sigjmp_buf recovery;
     if (sigsetjmp(recovery, 0)) {
         compressing = 0;
@@ -94,6 +102,11 @@ int deflate_guard_callback(struct lws_context *context, const struct lws_extensi
     int result = lws_extension_callback_pm_deflate(context, ext, wsi, reason, user, in, len);
     compressing = 0;
     armed = NULL;
+    // lws 4.1.6's client parser (client-parser-ws.c:650) delivers an uncompressed frame again and
+    // again when the extension says it has nothing to do with it (PMDR_NOTHING_WE_SHOULD_DO, 5): it
+    // never consumes the input. "Unknown" (PMDR_UNKNOWN, 0) consumes it, and the server's parser
+    // treats the two alike. Later lws releases handle both.
+    if (reason == LWS_EXT_CB_PAYLOAD_RX && result == 5) result = 0;
     return result;
 }
 

@@ -239,7 +239,7 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
             server.close(connection, code: CloseCode(rawValue: code), reason: reason)
             return
         }
-        session.post(.message(text, receivedAt: .now))
+        session.received(text, at: .now)
     }
 
     public func webSocketServer(

@@ -36,6 +36,8 @@ final class Session: WorkerJob, @unchecked Sendable {
         /// started from the other queue) finds nothing to do.
         var inUrgentQueue = false
         var inBackgroundQueue = false
+        /// Set by a turn's end, from ``SessionMachine/acknowledgementsCanWait``; false while a turn runs.
+        var acksCanWait = false
 
         /// Marks the session queued for its waiting events; whether it must be submitted, and where.
         mutating func enqueue() -> (submit: Bool, urgent: Bool) {
@@ -94,6 +96,21 @@ final class Session: WorkerJob, @unchecked Sendable {
         flood.withLock { $0.record() }
     }
 
+    /// A message from the client. An ack that can release nothing stays in the inbox for the session's
+    /// next turn instead of waking a worker: at one batch per viewport that halves the turns a viewer
+    /// costs. Service thread.
+    func received(_ text: [UInt8], at receivedAt: ContinuousClock.Instant) {
+        let event = Event.message(text, receivedAt: receivedAt)
+        let waits = inbox.withLock { box in
+            guard box.acksCanWait, !box.running else { return false }
+            // Checked under the lock, so no turn can start meanwhile and start waiting on this ack.
+            guard ClientMessage.isAcknowledgement(text) else { return false }
+            box.events.append(event)
+            return true
+        }
+        if !waits { post(event) }
+    }
+
     /// Queues an event and schedules the session on a worker if it is not already waiting in the
     /// queue the event needs (a running session schedules itself when its turn ends); any thread.
     func post(_ event: Event) {
@@ -111,6 +128,7 @@ final class Session: WorkerJob, @unchecked Sendable {
         let taken = inbox.withLock { box -> [Event]? in
             guard !box.running, !box.events.isEmpty else { return nil }
             box.running = true
+            box.acksCanWait = false
             box.inUrgentQueue = false
             box.inBackgroundQueue = false
             defer { box.events.removeAll(keepingCapacity: true) }
@@ -128,8 +146,10 @@ final class Session: WorkerJob, @unchecked Sendable {
         }
         // Taken back before the turn ends: once `running` is false another worker may run it.
         machine.swapScratch(&scratch)
+        let acksCanWait = !closed && actions.acknowledgementsCanWait
         let (submit, urgent) = inbox.withLock { box in
             box.running = false
+            box.acksCanWait = acksCanWait
             return box.enqueue()
         }
         if submit { server.schedule(self, urgent: urgent) }

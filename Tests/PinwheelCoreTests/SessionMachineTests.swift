@@ -26,6 +26,8 @@ struct SessionMachineTests {
         var batches: [BatchMessage] = []
         var firstBatchLatencies: [Duration] = []
         var windowWaits: [Duration] = []
+        /// Each turn's ``SessionActions/acknowledgementsCanWait``, in the order the turns ended.
+        var acknowledgementsCouldWait: [Bool] = []
         var acks = true
         /// Planning memory lent to every turn, as a server's worker lends its own; nil: the machine
         /// keeps its own.
@@ -77,6 +79,7 @@ struct SessionMachineTests {
             if let t = actions.wakeAt { wakeAt = t }
             firstBatchLatencies += actions.firstBatchLatencies
             windowWaits += actions.windowWaits
+            acknowledgementsCouldWait.append(actions.acknowledgementsCanWait)
             let messages = try actions.messages.map { try ServerMessage.decode(Array($0.payload)) }
             var acksToSend: [ClientMessage] = []
             for case .batch(let b) in messages {
@@ -249,6 +252,27 @@ struct SessionMachineTests {
         try h.turn([h.viewport(Self.europe, zoom: 6)])
         try h.settle()
         #expect(Set(h.page.keys) == h.expected(Self.europe, zoom: 6))
+    }
+
+    @Test("an ack may wait for the next turn only once nothing waits on it")
+    func acknowledgementsThatCanWait() throws {
+        var h = Harness(options: SessionOptions(window: 1))
+        h.acks = false
+        try h.turn([h.viewport(Self.europe, zoom: 6)])
+        let first = try #require(h.batches.first)
+        #expect(!first.done)
+        #expect(h.acknowledgementsCouldWait == [false], "the next batch waits for this ack")
+        h.acks = true
+        try h.turn([.ack(AckMessage(batch: first.batch, applied: first.add.count, ms: 2))])
+        try h.settle()
+        #expect(h.batches.last?.done == true)
+        #expect(h.acknowledgementsCouldWait.last == true, "the plan is out: an ack only tunes the pace")
+        // Two viewports at one instant: the second is held back for the limiter's tick.
+        h.acks = false
+        try h.turn([h.viewport(Self.europe, zoom: 7)])
+        try h.turn([h.viewport(Self.europe, zoom: 8)])
+        #expect(h.wakeAt != nil)
+        #expect(h.acknowledgementsCouldWait.last == false, "a held-back viewport is flushed by the next ack")
     }
 
     @Test("a first batch held by a full window is measured as window wait, not as the server's time")

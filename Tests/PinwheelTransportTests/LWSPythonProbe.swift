@@ -12,6 +12,14 @@ struct ProbeResult: Decodable {
     var error: String?
     /// How the connection ended, as websockets describes it (for diagnosis).
     var closedBy: String?
+    /// The first frame of each message received with permessage-deflate on, as it came off the wire.
+    var frames: [ProbeFrame]
+}
+
+struct ProbeFrame: Decodable, Equatable {
+    var binary: Bool
+    /// RSV1: the message was compressed.
+    var compressed: Bool
 }
 
 /// One thing the probe sends, in order.
@@ -36,8 +44,8 @@ enum ProbeSend {
     }
 }
 
-/// Connects with Python `websockets`, sends `sends`, reads `receive` messages (or until closed),
-/// and reports what happened. With `waitForClose` it keeps reading until the server closes. With
+/// Connects with Python `websockets`, sends `sends`, reads `receive` messages (or until closed; a
+/// binary one as `binary:` and its hex), and reports what happened. With `waitForClose` it keeps reading until the server closes. With
 /// `inflateWindowBits` the probe inflates with a window of that size instead of the negotiated one,
 /// so a message compressed with a larger window fails to decode.
 func probe(
@@ -69,8 +77,19 @@ private let probeScript = #"""
     from websockets.exceptions import ConnectionClosed
 
     args = json.loads(sys.argv[1])
-    out = {"opened": False, "subprotocol": None, "received": [],
+    out = {"opened": False, "subprotocol": None, "received": [], "frames": [],
            "close_code": None, "close_reason": None, "error": None}
+
+    def record_frames(ws):
+        for extension in ws.protocol.extensions:
+            def recording(frame, *rest, _decode=extension.decode, **options):
+                if frame.opcode.name in ("TEXT", "BINARY"):
+                    out["frames"].append({"binary": frame.opcode.name == "BINARY", "compressed": frame.rsv1})
+                return _decode(frame, *rest, **options)
+            extension.decode = recording
+
+    def as_text(message):
+        return message if isinstance(message, str) else "binary:" + message.hex()
 
     def narrow_inflater(ws, bits):
         for extension in ws.protocol.extensions:
@@ -80,6 +99,7 @@ private let probeScript = #"""
     def exchange(ws):
         if args["inflate_window_bits"]:
             narrow_inflater(ws, args["inflate_window_bits"])
+        record_frames(ws)
         out["opened"] = True
         out["subprotocol"] = ws.subprotocol
         try:
@@ -90,10 +110,10 @@ private let probeScript = #"""
                 elif "binary_hex" in item: ws.send(bytes.fromhex(item["binary_hex"]))
                 elif "raw_text_hex" in item: ws.send(bytes.fromhex(item["raw_text_hex"]), text=True)
             for _ in range(args["receive"]):
-                out["received"].append(ws.recv(timeout=args["timeout"]))
+                out["received"].append(as_text(ws.recv(timeout=args["timeout"])))
             if args["wait_for_close"]:
                 while True:
-                    out["received"].append(ws.recv(timeout=args["timeout"]))
+                    out["received"].append(as_text(ws.recv(timeout=args["timeout"])))
         except ConnectionClosed as e:
             out["closed_by"] = repr(e)
         received = ws.protocol.close_rcvd

@@ -15,6 +15,10 @@
 int deflate_guard_callback(struct lws_context *context, const struct lws_extension *ext, struct lws *wsi,
                            enum lws_extension_callback_reasons reason, void *user, void *in, size_t len);
 
+/// While `yes` is 1, messages written on this thread go out uncompressed (RSV1 clear), which RFC 7692
+/// allows on any message; set it around one lws_write of a whole message, on the lws service thread.
+void deflate_guard_send_uncompressed(int yes);
+
 /// 1 when the guard failed `wsi` (and forgets it), else 0. Call on that connection's CLOSED, on the
 /// lws service thread.
 int deflate_guard_take_trip(struct lws *wsi);

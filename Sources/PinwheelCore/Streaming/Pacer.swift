@@ -54,6 +54,9 @@ public struct Pacer<Clock: PinwheelClock>: Sendable {
     public private(set) var inFlight: [InFlight] = []
     /// True while `window` batches are unacknowledged: nothing more goes until an ack.
     public var isWindowFull: Bool { inFlight.count >= options.window }
+    /// True once the current viewport's last batch is out (or before the first): an ack then only
+    /// frees the window and tunes the pace, and sends nothing.
+    public var isDone: Bool { doneSent }
 
     private var nextNumber: UInt64 = 1
     private var nextSendAt: Clock.Instant?

@@ -27,6 +27,11 @@ public struct SessionActions<Clock: PinwheelClock>: Sendable {
     public var served: ViewportMessage?
     /// A `settings` opted in to (true) or out of (false) presence.
     public var presence: Bool?
+    /// Set by ``SessionMachine/flush(actions:)``, the end of a turn: whether an ack arriving now can
+    /// wait for the session's next turn, as nothing waits on it (the plan's last batch is out, no
+    /// viewport is held back or due, no timer or refresh pending). It would only tune the pace the
+    /// next plan uses, and that turn reads it first.
+    public var acknowledgementsCanWait = false
 
     public init() {}
 

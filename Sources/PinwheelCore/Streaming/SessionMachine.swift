@@ -180,6 +180,8 @@ public struct SessionMachine<Clock: PinwheelClock> {
             refreshDue = false
             refresh(served, actions: &actions)
         }
+        actions.acknowledgementsCanWait =
+            pacer.isDone && limiter.pending == nil && tickDue == nil && !refreshDue && firstBatch == nil
     }
 
     /// Carries out the rate limiter's decision.

@@ -195,6 +195,17 @@ public enum ClientMessage: Equatable, Sendable {
         return try result.get()
     }
 
+    /// Whether `bytes` is a valid `ack`; a message that is not (or not valid) costs a scan for `"ack"`.
+    public static func isAcknowledgement(_ bytes: [UInt8]) -> Bool {
+        let needle: [UInt8] = Array(#""ack""#.utf8)
+        guard bytes.count <= 256, bytes.count >= needle.count else { return false }
+        let mentionsAck = (0...(bytes.count - needle.count)).contains { start in
+            bytes[start] == needle[0] && bytes[start..<start + needle.count].elementsEqual(needle)
+        }
+        guard mentionsAck, case .ack? = try? decode(bytes) else { return false }
+        return true
+    }
+
     /// Decodes one message held in a string.
     public static func decode(_ text: String) throws(WireError) -> ClientMessage {
         try decode(Array(text.utf8))
