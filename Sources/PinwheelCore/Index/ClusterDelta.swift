@@ -38,8 +38,6 @@ public struct ClusterDelta: Sendable {
     /// a query at level li reads lists 0...li, a dozen cells of each, and a change moves a point in
     /// one list.
     var standalone: [TreeDictionary<UInt32, TreeDictionary<UInt32, StandaloneEntry>>]
-    /// The base's row directory per level, for nearest-cluster searches.
-    let rowStarts: [[Int32]]
 
     /// A delta with no changes over `base`.
     public init(base: ClusterIndex) {
@@ -51,7 +49,6 @@ public struct ClusterDelta: Sendable {
         adjusted = base.levels.map { BitSet(count: $0.count) }
         removedRows = BitSet(count: base.dataset.count)
         standalone = Array(repeating: [:], count: base.levels.count)
-        rowStarts = base.rowStarts()
     }
 
     /// How far the delta has drifted from its base: base points it leaves out plus points it adds (a
@@ -110,7 +107,7 @@ public struct ClusterDelta: Sendable {
                 Int(ItemMeta.count(base.levels[li].meta[item])) + Int(adjustment(level: li, item: item)?.count ?? 0) > 0
             }
             if let item = base.nearestCluster(
-                level: li, x: point.x, y: point.y, rowStarts: rowStarts[li], accepts: accepts)
+                level: li, x: point.x, y: point.y, rows: base.rows[li], accepts: accepts)
             {
                 finest = li
                 nearest = item

@@ -1,31 +1,14 @@
 /// Lookups a live index needs of its base: the cluster nearest a spot at a level, and the items
 /// holding a point.
 extension ClusterIndex {
-    /// Where each grid row of each level starts: `rowStarts[li][row] ..< rowStarts[li][row + 1]` are
-    /// the items of that row, so a search for a cell reads one row, not the whole level.
-    /// - Complexity: O(n) over every level's items.
-    func rowStarts() -> [[Int32]] {
-        levels.map { level in
-            let side = 1 << level.gridBits
-            var starts = [Int32](repeating: 0, count: side + 1)
-            level.xy.withUnsafeBufferPointer { xy in
-                for i in 0..<level.count {
-                    starts[min(Int(xy[2 * i + 1] * Double(side)), side - 1) + 1] += 1
-                }
-            }
-            for row in 0..<side { starts[row + 1] += starts[row] }
-            return starts
-        }
-    }
-
     /// The cluster item of level `li` nearest to (x, y) within the radius its zoom clusters with.
     /// - Parameters:
-    ///   - rowStarts: the level's row directory (see ``rowStarts()``).
+    ///   - rows: the level's row directory.
     ///   - accepts: whether a candidate item may take the spot (a live index refuses clusters emptied
     ///     by changes).
     /// - Returns: the item's index, nil when no cluster is that near.
     /// - Complexity: O(log r + k) for rows of r items and the k items in the cells the radius reaches.
-    func nearestCluster(level li: Int, x: Double, y: Double, rowStarts: [Int32], accepts: (Int) -> Bool) -> Int? {
+    func nearestCluster(level li: Int, x: Double, y: Double, rows: RowDirectory, accepts: (Int) -> Bool) -> Int? {
         let level = levels[li]
         guard level.count > 0 else { return nil }
         let r = options.radius(atZoom: level.zoom)
@@ -42,8 +25,9 @@ extension ClusterIndex {
                 }
                 for row in cell(y - r)...cell(y + r) {
                     let last = UInt64(row) << UInt64(bits) | UInt64(cell(x + r))
-                    var lo = Int(rowStarts[row])
-                    var hi = Int(rowStarts[row + 1])
+                    let candidates = rows.items(ofRow: row)
+                    var lo = candidates.lowerBound
+                    var hi = candidates.upperBound
                     let rowEnd = hi
                     let first = UInt64(row) << UInt64(bits) | UInt64(cell(x - r))
                     while lo < hi {

@@ -25,10 +25,10 @@ extension ClusterIndex {
 
     /// Appends the features of every item of the context's level inside a rectangle.
     ///
-    /// Items are in cell-key order, so the rectangle's cells form one run per grid row: the scan jumps
-    /// (galloping search) to the rectangle's first cell in a row, reads until it leaves the rectangle's
-    /// columns, and jumps to the next row.
-    /// - Complexity: O(r · log n + k) for r grid rows and k items in the rectangle's cells.
+    /// Items are in cell-key order, so the rectangle's cells form one run per grid row: the scan goes
+    /// to each row's items through the level's row directory, finds the rectangle's first cell there
+    /// by binary search and reads until it leaves the rectangle's columns.
+    /// - Complexity: O(r · log m + k) for r grid rows of m items and k items in the rectangle's cells.
     func scan(_ context: QueryContext, rect: MercatorRect, into out: inout [Feature]) {
         let xy = context.level.xy
         let n = context.level.meta.count
@@ -40,46 +40,25 @@ extension ClusterIndex {
         let (columnLo, columnHi) = (cell(rect.minX), cell(rect.maxX))
         let (rowLo, rowHi) = (cell(rect.minY), cell(rect.maxY))
         @inline(__always) func key(_ i: Int) -> UInt64 { GridOrder.key(x: xy[2 * i], y: xy[2 * i + 1], bits: bits) }
-        /// First index at or after `from` whose key is at least `target`.
-        func lowerBound(from: Int, _ target: UInt64) -> Int {
-            var lo = from
-            var step = 1
-            var hi = from
-            while hi < n && key(hi) < target {
-                lo = hi + 1
-                hi += step
-                step <<= 1
-            }
-            hi = min(hi, n)
+        var scratch = SpreadScratch()
+        let rows = context.level.rows
+        for row in rowLo...rowHi {
+            let first = UInt64(row) << UInt64(bits) | UInt64(columnLo)
+            let last = UInt64(row) << UInt64(bits) | UInt64(columnHi)
+            let candidates = rows.items(ofRow: row)
+            var lo = candidates.lowerBound
+            var hi = candidates.upperBound
             while lo < hi {
                 let mid = (lo + hi) >> 1
-                if key(mid) < target { lo = mid + 1 } else { hi = mid }
+                if key(mid) < first { lo = mid + 1 } else { hi = mid }
             }
-            return lo
-        }
-        let shift = UInt64(bits)
-        let columnMask = UInt64(side - 1)
-        var scratch = SpreadScratch()
-        var i = lowerBound(from: 0, UInt64(rowLo) << shift | UInt64(columnLo))
-        while i < n {
-            let k = key(i)
-            let row = Int(k >> shift)
-            let column = Int(k & columnMask)
-            if row > rowHi { break }
-            if column < columnLo {
-                i = lowerBound(from: i, UInt64(row) << shift | UInt64(columnLo))
-                continue
+            var i = lo
+            while i < candidates.upperBound && key(i) <= last {
+                if rect.contains(x: xy[2 * i], y: xy[2 * i + 1]) {
+                    emit(context, item: i, scratch: &scratch, into: &out)
+                }
+                i += 1
             }
-            if column > columnHi {
-                // Past this row's part of the rectangle; rows without items there are skipped too.
-                if row + 1 > rowHi { break }
-                i = lowerBound(from: i, UInt64(row + 1) << shift | UInt64(columnLo))
-                continue
-            }
-            if rect.contains(x: xy[2 * i], y: xy[2 * i + 1]) {
-                emit(context, item: i, scratch: &scratch, into: &out)
-            }
-            i += 1
         }
     }
 
@@ -89,6 +68,8 @@ extension ClusterIndex {
         let xy: UnsafeBufferPointer<Double>
         let meta: UnsafeBufferPointer<UInt64>
         let parents: UnsafeBufferPointer<Int32>
+        /// Where the level's grid rows start.
+        let rows: RowDirectory
     }
 
     /// Everything a query reads, as buffer pointers: its level, the level above (for parents) and the
@@ -110,8 +91,8 @@ extension ClusterIndex {
     func withContext<R>(level li: Int, spreadZoom: Double, ownParents: Bool = false, _ body: (QueryContext) -> R)
         -> R
     {
-        ClusterIndex.withView(levels[li]) { level in
-            ClusterIndex.withView(levels[max(li - 1, 0)]) { above in
+        withView(level: li) { level in
+            withView(level: max(li - 1, 0)) { above in
                 dataset.ids.withUnsafeBufferPointer { ids in
                     dataset.coordinates.withUnsafeBufferPointer { coordinates in
                         body(
@@ -124,11 +105,12 @@ extension ClusterIndex {
         }
     }
 
-    private static func withView<R>(_ level: ZoomLevel, _ body: (LevelView) -> R) -> R {
-        level.xy.withUnsafeBufferPointer { xy in
+    private func withView<R>(level li: Int, _ body: (LevelView) -> R) -> R {
+        let level = levels[li]
+        return level.xy.withUnsafeBufferPointer { xy in
             level.meta.withUnsafeBufferPointer { meta in
                 level.parents.withUnsafeBufferPointer { parents in
-                    body(LevelView(gridBits: level.gridBits, xy: xy, meta: meta, parents: parents))
+                    body(LevelView(gridBits: level.gridBits, xy: xy, meta: meta, parents: parents, rows: rows[li]))
                 }
             }
         }
