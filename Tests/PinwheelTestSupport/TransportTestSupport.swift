@@ -126,6 +126,45 @@ public func makeClient(
     return (client, delegate)
 }
 
+/// A server that records without echoing and an lws client connected to it with `pinwheel.v1`,
+/// the server having seen the connection open.
+public struct ConnectedPair {
+    public let server: WebSocketServer
+    public let serverEvents: RecordingServerDelegate
+    public let client: WebSocketClient
+    public let events: RecordingClientDelegate
+    /// The connection as the client names it, and as the server does.
+    public let id: ConnectionID
+    public let serverID: ConnectionID
+
+    /// The server never saw the client's connection open.
+    public struct NotOpened: Error {}
+
+    public init() throws {
+        (server, serverEvents) = try makeServer(echoPrefix: nil)
+        do {
+            (client, events) = try makeClient()
+            id = try client.connect(to: "ws://127.0.0.1:\(server.port)/", subprotocol: "pinwheel.v1")
+        } catch {
+            server.stop()
+            throw error
+        }
+        let recorded = serverEvents
+        guard eventually({ recorded.openCount == 1 }) else {
+            client.stop()
+            server.stop()
+            throw NotOpened()
+        }
+        serverID = recorded.events.withLock { $0.opened[0].id }
+    }
+
+    /// Stops the client, then the server.
+    public func stop() {
+        client.stop()
+        server.stop()
+    }
+}
+
 /// Runs a Python script with the `python3` on PATH (the one `scripts/setup` gave `websockets`)
 /// and returns its stdout and exit status.
 public func runPython(_ script: String, arguments: [String] = []) throws -> (

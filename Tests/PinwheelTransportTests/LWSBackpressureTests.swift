@@ -67,13 +67,11 @@ struct LWSBackpressureTests {
 
     @Test("the application's close goes out after the messages queued before it")
     func closeAfterQueued() throws {
-        let (server, serverEvents) = try makeServer(echoPrefix: nil)
-        defer { server.stop() }
-        let (client, events) = try makeClient()
-        defer { client.stop() }
-        let id = try client.connect(to: "ws://127.0.0.1:\(server.port)/", subprotocol: "pinwheel.v1")
-        #expect(eventually { serverEvents.openCount == 1 })
-        let serverID = serverEvents.events.withLock { $0.opened[0].id }
+        let pair = try ConnectedPair()
+        defer { pair.stop() }
+        let (server, serverEvents, events, id, serverID) = (
+            pair.server, pair.serverEvents, pair.events, pair.id, pair.serverID
+        )
         for index in 0..<50 {
             server.send("m\(index)", to: serverID)
         }
@@ -149,13 +147,9 @@ struct LWSBackpressureTests {
 
     @Test("sends from many threads at once all arrive, in order per sending thread")
     func concurrentSenders() throws {
-        let (server, serverEvents) = try makeServer(echoPrefix: nil)
-        defer { server.stop() }
-        let (client, events) = try makeClient()
-        defer { client.stop() }
-        let id = try client.connect(to: "ws://127.0.0.1:\(server.port)/", subprotocol: "pinwheel.v1")
-        #expect(eventually { serverEvents.openCount == 1 })
-        let serverID = serverEvents.events.withLock { $0.opened[0].id }
+        let pair = try ConnectedPair()
+        defer { pair.stop() }
+        let (server, events, id, serverID) = (pair.server, pair.events, pair.id, pair.serverID)
         DispatchQueue.concurrentPerform(iterations: 4) { thread in
             for index in 0..<500 {
                 server.send("\(thread):\(index)", to: serverID)

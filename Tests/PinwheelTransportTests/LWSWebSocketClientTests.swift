@@ -56,19 +56,14 @@ struct LWSWebSocketClientTests {
 
     @Test("an uncompressed binary message on a permessage-deflate connection reaches the lws client once")
     func uncompressedBinaryOverDeflate() throws {
-        let (server, serverEvents) = try makeServer(echoPrefix: nil)
-        defer { server.stop() }
-        let (client, events) = try makeClient()
-        defer { client.stop() }
-        let id = try client.connect(to: "ws://127.0.0.1:\(server.port)/", subprotocol: "pinwheel.v1")
-        #expect(eventually { serverEvents.openCount == 1 })
-        let serverID = serverEvents.events.withLock { $0.opened[0].id }
+        let pair = try ConnectedPair()
+        defer { pair.stop() }
         // lws 4.1.6's client parser, left alone, hands such a frame to the application without end.
         let headroom = [UInt8](repeating: 0, count: WebSocketServer.headroom)
-        _ = server.send(framed: headroom + [1, 2, 3], binary: true, to: serverID)
-        server.send("after", to: serverID)
-        #expect(eventually { events.messages(id) == ["after"] })
-        #expect(events.binaryMessages(id) == [[1, 2, 3]])
+        _ = pair.server.send(framed: headroom + [1, 2, 3], binary: true, to: pair.serverID)
+        pair.server.send("after", to: pair.serverID)
+        #expect(eventually { pair.events.messages(pair.id) == ["after"] })
+        #expect(pair.events.binaryMessages(pair.id) == [[1, 2, 3]])
     }
 
     @Test("large messages cross both ways intact, with and without permessage-deflate")

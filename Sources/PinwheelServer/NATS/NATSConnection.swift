@@ -40,7 +40,7 @@ final class NATSConnection: @unchecked Sendable {
     /// Handlers and C strings live as long as the connection: the client may use them until it is destroyed.
     /// (C pointers are kept as their addresses, which may cross threads.)
     private let retained = Mutex<(handlers: [Unmanaged<Handler>], strings: [Int])>(([], []))
-    private let events: Unmanaged<EventHandler>?
+    private let events: EventHandler?
     private let subscriptions = Mutex<[Int]>([])
     private let closed = Atomic<Bool>(false)
 
@@ -66,18 +66,28 @@ final class NATSConnection: @unchecked Sendable {
         try Self.check(natsOptions_SetMaxReconnect(options, -1), "natsOptions_SetMaxReconnect")
         try Self.check(natsOptions_SetReconnectWait(options, 250), "natsOptions_SetReconnectWait")
         try Self.check(natsOptions_SetTimeout(options, 2000), "natsOptions_SetTimeout")
-        let box = events.map { Unmanaged.passRetained(EventHandler($0)) }
-        if let box {
-            let closure = box.toOpaque()
-            try Self.check(
-                natsOptions_SetDisconnectedCB(options, natsDisconnected, closure), "natsOptions_SetDisconnectedCB")
-            try Self.check(
-                natsOptions_SetReconnectedCB(options, natsReconnected, closure), "natsOptions_SetReconnectedCB")
+        let handler = events.map(EventHandler.init)
+        // The client's own reference to the handler, released by its last callback for the connection
+        // (natsClosed): it calls the others on a thread of its own, even after natsConnection_Destroy
+        // has returned, so the handler cannot go with this object.
+        let closure = handler.map { Unmanaged.passRetained($0).toOpaque() }
+        let release = { if let closure { Unmanaged<EventHandler>.fromOpaque(closure).release() } }
+        if let closure {
+            let set = [
+                (natsOptions_SetDisconnectedCB(options, natsDisconnected, closure), "natsOptions_SetDisconnectedCB"),
+                (natsOptions_SetReconnectedCB(options, natsReconnected, closure), "natsOptions_SetReconnectedCB"),
+                (natsOptions_SetClosedCB(options, natsClosed, closure), "natsOptions_SetClosedCB"),
+            ]
+            if let (status, function) = set.first(where: { $0.0 != NATS_OK }) {
+                release()
+                throw Self.failure(status, function)
+            }
         }
         var made: OpaquePointer?
         let connected = natsConnection_Connect(&made, options)
         guard connected == NATS_OK, let made else {
-            box?.release()
+            // A connection that never came up calls nothing back.
+            release()
             throw Self.failure(connected, "natsConnection_Connect")
         }
         var jsOptions = jsOptions()
@@ -86,13 +96,13 @@ final class NATSConnection: @unchecked Sendable {
         var context: OpaquePointer?
         let status = natsConnection_JetStream(&context, made, &jsOptions)
         guard status == NATS_OK, let context else {
+            // Closing it calls natsClosed, which releases the handler.
             natsConnection_Destroy(made)
-            box?.release()
             throw Self.failure(status, "natsConnection_JetStream")
         }
         connection = made
         jetStream = context
-        self.events = box
+        self.events = handler
     }
 
     deinit {
@@ -103,7 +113,6 @@ final class NATSConnection: @unchecked Sendable {
             for handler in kept.handlers { handler.release() }
             for address in kept.strings { free(UnsafeMutableRawPointer(bitPattern: address)) }
         }
-        events?.release()
     }
 
     /// Unsubscribes everything and closes the connection; any thread, idempotent.
@@ -112,7 +121,7 @@ final class NATSConnection: @unchecked Sendable {
         // Closing the connection first: unsubscribing an ordered consumer would ask JetStream to delete
         // it and wait for the answer, up to the request timeout when the servers are gone. The servers
         // delete an ephemeral consumer by themselves once nobody reads it.
-        events?.takeUnretainedValue().closing.store(true, ordering: .releasing)
+        events?.closing.store(true, ordering: .releasing)
         natsConnection_Close(connection)
         for address in subscriptions.withLock({ $0 }) {
             natsSubscription_Destroy(OpaquePointer(bitPattern: address))
@@ -337,6 +346,13 @@ private let natsDisconnected: natsConnectionHandler = { _, closure in
     guard let closure else { return }
     Unmanaged<NATSConnection.EventHandler>.fromOpaque(closure).takeUnretainedValue()
         .report("lost its NATS server; reconnecting to any server of the cluster")
+}
+
+/// The C client's last callback for a connection, once it is closed: it drops its reference to the
+/// event handler.
+private let natsClosed: natsConnectionHandler = { _, closure in
+    guard let closure else { return }
+    Unmanaged<NATSConnection.EventHandler>.fromOpaque(closure).release()
 }
 
 /// The C client's callback when it is connected again, to whichever server answered.
