@@ -36,7 +36,7 @@ final class Session: WorkerJob, @unchecked Sendable {
         /// started from the other queue) finds nothing to do.
         var inUrgentQueue = false
         var inBackgroundQueue = false
-        /// Set by a turn's end, from ``SessionMachine/acknowledgementsCanWait``; false while a turn runs.
+        /// Set by a turn's end, from ``SessionActions/acknowledgementsCanWait``; false while a turn runs.
         var acksCanWait = false
 
         /// Marks the session queued for its waiting events; whether it must be submitted, and where.
