@@ -212,4 +212,23 @@ struct JetStreamChangeLogTests {
         log.close()
         #expect(throws: ChangeLogError.closed) { try Self.appendAndWait(log, [FileChangeLogTests.change(1)]) }
     }
+
+    /// Something a handler holds, to see when the client lets the handler go.
+    final class Token: Sendable {}
+
+    @Test("once a connection closes, the client lets go of its subscription's handler and its event handler")
+    func handlersReleasedAfterClose() throws {
+        let server = try NATSServerProcess()
+        weak var subscriptionToken: Token?
+        weak var eventToken: Token?
+        do {
+            let (forSubscription, forEvents) = (Token(), Token())
+            (subscriptionToken, eventToken) = (forSubscription, forEvents)
+            let connection = try NATSConnection(servers: [server.url], name: "test", events: { _ in _ = forEvents })
+            try connection.subscribe("pinwheel.test.released") { _ in _ = forSubscription }
+            connection.close()
+        }
+        // Released by the client's last callbacks (on-complete, closed), on its own threads.
+        #expect(Self.eventually { subscriptionToken == nil && eventToken == nil })
+    }
 }

@@ -37,7 +37,8 @@ final class NATSConnection: @unchecked Sendable {
 
     private let connection: OpaquePointer
     private let jetStream: OpaquePointer
-    /// Handlers and C strings live as long as the connection: the client may use them until it is destroyed.
+    /// C strings, and handlers whose release no subscription's on-complete callback took over (see
+    /// ``record(_:closure:)``), live as long as the connection: the client may use them until it is destroyed.
     /// (C pointers are kept as their addresses, which may cross threads.)
     private let retained = Mutex<(handlers: [Unmanaged<Handler>], strings: [Int])>(([], []))
     private let events: EventHandler?
@@ -158,7 +159,7 @@ final class NATSConnection: @unchecked Sendable {
         try Self.check(
             natsConnection_Subscribe(&subscription, connection, subject, deliverNATSMessage, closure),
             "natsConnection_Subscribe")
-        if let subscription { subscriptions.withLock { $0.append(Int(bitPattern: subscription)) } }
+        record(subscription, closure: closure)
     }
 
     // MARK: JetStream
@@ -303,10 +304,24 @@ final class NATSConnection: @unchecked Sendable {
         var code = jsErrCode(0)
         let status = js_Subscribe(&subscription, jetStream, subject, deliverNATSMessage, closure, nil, &options, &code)
         try Self.check(status, "js_Subscribe", code)
-        if let subscription { subscriptions.withLock { $0.append(Int(bitPattern: subscription)) } }
+        record(subscription, closure: closure)
     }
 
     // MARK: Helpers
+
+    /// Records a subscription and hands its handler's release to the client's on-complete callback,
+    /// which comes once the subscription is closed and the handler has returned for the last time: a
+    /// delivery thread may still be running it when the subscription or the connection is destroyed.
+    /// Where the client refuses (the subscription closed already), the handler stays with the others
+    /// this object releases when it goes.
+    private func record(_ subscription: OpaquePointer?, closure: UnsafeMutableRawPointer) {
+        guard let subscription else { return }
+        subscriptions.withLock { $0.append(Int(bitPattern: subscription)) }
+        guard natsSubscription_SetOnCompleteCB(subscription, natsSubscriptionComplete, closure) == NATS_OK else {
+            return
+        }
+        retained.withLock { kept in kept.handlers.removeAll { $0.toOpaque() == closure } }
+    }
 
     private func keep(_ handler: @escaping @Sendable (Message) -> Void) -> UnsafeMutableRawPointer {
         let box = Unmanaged.passRetained(Handler(handler))
@@ -353,6 +368,12 @@ private let natsDisconnected: natsConnectionHandler = { _, closure in
 private let natsClosed: natsConnectionHandler = { _, closure in
     guard let closure else { return }
     Unmanaged<NATSConnection.EventHandler>.fromOpaque(closure).release()
+}
+
+/// The C client's last callback for a subscription: its handler has returned for the last time.
+private let natsSubscriptionComplete: natsOnCompleteCB = { closure in
+    guard let closure else { return }
+    Unmanaged<NATSConnection.Handler>.fromOpaque(closure).release()
 }
 
 /// The C client's callback when it is connected again, to whichever server answered.
