@@ -75,15 +75,13 @@ struct LWSWebSocketServerTests {
         // Repeated bytes, which deflate would shrink: the size alone decides.
         let small = [UInt8](repeating: 7, count: 100)
         let large = [UInt8](repeating: 7, count: 5_000)
-        DispatchQueue.global().async {
-            _ = eventually { serverEvents.openCount == 1 }
-            let id = serverEvents.events.withLock { $0.opened[0].id }
+        Self.whenProbeReady(serverEvents) { id in
             let headroom = [UInt8](repeating: 0, count: WebSocketServer.headroom)
             _ = server.send(framed: headroom + small, binary: true, to: id)
             _ = server.send(framed: headroom + large, binary: true, to: id)
             server.send(String(repeating: "t", count: 100), to: id)
         }
-        let result = try probe(url: "ws://127.0.0.1:\(server.port)/", receive: 3)
+        let result = try probe(url: "ws://127.0.0.1:\(server.port)/", sends: [.text("ready")], receive: 3)
         #expect(result.error == nil)
         let hex = { (bytes: [UInt8]) in "binary:" + bytes.map { String(format: "%02x", $0) }.joined() }
         #expect(result.received == [hex(small), hex(large), String(repeating: "t", count: 100)])
@@ -119,21 +117,31 @@ struct LWSWebSocketServerTests {
         try Self.expectDelivered(messages, by: server, opened: serverEvents)
     }
 
+    /// Runs `send` on another thread with the first connection `opened` records, once that
+    /// connection's first message arrives. The probe's reader thread decodes frames as soon as they
+    /// come, so a probe that patches its decoder sends a message when done, and nothing reaches it
+    /// before.
+    static func whenProbeReady(_ opened: RecordingServerDelegate, send: @escaping @Sendable (ConnectionID) -> Void) {
+        DispatchQueue.global().async {
+            guard eventually({ opened.events.withLock { !$0.messages.isEmpty } }) else { return }
+            send(opened.events.withLock { $0.messages[0].0 })
+        }
+    }
+
     /// Sends `messages` to the first connection `opened` records, from another thread, and expects
     /// the Python probe to receive exactly them.
     static func expectDelivered(
         _ messages: [String], by server: WebSocketServer, opened: RecordingServerDelegate,
         inflateWindowBits: Int? = nil
     ) throws {
-        DispatchQueue.global().async {
-            _ = eventually { opened.openCount == 1 }
-            let id = opened.events.withLock { $0.opened[0].id }
+        whenProbeReady(opened) { id in
             for message in messages {
                 server.send(message, to: id)
             }
         }
         let result = try probe(
-            url: "ws://127.0.0.1:\(server.port)/", inflateWindowBits: inflateWindowBits, receive: messages.count)
+            url: "ws://127.0.0.1:\(server.port)/", inflateWindowBits: inflateWindowBits, sends: [.text("ready")],
+            receive: messages.count)
         #expect(result.error == nil)
         #expect(result.received.map(\.count) == messages.map(\.count))
         // Compared element by element so a failure does not print megabytes.
