@@ -28,6 +28,8 @@ final class LoadGroup: WebSocketClientDelegate, @unchecked Sendable {
     private let tickerDone = DispatchSemaphore(value: 0)
     // Lws service thread only.
     private var scanner = MessageScanner()
+    /// Each open connection's binary decoder, whose running state spans its frames.
+    private var decoders: [ConnectionID: BinaryDecoder] = [:]
     private var ackWriter = JSONWriter(capacity: 64)
 
     /// - Parameters:
@@ -193,7 +195,11 @@ final class LoadGroup: WebSocketClientDelegate, @unchecked Sendable {
         _ client: WebSocketClient, didReceive text: [UInt8], binary: Bool, from connection: ConnectionID
     ) {
         let now = ContinuousClock.now
-        let scanned = text.withUnsafeBufferPointer { binary ? scanner.scan(binary: $0) : scanner.scan($0) }
+        let scanned = text.withUnsafeBufferPointer { bytes in
+            binary
+                ? scanner.scan(binary: bytes, decoder: &decoders[connection, default: BinaryDecoder()])
+                : scanner.scan(bytes)
+        }
         var ack: Int?
         var hello: (bounds: BBox, session: String)?
         var presence: [String]?
@@ -241,6 +247,7 @@ final class LoadGroup: WebSocketClientDelegate, @unchecked Sendable {
 
     func webSocketClient(_ client: WebSocketClient, didClose connection: ConnectionID, code: CloseCode, reason: String)
     {
+        decoders[connection] = nil
         state.withLock { s in
             guard let k = s.byConnection[connection] else { return }
             s.clients[k].phase = .finished

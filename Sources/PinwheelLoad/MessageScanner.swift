@@ -26,18 +26,18 @@ struct MessageScanner {
     /// The `code` of an `error` message.
     private(set) var errorCode = ""
 
-    /// Reads one binary frame (`pinwheel.v1+bin`) with the core's decoder: only batches count (kind
-    /// `.other` for an expansion). Its bytes are shared evenly by the markers it carries, as a feature's
-    /// size in a delta-coded frame depends on the features before it.
+    /// Reads one binary frame (`pinwheel.v1+bin`) with the connection's decoder: only batches count
+    /// (kind `.other` for an expansion). Its bytes are shared evenly by the markers it carries, as a
+    /// feature's size in a delta-coded frame depends on the features before it.
     /// - Returns: false when the frame does not decode.
-    mutating func scan(binary bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+    mutating func scan(binary bytes: UnsafeBufferPointer<UInt8>, decoder: inout BinaryDecoder) -> Bool {
         kind = .other
         removed.removeAll(keepingCapacity: true)
         features.removeAll(keepingCapacity: true)
         addCount = 0
         updateCount = 0
         errorCode = ""
-        guard let message = try? ServerMessage.decode(binary: bytes) else { return false }
+        guard let message = try? decoder.decode(bytes) else { return false }
         guard case .batch(let b) = message else { return true }
         kind = .batch
         seq = Int(b.seq)

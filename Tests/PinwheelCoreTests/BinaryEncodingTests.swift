@@ -75,14 +75,10 @@ private struct RandomMessages {
     }
 }
 
-/// NaN (an aggregate's `null`) made comparable, and coordinates quantised as the binary form carries them.
-private func comparable(_ m: ServerMessage, quantised: Bool = false) -> ServerMessage {
-    func q(_ d: Double) -> Double { quantised ? (d * 1e7).rounded() / 1e7 : d }
+/// NaN (an aggregate's `null`) made comparable, and coordinates on the grid the binary form carries them on.
+private func comparable(_ m: ServerMessage, onGrid: Bool = false) -> ServerMessage {
     func fix(_ f: WireFeature) -> WireFeature {
-        var f = f
-        f.lat = q(f.lat)
-        f.lon = q(f.lon)
-        f.anchor = f.anchor.map { Coordinate(lat: q($0.lat), lon: q($0.lon)) }
+        var f = onGrid ? f.onBinaryGrid : f
         f.aggregates = f.aggregates.mapValues { $0.isNaN ? .infinity : $0 }
         return f
     }
@@ -102,18 +98,24 @@ private func comparable(_ m: ServerMessage, quantised: Bool = false) -> ServerMe
 @Suite("Binary encoding pinwheel.v1+bin")
 struct BinaryEncodingTests {
     @Test(
-        "every server message round-trips through JSON exactly, and through a binary session with coordinates to 1e-7")
+        "every server message round-trips through JSON exactly, and through a binary session with coordinates on its grid"
+    )
     func randomRoundTrips() throws {
+        // One session throughout: each binary frame's deltas start where the previous one's ended, and
+        // removals name slots of what the client holds, which `held` models as the server does.
+        var binary = BinaryMessageEncoder(headroom: 16)
+        var decoder = BinaryDecoder()
+        var held = ClientFeatureSet()
         for seed in UInt64(1)...60 {
             var r = RandomMessages(seed: seed)
             var json = MessageEncoder(headroom: 16)
-            var binary = BinaryMessageEncoder(headroom: 16)
             // (message, JSON text, binary session frame)
             var cases: [(ServerMessage, [UInt8], (bytes: [UInt8], binary: Bool))] = []
 
             let add = r.features()
             let update = r.features()
-            let remove = (0..<r.int(0...6)).map { _ in r.chance(0.5) ? r.int(0...99) : r.int(0...(1 << 53) - 1) }
+            var remove = held.ids.filter { _ in r.chance(0.3) }
+            let removeSlots = held.orderForRemoval(&remove)
             let capped =
                 r.chance(0.3) ? BatchMessage.Capped(limit: 10_000, available: Int(r.int(10_001...99_999))) : nil
             let (seq, number, version, done) = (r.whole(), r.whole(), r.chance(0.5) ? 0 : r.whole(), r.chance(0.5))
@@ -121,8 +123,9 @@ struct BinaryEncodingTests {
                 seq: seq, number: number, remove: remove, add: add, update: update, done: done, capped: capped,
                 version: version, context: r.context)
             binary.batch(
-                seq: seq, number: number, remove: remove, add: add, update: update, done: done, capped: capped,
-                version: version, context: r.context)
+                seq: seq, number: number, removeSlots: removeSlots, held: held.count, add: add, update: update,
+                done: done, capped: capped, version: version, context: r.context)
+            held.apply(remove: remove, add: add, update: update)
             let batch = ServerMessage.batch(
                 BatchMessage(
                     seq: seq, batch: number, remove: remove, add: add.map(r.expected), update: update.map(r.expected),
@@ -179,8 +182,8 @@ struct BinaryEncodingTests {
                 if !text.isEmpty {
                     #expect(comparable(try ServerMessage.decode(text)) == comparable(message), "seed \(seed)")
                 }
-                let decoded = try ServerMessage.decode(frame: frame.bytes, binary: frame.binary)
-                #expect(comparable(decoded) == comparable(message, quantised: true), "seed \(seed)")
+                let decoded = try decoder.decode(frame: frame.bytes, binary: frame.binary)
+                #expect(comparable(decoded) == comparable(message, onGrid: true), "seed \(seed)")
             }
         }
     }
@@ -190,8 +193,9 @@ struct BinaryEncodingTests {
     func fullBatch() -> [UInt8] {
         let r = RandomMessages(seed: 1)
         var encoder = BinaryMessageEncoder()
+        // The client holds 17 and 4294967396, in slots 0 and 1.
         encoder.batch(
-            seq: 9, number: 7, remove: [17, 4_294_967_396],
+            seq: 9, number: 7, removeSlots: [1, 0], held: 2,
             add: [
                 Feature(
                     id: 2_147_483_700, lat: 1.5, lon: 2.5, count: 1, parent: 2_147_483_700,
@@ -206,52 +210,61 @@ struct BinaryEncodingTests {
     @Test("a frame cut short anywhere is refused, naming the byte where it ends")
     func truncated() throws {
         let bytes = fullBatch()
-        _ = try ServerMessage.decode(binary: bytes)
+        var decoder = BinaryDecoder()
+        decoder.hold([17, 4_294_967_396])
         for n in 0..<bytes.count {
             do {
-                _ = try ServerMessage.decode(binary: Array(bytes[..<n]))
+                _ = try decoder.decode(Array(bytes[..<n]))
                 Issue.record("a frame of \(n) of \(bytes.count) bytes decoded")
             } catch {
                 #expect(error.message.contains("at byte") && error.message.contains("the frame ends early"), "\(error)")
             }
         }
+        // The refused frames left the running state as it was.
+        _ = try decoder.decode(bytes)
     }
 
     @Test(
-        "bytes after the message, an unknown type or flag, a reserved header bit and a bad name reference are refused")
+        "bytes after the message, an unknown type or flag, a reserved flag bit and a bad name reference are refused")
     func rejections() throws {
+        func decode(_ bytes: [UInt8]) throws(WireError) -> ServerMessage {
+            var decoder = BinaryDecoder()
+            return try decoder.decode(bytes)
+        }
         #expect(
             throws: WireError(
                 .invalidField, field: "type", message: "end of message at byte 3: 1 bytes left after the message")
-        ) { try ServerMessage.decode(binary: [0x05, 1, 1, 0]) }
+        ) { try decode([0x05, 2, 0, 0]) }
         #expect(
             throws: WireError(
                 .invalidField, field: "type",
                 message: "first byte at byte 0: unknown message type 3 in 0x07; expected 1 (batch) or 2 (expansion)")
-        ) { try ServerMessage.decode(binary: [0x07, 1, 1]) }
+        ) { try decode([0x07, 1, 1]) }
         #expect(
             throws: WireError(
                 .invalidField, field: "type", message: "first byte at byte 0: unknown expansion flags in 0x0a")
-        ) { try ServerMessage.decode(binary: [0x0A, 0]) }
-        #expect(throws: WireError.self) { try ServerMessage.decode(binary: []) }
-        // batch seq 1, batch 1, one add: header 0x84 (bit 7), id 1, lat 0, lon 0.
+        ) { try decode([0x0A, 0]) }
+        #expect(throws: WireError.self) { try decode([]) }
+        // A seq below 0: zigzag −1 after the running 0.
         #expect(
             throws: WireError(
-                .invalidField, field: "add", message: "add[0] header at byte 4: reserved bit 7 set in 0x84")
-        ) { try ServerMessage.decode(binary: [0x21, 1, 1, 1, 0x84, 4, 0, 0]) }
+                .invalidField, field: "seq", message: "seq at byte 1: 0 + -1 is outside 0 to 2^53 − 1")
+        ) { try decode([0x05, 1, 0]) }
+        // batch seq 1 (zigzag 2), batch 1 (the first: 0), one add: point 1 with a flag byte (0x21),
+        // flags 0x20 (reserved), lat 0, lon 0.
+        #expect(
+            throws: WireError(
+                .invalidField, field: "add", message: "add[0] flags at byte 5: reserved bits set in 0x20")
+        ) { try decode([0x21, 2, 0, 1, 0x21, 0x20, 0, 0]) }
         // A point with one property whose name refers to entry 1 of an empty table.
         #expect(
             throws: WireError(
                 .invalidField, field: "add",
                 message: "add[0] property 0 name at byte 9: name 1 is not in the table of 0 names"
             )
-        ) { try ServerMessage.decode(binary: [0x21, 1, 1, 1, 0x24, 4, 0, 0, 1, 1, 1, 0x61]) }
+        ) { try decode([0x21, 2, 0, 1, 0x21, 0x08, 0, 0, 1, 1, 1, 0x61]) }
         // The same with reference 0, a new name: decodes.
-        guard
-            case .batch(let b) = try ServerMessage.decode(binary: [
-                0x21, 1, 1, 1, 0x24, 4, 0, 0, 1, 0, 1, 0x61, 1, 0x62,
-            ])
-        else {
+        guard case .batch(let b) = try decode([0x21, 2, 0, 1, 0x21, 0x08, 0, 0, 1, 0, 1, 0x61, 1, 0x62]) else {
             Issue.record("not a batch")
             return
         }
@@ -273,17 +286,35 @@ struct BinaryEncodingTests {
         return bytes
     }
 
-    @Test("fixed-point degrees round halves up, as the held digest does, negative ties included")
-    func fixedPointRoundsHalvesUp() {
-        #expect(BinaryWriter.fixed(-103.95659825) == -1_039_565_982)
-        #expect(BinaryWriter.fixed(2.35) == 23_500_000)
-        #expect(BinaryWriter.fixed(-0.00000005) == 0)
+    @Test("positions round halves up on their grid, negative ties included, and never past ±90° or ±180°")
+    func gridRoundsHalvesUp() {
+        #expect(BinaryGrid.fixed(-103.95659825, unit: 1, limit: BinaryGrid.lonLimit) == -1_039_565_982)
+        #expect(BinaryGrid.fixed(-103.9565985, unit: 10, limit: BinaryGrid.lonLimit) == -1_039_565_980)
+        #expect(BinaryGrid.fixed(2.35, unit: 10, limit: BinaryGrid.lonLimit) == 23_500_000)
+        #expect(BinaryGrid.fixed(-0.00000005, unit: 1, limit: BinaryGrid.latLimit) == 0)
+        // 180° on a zoom-2 cluster's grid of 2^16 units rounds to 27,466 × 65,536 > 1.8e9: one step back.
+        #expect(BinaryGrid.fixed(180, unit: 1 << 16, limit: BinaryGrid.lonLimit) == 27_465 << 16)
+        #expect(BinaryGrid.fixed(-180, unit: 1 << 16, limit: BinaryGrid.lonLimit) == -27_465 << 16)
+        #expect(BinaryGrid.unit(of: 7) == 10)
+        #expect(BinaryGrid.unit(of: 3 << 32 | 5) == 1 << 16)
+        #expect(BinaryGrid.unit(of: 25 << 32) == 1)
+        #expect(BinaryGrid.unit(of: 40 << 32) == 10)
         // The digest a client computes from the decoded position is the server's.
-        let feature = Feature(id: 7, lat: 48.85, lon: -103.95659825, count: 1, parent: 7, row: 0)
-        var decoded = feature
-        decoded.lat = Double(BinaryWriter.fixed(feature.lat)) / 1e7
-        decoded.lon = Double(BinaryWriter.fixed(feature.lon)) / 1e7
-        #expect(decoded.digest == feature.digest)
+        for id: FeatureID in [7, 3 << 32 | 7, 15 << 32 | 7] {
+            let feature = Feature(id: id, lat: 48.85, lon: -103.95659825, count: 2, parent: nil, row: 0)
+            var encoder = BinaryMessageEncoder()
+            encoder.batch(
+                seq: 1, number: 1, removeSlots: [], held: 0, add: [feature], update: [], done: true,
+                context: FeatureContext())
+            var decoder = BinaryDecoder()
+            guard case .batch(let b) = try? decoder.decode(Array(encoder.message)), let w = b.add.first else {
+                Issue.record("no feature decoded")
+                return
+            }
+            let decoded = Feature(id: id, lat: w.lat, lon: w.lon, count: w.count, parent: nil, row: 0)
+            #expect(decoded.digest(.json) == feature.digest(.binary))
+            #expect(id < 1 << 32 || decoded.digest(.json) != feature.digest(.json), "a cluster's grid is coarser")
+        }
     }
 
     @Test("the worked example in docs/protocol.md is what the encoder writes, and decodes to its JSON form")
@@ -292,16 +323,23 @@ struct BinaryEncodingTests {
         let cluster = Feature(
             id: 13 << 32 | 2_000_123, lat: 48.8566, lon: 2.3522, count: 37, parent: 12 << 32 | 2_000_123, row: -1)
         let point = Feature(id: 2_000_150, lat: 48.86, lon: 2.34, count: 1, parent: 13 << 32 | 2_000_123, row: 0)
+        // The client reported holding 5, 8, 4294967396, 9 and 12: the cluster removed is in slot 2.
         encoder.batch(
-            seq: 7, number: 3, remove: [4_294_967_396], add: [cluster, point], update: [], done: false,
+            seq: 7, number: 3, removeSlots: [2], held: 5, add: [cluster, point], update: [], done: false,
             context: FeatureContext())
         #expect(Array(encoder.message) == (try documentedExample()))
         var json = MessageEncoder()
         json.batch(
             seq: 7, number: 3, remove: [4_294_967_396], add: [cluster, point], update: [], done: false,
             context: FeatureContext())
-        #expect(
-            try ServerMessage.decode(binary: Array(encoder.message)) == (try ServerMessage.decode(Array(json.message))))
+        var decoder = BinaryDecoder()
+        decoder.hold([5, 8, 4_294_967_396, 9, 12])
+        guard case .batch(var expected) = try ServerMessage.decode(Array(json.message)) else {
+            Issue.record("not a batch")
+            return
+        }
+        expected.add = expected.add.map(\.onBinaryGrid)
+        #expect(try decoder.decode(Array(encoder.message)) == .batch(expected))
     }
 
     @Test("encoding batches of 1000 features reuses the buffer: capacity stops growing")
@@ -310,11 +348,14 @@ struct BinaryEncodingTests {
         let features = (0..<1000).map {
             Feature(id: UInt64($0), lat: Double($0) / 7, lon: Double($0) / 3, count: 1, parent: nil, row: 0)
         }
-        encoder.batch(seq: 1, number: 1, remove: [], add: features, update: [], done: true, context: FeatureContext())
+        encoder.batch(
+            seq: 1, number: 1, removeSlots: [], held: 0, add: features, update: [], done: true,
+            context: FeatureContext())
         let capacity = encoder.writer.bytes.capacity
         for n in 2...20 {
             encoder.batch(
-                seq: 1, number: UInt64(n), remove: [], add: features, update: [], done: true, context: FeatureContext())
+                seq: 1, number: UInt64(n), removeSlots: [], held: 0, add: features, update: [], done: true,
+                context: FeatureContext())
         }
         #expect(encoder.writer.bytes.capacity == capacity)
     }

@@ -53,11 +53,24 @@ struct PacerTests {
             pin(10, lat: 3, lon: 3), pin(11, lat: 1, lon: 1), pin(12, lat: 0.1, lon: 0), pin(13, lat: 2, lon: 2),
         ]
         let sent = drain(&pacer, clock, first: pacer.show(seq: 2, features: target, viewport: box(0, 0)))
-        #expect(sent.map(\.remove) == [[1, 2], [], []])
-        #expect(sent.map { $0.add.map(\.id) } == [[], [12, 11], [13, 10]])
+        // Removals from the highest slot down: 2 was added after 1.
+        #expect(sent.map(\.remove) == [[2, 1], [], []])
+        // The nearest two (12, 11) first, then 13 and 10; within a batch by id.
+        #expect(sent.map { $0.add.map(\.id) } == [[], [11, 12], [10, 13]])
         #expect(sent.map(\.seq) == [2, 2, 2])
         #expect(sent.map(\.done) == [false, false, true])
         #expect(versions(pacer.client) == versions(target))
+    }
+
+    @Test("within a batch, features come by id in runs of 16, the run nearest the centre first")
+    func idRuns() {
+        let clock = ManualClock()
+        var pacer = P(clock: clock, options: options(batch: 100))
+        // Farther from the centre as the id falls: by distance, 40, 39, … 1.
+        let target = (1...40).map { k in pin(UInt64(k), lat: Double(41 - k) * 0.01, lon: 0) }
+        let sent = drain(&pacer, clock, first: pacer.show(seq: 1, features: target, viewport: box(0, 0)))
+        #expect(sent.count == 1)
+        #expect(sent.first?.add.map(\.id) == Array(25...40) + Array(9...24) + Array(1...8))
     }
 
     @Test("a split: the parent's removal travels with its nearest child's add")
@@ -123,8 +136,8 @@ struct PacerTests {
         ]
         let sent = drain(&pacer, clock, first: pacer.show(seq: 2, features: parents, viewport: box(0, 0)))
         #expect(sent.count == 2)
-        #expect(sent[0].add.map(\.id) == [100] && sent[0].remove == [1, 2, 3])
-        #expect(sent[1].add.map(\.id) == [200] && sent[1].remove == [4, 5] && sent[1].done)
+        #expect(sent[0].add.map(\.id) == [100] && Set(sent[0].remove) == [1, 2, 3])
+        #expect(sent[1].add.map(\.id) == [200] && Set(sent[1].remove) == [4, 5] && sent[1].done)
     }
 
     @Test("at most `window` batches are unacknowledged; an ack opens the window again")
@@ -195,8 +208,38 @@ struct PacerTests {
         let sent = drain(&pacer, clock, first: pacer.show(seq: 1, features: target, viewport: box(0, 0)))
         #expect(sent.count == 1 && sent[0].done && sent[0].add.count == 3)
         let again = drain(&pacer, clock, first: pacer.show(seq: 2, features: target, viewport: box(0, 0)))
-        #expect(again == [PacedBatch(seq: 2, number: 2, done: true)])
+        var empty = PacedBatch(seq: 2, number: 2, done: true)
+        empty.held = 3
+        #expect(again == [empty])
         #expect(pacer.poll() == .idle)
+    }
+
+    @Test("removals name their slots among what the client holds: a mirror of the slots finds every id")
+    func removalSlots() {
+        let clock = ManualClock()
+        var pacer = P(clock: clock, options: options(batch: 7))
+        var rng = SeededRandom(seed: 11)
+        // The client's side: ids by slot, changed as the binary encoding's decoder changes them.
+        var mirror: [FeatureID] = []
+        for seq in UInt64(1)...40 {
+            let target = (0..<Int.random(in: 0...40, using: &rng)).map { _ in
+                pin(FeatureID.random(in: 0...60, using: &rng), lat: .random(in: -9...9, using: &rng), lon: 0)
+            }
+            var unique: [FeatureID: Feature] = [:]
+            for f in target { unique[f.id] = f }
+            let features = unique.values.sorted { $0.id < $1.id }
+            for b in drain(&pacer, clock, first: pacer.show(seq: seq, features: features, viewport: box(0, 0))) {
+                #expect(b.held == mirror.count)
+                #expect(b.removeSlots == b.removeSlots.sorted(by: >))
+                #expect(b.removeSlots.map { mirror[Int($0)] } == b.remove)
+                for slot in b.removeSlots.map(Int.init) {
+                    let last = mirror.removeLast()
+                    if slot < mirror.count { mirror[slot] = last }
+                }
+                for f in b.update + b.add where !mirror.contains(f.id) { mirror.append(f.id) }
+            }
+            #expect(mirror == pacer.client.ids)
+        }
     }
 
     @Test("a viewport larger than the kept scratch streams completely, and the next one diffs against it")

@@ -151,14 +151,15 @@ def server_features(server, viewport, algorithm=None):
         return {i: f["count"] for i, f in client.viewport(viewport).items()}
 
 
-def batch_header(frame):
+def batch_header(frame, previous):
     """(seq, batch, done) of a `batch` frame: JSON text, or pinwheel.v1+bin bytes (type 1 and flags,
-    `done` bit 2, then varints seq and batch)."""
+    `done` bit 2, then zigzag varints of seq and batch after `previous`, the connection's last binary
+    batch's (seq, batch))."""
     if isinstance(frame, str):
         msg = json.loads(frame)
         return msg["seq"], msg["batch"], msg["done"]
     assert frame[0] & 3 == 1, f"not a binary batch: {frame[:8].hex()}"
-    pos, values = 1, []
+    pos, deltas = 1, []
     for _ in range(2):
         value = shift = 0
         while True:
@@ -168,8 +169,8 @@ def batch_header(frame):
             shift += 7
             if b < 0x80:
                 break
-        values.append(value)
-    return values[0], values[1], bool(frame[0] & 4)
+        deltas.append(value // 2 if value % 2 == 0 else -(value + 1) // 2)
+    return previous[0] + deltas[0], previous[1] + 1 + deltas[1], bool(frame[0] & 4)
 
 
 def batch_frames(server, subprotocol, viewports, algorithm=None, pace=None, timeout_s=20):
@@ -184,7 +185,7 @@ def batch_frames(server, subprotocol, viewports, algorithm=None, pace=None, time
         if algorithm and algorithm != hello["algorithm"]:
             ws.send(json.dumps({"type": "settings", "algorithm": algorithm}))
             assert json.loads(ws.recv(timeout=timeout_s))["algorithm"] == algorithm
-        frames = []
+        frames, header = [], (0, 0, False)
         for seq, viewport in enumerate(viewports, 1):
             ws.send(json.dumps({"type": "viewport", "seq": seq, **viewport}))
             while True:
@@ -192,7 +193,8 @@ def batch_frames(server, subprotocol, viewports, algorithm=None, pace=None, time
                 if isinstance(frame, str) and json.loads(frame)["type"] != "batch":
                     raise AssertionError(f"unexpected message: {frame}")
                 frames.append(frame)
-                served, number, done = batch_header(frame)
+                header = batch_header(frame, header)
+                served, number, done = header
                 # The server moves its pace towards 0.5 × applied / ms.
                 ack = {"applied": 100, "ms": 50 / pace} if pace else {"applied": 0, "ms": 0.1}
                 ws.send(json.dumps({"type": "ack", "batch": number, **ack}))
@@ -221,8 +223,9 @@ def served_in_both_encodings(page, server, viewports, algorithm=None):
     texts = batch_frames(server, PROTOCOL, viewports, algorithm)
     assert all(isinstance(f, bytes) for f in frames) and all(isinstance(t, str) for t in texts)
     decoded = page.evaluate("""async (frames) => {
-        const { decodeBinary } = await import('/pinwheel/binary.js');
-        return frames.map((f) => decodeBinary(Uint8Array.from(f).buffer));
+        const { BinaryDecoder } = await import('/pinwheel/binary.js');
+        const decoder = new BinaryDecoder();
+        return frames.map((f) => decoder.decode(Uint8Array.from(f).buffer));
     }""", [list(f) for f in frames])
     return frames, decoded, texts
 

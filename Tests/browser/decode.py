@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Decode benchmark of the page (not a test): a real batch of about 1,000 markers, taken from the
 server over `pinwheel.v1+bin` and over `pinwheel.v1` for the same view, decoded many times in headless
-Chromium: web/pinwheel/binary.js's `decodeBinary` against `JSON.parse` of the JSON batch.
+Chromium: web/pinwheel/binary.js's `BinaryDecoder` against `JSON.parse` of the JSON batch.
 
     PINWHEEL_BIN=.build/release/pinwheel python3 Tests/browser/decode.py [--markers N] [--runs R] [--json FILE]
 
@@ -28,20 +28,30 @@ from playwright.sync_api import sync_playwright  # noqa: E402
 VIEWS = [{"bbox": bbox, "zoom": 8, "width": 16384, "height": 16384, "tileSize": 256}
          for bbox in ([-10.0, 35.0, 30.0, 60.0], [-100.0, 30.0, -70.0, 50.0])]
 
-# [removes, markers (removes + updates + adds)] of each batch.
+# [removes, markers (removes + updates + adds)] of each batch, and for a binary one the running state
+# its decoding starts from.
 SIZES = """async (frames) => {
-    const { decodeBinary } = await import('/pinwheel/binary.js');
+    const { BinaryDecoder } = await import('/pinwheel/binary.js');
+    const decoder = new BinaryDecoder();
     return frames.map((f) => {
-        const m = typeof f === 'string' ? JSON.parse(f) : decodeBinary(Uint8Array.from(f).buffer);
-        return [m.remove.length, m.remove.length + m.update.length + m.add.length];
+        if (typeof f === 'string') {
+            const m = JSON.parse(f);
+            return [m.remove.length, m.remove.length + m.update.length + m.add.length, null];
+        }
+        const state = decoder.state;
+        const m = decoder.decode(Uint8Array.from(f).buffer);
+        return [m.remove.length, m.remove.length + m.update.length + m.add.length, state];
     });
 }"""
 
 # Milliseconds per decode, each sample the mean of `inner` decodes (performance.now() is coarsened to
 # 0.1 ms in a page that is not cross-origin isolated), after a warm-up that lets the JIT compile.
-TIME = """async ([frame, text, runs, inner]) => {
-    const { decodeBinary } = await import('/pinwheel/binary.js');
+TIME = """async ([frame, state, text, runs, inner]) => {
+    const { BinaryDecoder } = await import('/pinwheel/binary.js');
     const buffer = Uint8Array.from(frame).buffer;
+    const decoder = new BinaryDecoder();
+    // Each decode starts from the state the frame's connection had before it.
+    const decodeBinary = (b) => { decoder.state = state; return decoder.decode(b); };
     const sample = (decode) => {
         const t0 = performance.now();
         for (let i = 0; i < inner; i++) decode();
@@ -69,19 +79,20 @@ def open_blank(page, server):
 
 def batch_of(page, server, subprotocol, markers):
     """The first batch of new features, `markers` of them (±2 %), that the server sends for VIEWS over
-    `subprotocol`, with acks steering its pace to `markers` a batch: (frame, its marker count)."""
+    `subprotocol`, with acks steering its pace to `markers` a batch: (frame, its marker count, the
+    running state a binary frame's decoding starts from)."""
     frames = batch_frames(server, subprotocol, VIEWS, pace=markers / 50)
     sizes = page.evaluate(SIZES, [f if isinstance(f, str) else list(f) for f in frames])
-    k = next(i for i, (removes, n) in enumerate(sizes) if removes == 0 and abs(n - markers) <= 0.02 * markers)
-    return frames[k], sizes[k][1]
+    k = next(i for i, (removes, n, _) in enumerate(sizes) if removes == 0 and abs(n - markers) <= 0.02 * markers)
+    return frames[k], sizes[k][1], sizes[k][2]
 
 
 def measure(page, server, markers=1000, runs=400, inner=10):
     """Median, 10th and 90th percentile milliseconds of decoding a real batch of `markers` markers in
     each encoding, with the batches' sizes."""
-    frame, binary_markers = batch_of(page, server, BINARY_PROTOCOL, markers)
-    text, json_markers = batch_of(page, server, PROTOCOL, markers)
-    samples = page.evaluate(TIME, [list(frame), text, runs, inner])
+    frame, binary_markers, state = batch_of(page, server, BINARY_PROTOCOL, markers)
+    text, json_markers, _ = batch_of(page, server, PROTOCOL, markers)
+    samples = page.evaluate(TIME, [list(frame), state, text, runs, inner])
 
     def figures(values):
         values = sorted(values)

@@ -6,7 +6,7 @@ import csv
 import json
 
 import pytest
-from binary_frames import at_resolution
+from binary_frames import on_grid
 from browser_support import ROOT, held_after_each_view, open_map, running_server, served_in_both_encodings, wait_settled
 
 
@@ -60,6 +60,6 @@ def test_the_binary_encoding_carries_the_aggregates_the_json_one_does(page, aggr
     views = [{"bbox": [-18.0, 35.0, 38.0, 60.0], "zoom": 5, "width": 1280, "height": 800, "tileSize": 256}]
     _, decoded, texts = served_in_both_encodings(page, aggregating_server, views)
     [got], [want] = held_after_each_view(decoded), held_after_each_view(map(json.loads, texts))
-    assert got == {i: at_resolution(f) for i, f in want.items()}
+    assert got == {i: on_grid(f) for i, f in want.items()}
     clusters = [f for f in want.values() if f["count"] > 1]
     assert clusters and all(set(f["aggregates"]) == {"people", "biggest"} for f in clusters)

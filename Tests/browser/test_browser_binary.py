@@ -13,18 +13,21 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.asyncio.server import serve
 
-from binary_frames import at_resolution, encode, varint
+from binary_frames import Encoder, encode, message_on_grid, on_grid, varint
 from browser_support import (BINARY_PROTOCOL, PROTOCOL, ROOT, batch_frames, held_after_each_view, markers,
                              served_in_both_encodings, server_features, wait_settled)
 from decode import measure, open_blank
 
-# Decodes each frame (a list of byte values) in the page; returns JSON.stringify of each message, or
-# {error, name, offset} for a frame that is refused.
-DECODE = """async (frames) => {
-    const { decodeBinary } = await import('/pinwheel/binary.js');
+# Decodes each frame (a list of byte values) in the page, in order, as the frames of one connection
+# whose client reported `held`; returns JSON.stringify of each message, or {error, name, offset} for a
+# frame that is refused (which leaves the decoder as it was).
+DECODE = """async ([frames, held]) => {
+    const { BinaryDecoder } = await import('/pinwheel/binary.js');
+    const decoder = new BinaryDecoder();
+    decoder.hold(held);
     return frames.map((bytes) => {
         try {
-            return JSON.stringify(decodeBinary(Uint8Array.from(bytes).buffer));
+            return JSON.stringify(decoder.decode(Uint8Array.from(bytes).buffer));
         } catch (e) {
             return {error: e.message, name: e.name, offset: e.offset};
         }
@@ -39,6 +42,10 @@ PARSED = "(texts) => texts.map((t) => JSON.stringify(JSON.parse(t)))"
 # counts beyond 2^31, a string-named point,
 # properties with empty, long (two-byte length) and non-ASCII values and a `__proto__` name, aggregates
 # with null, names repeated through the table, coordinates at ±90 and ±180.
+# The client holds HELD when the first arrives; removals list ids from the highest slot down.
+HELD = [2**53 - 1, 0, 5 * 2**32 + 7, 3, 2**32 - 1, 4294967396, 17]
+# What it holds when the last arrives.
+LAST_HELD = [2**53 - 1, 0, 5 * 2**32 + 7, 3, 2**32 - 1, 18]
 MESSAGES = [
     {"type": "batch", "seq": 7, "batch": 3, "remove": [17, 4294967396],
      "add": [{"id": 18, "lat": 1.5, "lon": 2.5, "count": 1, "parent": 18}], "update": [], "done": False, "version": 0},
@@ -48,7 +55,7 @@ MESSAGES = [
     {"type": "expansion", "id": 4294967396, "zoom": 9},
     {"type": "expansion", "id": 4294967396, "spread": [
         {"id": 5, "lat": 48.85003, "lon": 2.35, "count": 1, "parent": 4294967396, "anchor": {"lat": 48.85, "lon": 2.35}}]},
-    {"type": "batch", "seq": 2**53 - 1, "batch": 2**40, "remove": [2**53 - 1, 0, 5 * 2**32 + 7, 3, 2**32 - 1], "add": [
+    {"type": "batch", "seq": 2**53 - 1, "batch": 2**40, "remove": [2**32 - 1, 3, 5 * 2**32 + 7, 0, 2**53 - 1], "add": [
         {"id": 2**53 - 1, "lat": -90, "lon": 180, "count": 2**31 + 5, "parent": 2**52 + 2**32 - 1,
          "aggregates": {"people": 2140526, "highest": None, "ø": -35.25}},
         {"id": 2**31 + 3, "lat": 48.8512345, "lon": -179.9999999, "count": 1, "key": "bus-12 ✓",
@@ -72,12 +79,19 @@ def blank(page, server):
 
 
 def test_every_field_decodes_as_json_parse_reads_it(blank):
-    decoded = blank.evaluate(DECODE, [list(encode(m)) for m in MESSAGES])
-    parsed = blank.evaluate(PARSED, [json.dumps(at_resolution(m)) for m in MESSAGES])
+    # One connection's frames: each message's deltas start where the one before left them.
+    connection = Encoder()
+    connection.hold(HELD)
+    decoded = blank.evaluate(DECODE, [[list(connection.encode(m)) for m in MESSAGES], HELD])
+    parsed = blank.evaluate(PARSED, [json.dumps(message_on_grid(m)) for m in MESSAGES])
     for m, got, want in zip(MESSAGES, decoded, parsed):
         assert got == want, m
     assert json.loads(decoded[0])["add"][0]["lat"] == 1.5
     assert blank.console_log.errors == []
+
+
+# What the client of the worked example in docs/protocol.md holds, by slot.
+EXAMPLE_HELD = [5, 8, 4294967396, 9, 12]
 
 
 def protocol_example():
@@ -90,18 +104,19 @@ def protocol_example():
 
 def test_the_protocol_documents_worked_example_decodes_to_its_json(blank):
     text, frame = protocol_example()
-    assert len(frame) == 37 and encode(json.loads(text)) == frame
-    assert blank.evaluate(DECODE, [list(frame)]) == blank.evaluate(PARSED, [text])
+    assert len(frame) == 31 and encode(json.loads(text), EXAMPLE_HELD) == frame
+    on_grid_text = json.dumps(message_on_grid(json.loads(text)))
+    assert blank.evaluate(DECODE, [[list(frame)], EXAMPLE_HELD]) == blank.evaluate(PARSED, [on_grid_text])
     assert blank.console_log.errors == []
 
 
 def test_every_malformed_frame_is_refused_naming_the_problem_and_its_byte(blank):
-    good = encode(MESSAGES[-1])
-    # Type 1 with the flag "add is not empty", seq, batch, 1 add: the feature's header at 4, its id,
-    # lat and lon, 1 property: name 0 (9) new, "a" (10, 11), value "b" (12, 13).
+    good = encode(MESSAGES[-1], LAST_HELD)
+    # Type 1 with the flag "add is not empty", seq 1 (zigzag 2), batch 1 (the first: 0), 1 add: the feature's id and parent mode at 4,
+    # its flag byte at 5, lat and lon, 1 property: name 0 (9) new, "a" (10, 11), value "b" (12, 13).
     feature = encode({"type": "batch", "seq": 1, "batch": 1, "remove": [], "done": False, "version": 0,
                       "add": [{"id": 1, "lat": 0, "lon": 0, "count": 1, "properties": {"a": "b"}}], "update": []})
-    assert feature == bytes([0x21, 1, 1, 1, 0x24, 4, 0, 0, 1, 0, 1, 97, 1, 98])
+    assert feature == bytes([0x21, 2, 0, 1, 0x21, 0x08, 0, 0, 1, 0, 1, 97, 1, 98])
 
     def patched(at, value):
         return feature[:at] + bytes([value]) + feature[at + 1:]
@@ -112,21 +127,22 @@ def test_every_malformed_frame_is_refused_naming_the_problem_and_its_byte(blank)
         (b"{", "first byte 0x7b has message type 3, neither 1 (batch) nor 2 (expansion) at byte 0"),
         (good + b"\x00\x00", "2 bytes left after the message at byte %d" % len(good)),
         (b"\x0a\x00", "expansion flags 0x08 have bits an expansion does not have at byte 0"),
-        (patched(4, 0xA4), "feature header 0xa4 has reserved bit 7 set at byte 4"),
+        (patched(5, 0x28), "feature flags 0x28 have reserved bits set at byte 5"),
         (patched(9, 1), "a property name refers to name 1 of a table of 0 at byte 9"),
         (patched(13, 0xFF), "a property value is not UTF-8 at byte 13"),
         (patched(12, 5), "a property value of 5 bytes runs past the end of the frame at byte 12"),
         (b"\x01" + b"\xff" * 8 + b"\x01", "seq is a varint longer than 8 bytes at byte 1"),
-        (b"\x01" + b"\xff" * 7 + b"\x7f", "seq is 2^53 or more at byte 1"),
-        (b"\x11\x01\x01\x01" + varint(2 * (2 * 5 + 1)), "a removed id has low part -6, outside 0…2^32−1 at byte 4"),
+        (b"\x01" + b"\xff" * 7 + b"\x7f", "seq is -36028797018963968, outside 0…2^53−1 at byte 1"),
+        (b"\x11\x02\x00\x01" + varint(6), "no held slot lies 6 below slot 6 (the client holds 6) at byte 4"),
+        (b"\x05\x01\x00", "seq is -1, outside 0…2^53−1 at byte 1"),
         (b"\x02\x00" + bytes(7), "frame ends inside zoom at byte 2"),
     ]
-    results = blank.evaluate(DECODE, [list(frame) for frame, _ in cases])
+    results = blank.evaluate(DECODE, [[list(frame) for frame, _ in cases], LAST_HELD])
     for (frame, message), got in zip(cases, results):
         assert got == {"error": f"pinwheel.v1+bin: {message}", "name": "BinaryDecodeError",
                        "offset": int(message.rsplit(" ", 1)[1])}, frame.hex()
     # A frame cut anywhere is refused, at or before the cut.
-    prefixes = blank.evaluate(DECODE, [list(good[:n]) for n in range(len(good))])
+    prefixes = blank.evaluate(DECODE, [[list(good[:n]) for n in range(len(good))], LAST_HELD])
     for n, got in enumerate(prefixes):
         assert isinstance(got, dict) and got["name"] == "BinaryDecodeError" and got["offset"] <= n, (n, got)
     assert blank.console_log.errors == []
@@ -147,7 +163,7 @@ def test_the_servers_binary_batches_decode_to_the_json_it_sends_for_the_same_vie
     got_views, want_views = held_after_each_view(decoded), held_after_each_view(map(json.loads, texts))
     assert len(got_views) == len(want_views) == len(VIEWS)
     for got, want in zip(got_views, want_views):
-        assert got == {i: at_resolution(f) for i, f in want.items()}
+        assert got == {i: on_grid(f) for i, f in want.items()}
     everything = [f for view in want_views for f in view.values()]
     assert any(f["count"] > 1 and "parent" in f for f in everything) and any("properties" in f for f in everything)
     assert any("anchor" in f for f in everything), "the mall's pins carry anchors"
@@ -156,22 +172,24 @@ def test_the_servers_binary_batches_decode_to_the_json_it_sends_for_the_same_vie
 
 
 # featureDigest (the `held` digest) of every feature added or updated: from the binary frames once
-# decoded, and from the JSON texts, whose coordinates are the server's own doubles.
+# decoded, and from the JSON texts with each position placed on its grid as the server places it
+# when it computes a binary session's digests.
 DIGESTS = """async ([frames, texts]) => {
-    const { decodeBinary } = await import('/pinwheel/binary.js');
+    const { BinaryDecoder } = await import('/pinwheel/binary.js');
     const { featureDigest } = await import('/pinwheel/client.js');
+    const decoder = new BinaryDecoder();
     const digests = (messages) => Object.fromEntries(messages.flatMap((m) => m.add.concat(m.update))
         .map((f) => [f.id, [featureDigest(f), f.lat, f.lon]]));
-    return [digests(frames.map((f) => decodeBinary(Uint8Array.from(f).buffer))), digests(texts.map((t) => JSON.parse(t)))];
+    return [digests(frames.map((f) => decoder.decode(Uint8Array.from(f).buffer))), digests(texts.map((t) => JSON.parse(t)))];
 }"""
 
 
 def test_a_decoded_feature_has_the_digest_the_server_computes_for_it(blank, server):
     # After a reconnect the server re-sends nothing for a held feature whose digest matches its own.
-    # The United States at zoom 4 holds a cluster at longitude -103.95659825, a tie at 1e-7°.
+    # The United States at zoom 4 adds clusters on the coarse grids of zooms 4 to 6.
     views = VIEWS + [{"bbox": [-126.0, 24.0, -70.0, 52.0], "zoom": 4, "width": 1280, "height": 800, "tileSize": 256}]
     binary = batch_frames(server, BINARY_PROTOCOL, views, algorithm="hierarchical")
-    text = batch_frames(server, PROTOCOL, views, algorithm="hierarchical")
+    text = [json.dumps(message_on_grid(json.loads(t))) for t in batch_frames(server, PROTOCOL, views, algorithm="hierarchical")]
     decoded, parsed = blank.evaluate(DIGESTS, [[list(f) for f in binary], text])
     assert decoded.keys() == parsed.keys() and len(decoded) > 500
     differ = {i: (decoded[i], parsed[i]) for i in decoded if decoded[i][0] != parsed[i][0]}

@@ -1,5 +1,5 @@
 /* Pinwheel binary decoder: `batch` and `expansion` frames of `pinwheel.v1+bin` (docs/protocol.md,
- * "Binary encoding") into exactly the objects their JSON form parses to.
+ * "Binary encoding") into the objects their JSON form parses to, positions on the binary grid.
  *
  * A plain ES module, no build step, no dependencies. One pass over the bytes; numbers are read with
  * Number arithmetic (ids reach 2^53, beyond what 32-bit bitwise operators hold).
@@ -22,23 +22,27 @@ const BATCH_UPDATE = 0x40;
 const BATCH_VERSION = 0x80;
 /** Expansion flag: `spread` (else `zoom`). */
 const EXPANSION_SPREAD = 0x04;
-/** Feature header bits. */
-const PARENT_MASK = 0x03;
+/** A feature's first varint: bit 0 a flag byte follows, bits 1–2 the parent mode, the id above. */
 const PARENT_SELF = 1;
 const PARENT_SAME_LOW = 2;
 const PARENT_WRITTEN = 3;
-const COUNT_ONE = 0x04;
-const HAS_ANCHOR = 0x08;
-const HAS_KEY = 0x10;
-const HAS_PROPERTIES = 0x20;
-const HAS_AGGREGATES = 0x40;
-const HEADER_RESERVED = 0x80;
+/** Flag byte bits. */
+const HAS_COUNT = 0x01;
+const HAS_ANCHOR = 0x02;
+const HAS_KEY = 0x04;
+const HAS_PROPERTIES = 0x08;
+const HAS_AGGREGATES = 0x10;
+const FLAGS_RESERVED = 0xe0;
 /** Longest varint: 8 bytes of 7 bits. */
 const VARINT_MAX_BYTES = 8;
 /** An id is `tag × 2^32 + low`. */
 const LOW_SPAN = 4294967296;
 /** Fixed-point degrees per degree. */
 const FIXED = 1e7;
+/** A point's grid in fixed-point degrees (1e-6°); clusters of the hierarchical index name a zoom. */
+const POINT_UNIT = 10;
+const LAT_LIMIT = 900000000;
+const LON_LIMIT = 1800000000;
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
@@ -56,19 +60,25 @@ export class BinaryDecodeError extends Error {
 
 // ---- Reader ----------------------------------------------------------------------------------------
 
-/** The bytes of one message and the running state its deltas refer to (all 0 at its start). */
+/** The bytes of one message and the running state its deltas refer to, carried over from the
+ *  session's previous message (`state`, all 0 when the connection opens). */
 class Reader {
-    constructor(bytes) {
+    constructor(bytes, state, held) {
+        /** The ids the client holds by slot, which removals name; the slots this message removes. */
+        this.held = held;
+        this.removedSlots = [];
         this.bytes = bytes;
         this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
         this.pos = 0;
         this.end = bytes.length;
-        this.tag = 0;
-        this.low = 0;
-        this.lat = 0;
-        this.lon = 0;
+        this.seq = state.seq;
+        this.number = state.number;
+        this.tag = state.tag;
+        this.low = state.low;
+        this.lat = state.lat;
+        this.lon = state.lon;
         /** The previous parent's tag. */
-        this.parentTag = 0;
+        this.parentTag = state.parentTag;
         /** Property and aggregate names seen in this message, by index. */
         this.names = [];
     }
@@ -112,6 +122,23 @@ class Reader {
         return unzigzag(this.varint(what));
     }
 
+    /** `base` plus a zigzag varint: a whole number below 2^53, as JSON's. The delta may need 54 bits
+     *  (from 0 to 2^53 − 1), more than a Number holds exactly, so it is read as a BigInt. */
+    after(base, what) {
+        const start = this.pos;
+        let z = 0n;
+        for (let k = 0; ; k++) {
+            if (this.pos >= this.end) this.fail(`frame ends ${k ? 'inside' : 'before'} ${what}`, start);
+            if (k >= VARINT_MAX_BYTES) this.fail(`${what} is a varint longer than ${VARINT_MAX_BYTES} bytes`, start);
+            const b = this.bytes[this.pos++];
+            z |= BigInt(b & 0x7f) << BigInt(7 * k);
+            if (b < 0x80) break;
+        }
+        const v = BigInt(base) + (z & 1n ? -((z + 1n) >> 1n) : z >> 1n);
+        if (v < 0n || v > BigInt(Number.MAX_SAFE_INTEGER)) this.fail(`${what} is ${v}, outside 0…2^53−1`, start);
+        return Number(v);
+    }
+
     f64(what) {
         if (this.pos + 8 > this.end) this.fail(`frame ends inside ${what}`);
         const v = this.view.getFloat64(this.pos, true);
@@ -136,7 +163,11 @@ class Reader {
     /** An id, relative to the previous one; updates the running tag and low part. */
     id(what) {
         const start = this.pos;
-        const v = this.varint(what);
+        return this.relativeId(this.varint(what), what, start);
+    }
+
+    /** The id whose relative value `v` was read at `start`; its tag follows when `v` is odd. */
+    relativeId(v, what, start) {
         const changed = v % 2;
         const z = (v - changed) / 2;
         const low = this.low + unzigzag(z);
@@ -162,15 +193,22 @@ class Reader {
 
     feature() {
         const start = this.pos;
-        const header = this.byte('a feature');
-        if (header & HEADER_RESERVED) this.fail(`feature header 0x${hex(header)} has reserved bit 7 set`, start);
-        const id = this.id('a feature id');
+        const head = this.varint('a feature');
+        // Bits 0–2 below the id's value: Number division, as ids pass 2^32.
+        const id = this.relativeId(Math.floor(head / 8), 'a feature id', start);
         const low = this.low;
-        const lat = (this.lat += this.zigzag('a latitude'));
-        const lon = (this.lon += this.zigzag('a longitude'));
+        const flags = head % 2 ? this.byte('feature flags') : 0;
+        if (flags & FLAGS_RESERVED) this.fail(`feature flags 0x${hex(flags)} have reserved bits set`, this.pos - 1);
+        const unit = gridUnit(id);
+        const lat = (Math.floor(this.lat / unit) + this.zigzag('a latitude')) * unit;
+        const lon = (Math.floor(this.lon / unit) + this.zigzag('a longitude')) * unit;
+        if (Math.abs(lat) > LAT_LIMIT || Math.abs(lon) > LON_LIMIT) this.fail(`feature ${id} lies outside ±90°, ±180°`, start);
+        this.lat = lat;
+        this.lon = lon;
+        const countWritten = id >= LOW_SPAN || flags & HAS_COUNT;
         // Built in JSON's key order, so every feature shares one shape.
-        const f = { id: id, lat: lat / FIXED, lon: lon / FIXED, count: header & COUNT_ONE ? 1 : this.varint('a count') };
-        const parent = header & PARENT_MASK;
+        const f = { id: id, lat: lat / FIXED, lon: lon / FIXED, count: countWritten ? this.varint('a count') : 1 };
+        const parent = (head >> 1) & 3;
         if (parent === PARENT_SELF) {
             f.parent = id;
         } else if (parent === PARENT_SAME_LOW) {
@@ -186,19 +224,19 @@ class Reader {
             f.parent = this.parentTag * LOW_SPAN + parentLow;
         }
         if (parent > PARENT_SELF && f.parent > Number.MAX_SAFE_INTEGER) this.fail(`the parent of feature ${id} is 2^53 or more`, start);
-        if (header & HAS_ANCHOR) {
-            const anchorLat = lat + this.zigzag('an anchor latitude');
-            f.anchor = { lat: anchorLat / FIXED, lon: (lon + this.zigzag('an anchor longitude')) / FIXED };
+        if (flags & HAS_ANCHOR) {
+            const anchorLat = lat + unit * this.zigzag('an anchor latitude');
+            f.anchor = { lat: anchorLat / FIXED, lon: (lon + unit * this.zigzag('an anchor longitude')) / FIXED };
         }
-        if (header & HAS_KEY) f.key = this.string('a key');
-        if (header & HAS_PROPERTIES) {
+        if (flags & HAS_KEY) f.key = this.string('a key');
+        if (flags & HAS_PROPERTIES) {
             const properties = {};
             for (let n = this.varint('a property count'); n > 0; n--) {
                 setOwn(properties, this.name('a property name'), this.string('a property value'));
             }
             f.properties = properties;
         }
-        if (header & HAS_AGGREGATES) {
+        if (flags & HAS_AGGREGATES) {
             const aggregates = {};
             for (let n = this.varint('an aggregate count'); n > 0; n--) {
                 const name = this.name('an aggregate name');
@@ -216,6 +254,13 @@ class Reader {
         for (let n = this.varint(`the count of ${what}`); n > 0; n--) list.push(this.feature());
         return list;
     }
+}
+
+/** The grid of a feature's position in fixed-point degrees: a cluster of the hierarchical index
+ *  (tag 1–31, its zoom + 1) at a 32nd of a pixel of its zoom, anything else at 1e-6°. */
+function gridUnit(id) {
+    const tag = Math.floor(id / LOW_SPAN);
+    return tag >= 1 && tag <= 31 ? 2 ** Math.max(0, 19 - tag) : POINT_UNIT;
 }
 
 /** The signed integer a zigzag value stands for (0, 1, 2, 3 … are 0, −1, 1, −2 …). */
@@ -236,15 +281,26 @@ function setOwn(o, k, v) {
 // ---- Messages ----------------------------------------------------------------------------------------
 
 function batch(r, flags) {
-    const seq = r.varint('seq');
-    const number = r.varint('the batch number');
+    // The session's batches count up by one, and their seq stays or grows a little.
+    const seq = (r.seq = r.after(r.seq, 'seq'));
+    const number = (r.number = r.after(r.number + 1, 'the batch number'));
     // A list or version whose flag is clear is empty or 0 and not written.
     const version = flags & BATCH_VERSION ? r.varint('version') : 0;
     let capped = null;
     if (flags & BATCH_CAPPED) capped = { limit: r.varint('capped.limit'), available: r.varint('capped.available') };
     const remove = [];
     if (flags & BATCH_REMOVE) {
-        for (let n = r.varint('the count of remove'); n > 0; n--) remove.push(r.id('a removed id'));
+        // Slots of what the client holds, descending: each the distance below the one before.
+        const held = r.held;
+        let above = held.length;
+        for (let n = r.varint('the count of remove'); n > 0; n--) {
+            const at = r.pos;
+            const gap = r.varint('a removed slot');
+            if (gap >= above) r.fail(`no held slot lies ${gap} below slot ${above} (the client holds ${held.length})`, at);
+            above -= gap + 1;
+            r.removedSlots.push(above);
+            remove.push(held[above]);
+        }
     }
     const add = flags & BATCH_ADD ? r.features('add') : [];
     const update = flags & BATCH_UPDATE ? r.features('update') : [];
@@ -260,28 +316,71 @@ function expansion(r, flags) {
     return { type: 'expansion', id: id, zoom: r.f64('zoom') };
 }
 
-/**
- * Decodes one binary frame.
- * @param {ArrayBuffer | Uint8Array} data the frame's payload.
- * @returns the message, exactly as its JSON form parses (`batch` or `expansion`).
- * @throws {BinaryDecodeError} naming the problem and its byte offset.
- */
-export function decodeBinary(data) {
-    const bytes = data instanceof Uint8Array ? data : new Uint8Array(data);
-    const r = new Reader(bytes);
-    const first = r.byte('the message type');
-    const type = first & TYPE_MASK;
-    const flags = first & ~TYPE_MASK;
-    let msg;
-    if (type === BATCH) {
-        msg = batch(r, flags);
-    } else if (type === EXPANSION) {
-        if (flags & ~EXPANSION_SPREAD) r.fail(`expansion flags 0x${hex(flags)} have bits an expansion does not have`, 0);
-        msg = expansion(r, flags);
-    } else {
-        r.fail(`first byte 0x${hex(first)} has message type ${type}, neither 1 (batch) nor 2 (expansion)`, 0);
+/** Decodes the binary frames of one connection, in the order they came: each frame's deltas start
+ *  where the previous one's ended, and removals name the slots the server keeps for what the client
+ *  holds, so a connection needs a decoder of its own. */
+export class BinaryDecoder {
+    constructor() {
+        this.state = { seq: 0, number: 0, tag: 0, low: 0, lat: 0, lon: 0, parentTag: 0 };
+        /** The ids the client holds by slot, as the server applied its batches, and each id's slot. */
+        this.held = [];
+        this.slots = new Map();
     }
-    const left = r.end - r.pos;
-    if (left) r.fail(`${left} byte${left === 1 ? '' : 's'} left after the message`);
-    return msg;
+
+    /** After a reconnect: the ids of the `held` messages sent, in order (a repeated id keeps its
+     *  first place), before the connection's first binary frame. */
+    hold(ids) {
+        for (const id of ids) this._holdOne(id);
+    }
+
+    _holdOne(id) {
+        if (!this.slots.has(id)) {
+            this.slots.set(id, this.held.length);
+            this.held.push(id);
+        }
+    }
+
+    /** A decoded batch's removals (slots, descending), then its updates and adds. */
+    _apply(msg, removedSlots) {
+        const held = this.held;
+        for (const slot of removedSlots) {
+            this.slots.delete(held[slot]);
+            const last = held.pop();
+            if (slot < held.length) {
+                held[slot] = last;
+                this.slots.set(last, slot);
+            }
+        }
+        for (const f of msg.update) this._holdOne(f.id);
+        for (const f of msg.add) this._holdOne(f.id);
+    }
+
+    /**
+     * Decodes the connection's next binary frame. A frame that does not decode leaves the running
+     * state as it was (and the connection should be dropped: the server's next frame refers to it).
+     * @param {ArrayBuffer | Uint8Array} data the frame's payload.
+     * @returns the message as its JSON form parses (`batch` or `expansion`), positions on the grid.
+     * @throws {BinaryDecodeError} naming the problem and its byte offset.
+     */
+    decode(data) {
+        const bytes = data instanceof Uint8Array ? data : new Uint8Array(data);
+        const r = new Reader(bytes, this.state, this.held);
+        const first = r.byte('the message type');
+        const type = first & TYPE_MASK;
+        const flags = first & ~TYPE_MASK;
+        let msg;
+        if (type === BATCH) {
+            msg = batch(r, flags);
+        } else if (type === EXPANSION) {
+            if (flags & ~EXPANSION_SPREAD) r.fail(`expansion flags 0x${hex(flags)} have bits an expansion does not have`, 0);
+            msg = expansion(r, flags);
+        } else {
+            r.fail(`first byte 0x${hex(first)} has message type ${type}, neither 1 (batch) nor 2 (expansion)`, 0);
+        }
+        const left = r.end - r.pos;
+        if (left) r.fail(`${left} byte${left === 1 ? '' : 's'} left after the message`);
+        this.state = { seq: r.seq, number: r.number, tag: r.tag, low: r.low, lat: r.lat, lon: r.lon, parentTag: r.parentTag };
+        if (type === BATCH) this._apply(msg, r.removedSlots);
+        return msg;
+    }
 }

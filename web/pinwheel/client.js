@@ -7,7 +7,7 @@
  * and draws; the API is documented in docs/client.md.
  */
 
-import { BINARY_PROTOCOL, decodeBinary } from './binary.js';
+import { BINARY_PROTOCOL, BinaryDecoder } from './binary.js';
 
 // ---- Constants -----------------------------------------------------------------------------------
 
@@ -141,6 +141,8 @@ export class PinwheelClient {
         };
         this._listeners = new Map();
         this._socket = null;
+        /** The current connection's decoder of binary frames. */
+        this._decoder = null;
         this._reconnectDelay = RECONNECT_MIN_MS;
         this._reconnectTimer = 0;
         this._helloSeen = false;
@@ -231,7 +233,11 @@ export class PinwheelClient {
             this._reconnectDelay = RECONNECT_MIN_MS;
             if (this.state.startup.open === null) this.state.startup.open = Math.round(performance.now());
         };
-        ws.onmessage = (event) => this._onMessage(event);
+        // Binary frames carry their deltas over from the connection's previous one, and name removals
+        // by the slots of what this connection's client holds.
+        const decoder = new BinaryDecoder();
+        this._decoder = decoder;
+        ws.onmessage = (event) => this._onMessage(event, decoder);
         ws.onclose = () => {
             if (this._socket !== ws) return;
             this._socket = null;
@@ -269,7 +275,7 @@ export class PinwheelClient {
 
     /** The one message handler: every server message goes through this switch. Text frames are JSON;
      *  binary frames (`batch` and `expansion` of `pinwheel.v1+bin`) decode to the same objects. */
-    _onMessage(event) {
+    _onMessage(event, decoder) {
         const data = event.data;
         const text = typeof data === 'string';
         const bytes = text ? utf8Length(data) : data.byteLength;
@@ -277,7 +283,7 @@ export class PinwheelClient {
         this.state.counters.messages++;
         let msg;
         try {
-            msg = text ? JSON.parse(data) : decodeBinary(data);
+            msg = text ? JSON.parse(data) : decoder.decode(data);
         } catch (e) {
             if (text) console.warn('pinwheel: server sent invalid JSON');
             else this._undecodable(event.target, e);
@@ -349,6 +355,8 @@ export class PinwheelClient {
         if (!this.features.size) return;
         const pairs = [];
         for (const f of this.features.values()) pairs.push([f.id, featureDigest(f)]);
+        // The server keeps them in this order; a binary connection's removals name their places.
+        this._decoder.hold(this.features.keys());
         for (let i = 0; i < pairs.length; i += HELD_PER_MESSAGE) {
             this.send({ type: 'held', version: this.state.dataVersion, features: pairs.slice(i, i + HELD_PER_MESSAGE) });
         }

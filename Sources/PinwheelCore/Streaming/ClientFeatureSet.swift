@@ -104,6 +104,23 @@ public struct ClientFeatureSet: Sendable {
         if buckets.count > 16 && ids.count * 8 < buckets.count { rehash(buckets: max(16, buckets.count / 4)) }
     }
 
+    /// Orders `removals` from the highest slot down and returns their slots. Removed in that order,
+    /// each feature's slot is taken by the last one, which is never one still to remove, so the slots
+    /// stay valid throughout and a client that mirrors the slots (a `pinwheel.v1+bin` decoder) can be
+    /// told them instead of the ids. Ids the client does not have are dropped: there is nothing to
+    /// remove.
+    public func orderForRemoval(_ removals: inout [FeatureID]) -> [UInt32] {
+        guard !removals.isEmpty else { return [] }
+        var pairs: [(slot: UInt32, id: FeatureID)] = []
+        pairs.reserveCapacity(removals.count)
+        for id in removals {
+            if let s = slot(of: id) { pairs.append((UInt32(s), id)) }
+        }
+        pairs.sort { $0.slot > $1.slot }
+        removals = pairs.map(\.id)
+        return pairs.map(\.slot)
+    }
+
     /// Applies a batch as the client will: removes, then updates, then adds.
     public mutating func apply(
         remove: some Sequence<FeatureID>, add: some Sequence<Feature>,
@@ -181,14 +198,19 @@ extension Feature {
 
 extension Feature {
     /// A 32-bit digest of how a client draws this feature: FNV-1a-style over its count and its
-    /// position rounded to 1e-7°, each as a 32-bit integer. Clients compute the same from the
-    /// numbers they received (`featureDigest` in web/pinwheel/client.js), so after a reconnect a held
-    /// feature whose digest matches needs nothing re-sent.
-    public var digest: UInt32 {
+    /// fixed-point position, each as a 32-bit integer. Clients compute the same from the numbers they
+    /// received (`featureDigest` in web/pinwheel/client.js), so after a reconnect a held feature whose
+    /// digest matches needs nothing re-sent.
+    /// - Parameter encoding: what the client received: JSON carries the position rounded to 1e-7°,
+    ///   `pinwheel.v1+bin` on the feature's ``BinaryGrid``.
+    public func digest(_ encoding: WireEncoding = .json) -> UInt32 {
+        let unit = encoding == .binary ? BinaryGrid.unit(of: id) : 1
+        let fixedLat = BinaryGrid.fixed(lat, unit: unit, limit: BinaryGrid.latLimit)
+        let fixedLon = BinaryGrid.fixed(lon, unit: unit, limit: BinaryGrid.lonLimit)
         var h: UInt32 = 0x811C_9DC5
-        h = (h ^ count) &* 0x0100_0193
-        h = (h ^ UInt32(truncatingIfNeeded: Int64((lat * 1e7 + 0.5).rounded(.down)))) &* 0x0100_0193
-        h = (h ^ UInt32(truncatingIfNeeded: Int64((lon * 1e7 + 0.5).rounded(.down)))) &* 0x0100_0193
+        for v in [count, UInt32(truncatingIfNeeded: fixedLat), UInt32(truncatingIfNeeded: fixedLon)] {
+            h = (h ^ v) &* 0x0100_0193
+        }
         return h
     }
 }

@@ -4,8 +4,13 @@ public struct PacedBatch: Equatable, Sendable {
     public var seq: UInt64
     /// Counts up over the whole session; the client's `ack` names it.
     public var number: UInt64
-    /// Ids the client must remove (applied first).
+    /// Ids the client must remove (applied first), from the highest slot down (see ``removeSlots``).
     public var remove: [FeatureID]
+    /// Where each of `remove` sits among what the client holds before the batch (the dense slots of
+    /// ``ClientFeatureSet``), descending: how `pinwheel.v1+bin` names removals.
+    public var removeSlots: [UInt32] = []
+    /// How many features the client holds before the batch.
+    public var held = 0
     /// Features the client must add.
     public var add: [Feature]
     /// Features the client has whose count or position changed.

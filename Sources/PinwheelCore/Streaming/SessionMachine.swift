@@ -217,7 +217,9 @@ public struct SessionMachine<Clock: PinwheelClock> {
         actions.served = viewport
         query(viewport)
         if !held.isEmpty {
-            pacer.adopt(held: held, current: features, sameData: heldVersion == servedVersion)
+            pacer.adopt(
+                held: held, current: features, sameData: heldVersion == servedVersion,
+                encoding: binaryEncoder != nil ? .binary : .json)
             held = []
         }
         firstBatch = .running(elapsed: .zero, since: receivedAt)

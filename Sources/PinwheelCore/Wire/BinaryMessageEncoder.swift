@@ -19,6 +19,16 @@ public struct BinaryMessageEncoder: Sendable {
         static let version: UInt8 = 1 << 7
     }
 
+    /// Flags of a feature's flag byte, written when any is set.
+    enum FeatureFlag {
+        /// A point's count is written (it is not 1).
+        static let count: UInt8 = 1 << 0
+        static let anchor: UInt8 = 1 << 1
+        static let key: UInt8 = 1 << 2
+        static let properties: UInt8 = 1 << 3
+        static let aggregates: UInt8 = 1 << 4
+    }
+
     /// An expansion's flag: `spread` follows, not `zoom`.
     static let spreadFlag: UInt8 = 1 << 2
 
@@ -27,8 +37,12 @@ public struct BinaryMessageEncoder: Sendable {
     /// Bytes reserved before each message.
     public let headroom: Int
 
-    // The message's running state: the last id's tag (high 32 bits) and low part, the last feature's
-    // fixed-point position, the last parent's tag, and the names defined so far with their table index.
+    // The running state, carried from message to message of a session as its client's decoder
+    // carries it: the last batch's seq and number, the last id's tag (high 32 bits) and low part, the
+    // last feature's fixed-point position, the last parent's tag. The names defined so far, with
+    // their table index, are the message's own.
+    private var seq: UInt64 = 0
+    private var number: UInt64 = 0
     private var tag: UInt64 = 0
     private var low: Int64 = 0
     private var lat: Int64 = 0
@@ -54,17 +68,16 @@ public struct BinaryMessageEncoder: Sendable {
     private mutating func begin() {
         writer.reset()
         writer.bytes.append(contentsOf: repeatElement(0, count: headroom))
-        tag = 0
-        low = 0
-        lat = 0
-        lon = 0
-        parentTag = 0
         names.removeAll(keepingCapacity: true)
     }
 
-    /// Encodes `batch`; the parameters are ``MessageEncoder``'s.
+    /// Encodes `batch`; the parameters are ``MessageEncoder``'s but for the removals, which the client
+    /// finds by slot (see ``PacedBatch/removeSlots``).
+    /// - Parameters:
+    ///   - removeSlots: the removed features' slots, descending, each below `held`.
+    ///   - held: how many features the client holds before the batch.
     public mutating func batch(
-        seq: UInt64, number: UInt64, remove: some Collection<FeatureID>,
+        seq: UInt64, number: UInt64, removeSlots: some Collection<UInt32>, held: Int,
         add: some Collection<Feature>, update: some Collection<Feature>, done: Bool,
         capped: BatchMessage.Capped? = nil, version: UInt64 = 0, context: FeatureContext
     ) {
@@ -72,21 +85,29 @@ public struct BinaryMessageEncoder: Sendable {
         var first = Self.batchType
         if done { first |= BatchFlag.done }
         if capped != nil { first |= BatchFlag.capped }
-        if !remove.isEmpty { first |= BatchFlag.remove }
+        if !removeSlots.isEmpty { first |= BatchFlag.remove }
         if !add.isEmpty { first |= BatchFlag.add }
         if !update.isEmpty { first |= BatchFlag.update }
         if version != 0 { first |= BatchFlag.version }
         writer.byte(first)
-        writer.varint(seq)
-        writer.varint(number)
+        // A session's batches count up by one, and their seq stays or grows a little.
+        writer.zigzag(Int64(bitPattern: seq &- self.seq))
+        writer.zigzag(Int64(bitPattern: number &- self.number &- 1))
+        self.seq = seq
+        self.number = number
         if version != 0 { writer.varint(version) }
         if let capped {
             writer.varint(UInt64(max(0, capped.limit)))
             writer.varint(UInt64(max(0, capped.available)))
         }
-        if !remove.isEmpty {
-            writer.varint(UInt64(remove.count))
-            for id in remove { self.id(id) }
+        if !removeSlots.isEmpty {
+            writer.varint(UInt64(removeSlots.count))
+            // Each as its distance below the one before, the first below the count held.
+            var above = UInt32(held)
+            for slot in removeSlots {
+                writer.varint(UInt64(above - 1 - slot))
+                above = slot
+            }
         }
         if !add.isEmpty { features(add, context) }
         if !update.isEmpty { features(update, context) }
@@ -97,8 +118,8 @@ public struct BinaryMessageEncoder: Sendable {
         _ b: PacedBatch, capped: BatchMessage.Capped? = nil, version: UInt64 = 0, context: FeatureContext
     ) {
         batch(
-            seq: b.seq, number: b.number, remove: b.remove, add: b.add, update: b.update, done: b.done,
-            capped: capped, version: version, context: context)
+            seq: b.seq, number: b.number, removeSlots: b.removeSlots, held: b.held, add: b.add, update: b.update,
+            done: b.done, capped: capped, version: version, context: context)
     }
 
     /// Encodes `expansion`: the zoom at which a cluster splits, or the spread of a same-coordinate group.
@@ -124,13 +145,20 @@ public struct BinaryMessageEncoder: Sendable {
 
     /// An id relative to the previous one: its low part as a zigzag difference, its tag only when it changed.
     private mutating func id(_ id: FeatureID) {
+        let (value, newTag) = relative(id)
+        writer.varint(value)
+        if let newTag { writer.varint(newTag) }
+    }
+
+    /// `2 × zigzag(low − previous low) + t` and, when `t` is 1, the new tag; `id` becomes the previous id.
+    private mutating func relative(_ id: FeatureID) -> (value: UInt64, newTag: UInt64?) {
         let newTag = id >> 32
         let newLow = Int64(id & 0xFFFF_FFFF)
-        let changed: UInt64 = newTag != tag ? 1 : 0
-        writer.varint(BinaryWriter.zigzag(newLow - low) << 1 | changed)
-        if changed == 1 { writer.varint(newTag) }
+        let changed = newTag != tag
+        let value = BinaryWriter.zigzag(newLow - low) << 1 | (changed ? 1 : 0)
         tag = newTag
         low = newLow
+        return (value, changed ? newTag : nil)
     }
 
     /// A property or aggregate name: its index once the message defined it, else defined here.
@@ -155,26 +183,32 @@ public struct BinaryMessageEncoder: Sendable {
             } ?? 0
         let hasAggregates = !f.isPoint && !context.aggregates.isEmpty
         let idLow = f.id & 0xFFFF_FFFF
-        var header: UInt8 = 0
+        var parentMode: UInt64 = 0
         if let parent = f.parent {
-            // Bits 0–1: its own id; the id's low part under the running parent tag; or written out.
-            header = parent == f.id ? 1 : parent & 0xFFFF_FFFF == idLow && parent >> 32 == parentTag ? 2 : 3
+            // Its own id; the id's low part under the running parent tag; or written out.
+            parentMode = parent == f.id ? 1 : parent & 0xFFFF_FFFF == idLow && parent >> 32 == parentTag ? 2 : 3
         }
-        if f.count == 1 { header |= 1 << 2 }
-        if f.anchor != nil { header |= 1 << 3 }
-        if key != nil { header |= 1 << 4 }
-        if propertyCount > 0 { header |= 1 << 5 }
-        if hasAggregates { header |= 1 << 6 }
-        writer.byte(header)
-        id(f.id)
-        let fixedLat = BinaryWriter.fixed(f.lat)
-        let fixedLon = BinaryWriter.fixed(f.lon)
-        writer.zigzag(fixedLat - lat)
-        writer.zigzag(fixedLon - lon)
+        // A cluster's count is always written, a point's only when it is not 1.
+        let countWritten = f.id >> 32 != 0 || f.count != 1
+        var flags: UInt8 = 0
+        if countWritten && f.id >> 32 == 0 { flags |= FeatureFlag.count }
+        if f.anchor != nil { flags |= FeatureFlag.anchor }
+        if key != nil { flags |= FeatureFlag.key }
+        if propertyCount > 0 { flags |= FeatureFlag.properties }
+        if hasAggregates { flags |= FeatureFlag.aggregates }
+        let (idValue, newTag) = relative(f.id)
+        writer.varint(idValue << 3 | parentMode << 1 | (flags != 0 ? 1 : 0))
+        if let newTag { writer.varint(newTag) }
+        if flags != 0 { writer.byte(flags) }
+        let unit = BinaryGrid.unit(of: f.id)
+        let fixedLat = BinaryGrid.fixed(f.lat, unit: unit, limit: BinaryGrid.latLimit)
+        let fixedLon = BinaryGrid.fixed(f.lon, unit: unit, limit: BinaryGrid.lonLimit)
+        writer.zigzag(fixedLat / unit - BinaryGrid.steps(lat, unit: unit))
+        writer.zigzag(fixedLon / unit - BinaryGrid.steps(lon, unit: unit))
         lat = fixedLat
         lon = fixedLon
-        if f.count != 1 { writer.varint(UInt64(f.count)) }
-        if let parent = f.parent, header & 3 == 3 {
+        if countWritten { writer.varint(UInt64(f.count)) }
+        if let parent = f.parent, parentMode == 3 {
             // Like an id, relative to the feature's own low part and the running parent tag.
             let newTag = parent >> 32
             let changed: UInt64 = newTag != parentTag ? 1 : 0
@@ -183,8 +217,9 @@ public struct BinaryMessageEncoder: Sendable {
             parentTag = newTag
         }
         if let anchor = f.anchor {
-            writer.zigzag(BinaryWriter.fixed(anchor.lat) - fixedLat)
-            writer.zigzag(BinaryWriter.fixed(anchor.lon) - fixedLon)
+            // On the feature's grid, relative to its position.
+            writer.zigzag((BinaryGrid.fixed(anchor.lat, unit: unit, limit: BinaryGrid.latLimit) - fixedLat) / unit)
+            writer.zigzag((BinaryGrid.fixed(anchor.lon, unit: unit, limit: BinaryGrid.lonLimit) - fixedLon) / unit)
         }
         if let key { writer.string(key) }
         if propertyCount > 0, let (columns, values) = properties {

@@ -1,20 +1,32 @@
-/// Reads the numbers, strings, ids and names of one `pinwheel.v1+bin` message, keeping its running
-/// state (docs/protocol.md, "Running state"). Every error names what was being read and its byte offset.
-struct BinaryReader {
-    let bytes: UnsafeBufferPointer<UInt8>
-    /// The next byte to read.
-    var offset = 0
-    // The running state: the last id's tag and low part, the last feature's fixed-point position.
+/// The running state of `pinwheel.v1+bin` (docs/protocol.md, "Running state"), carried from one binary
+/// message of a session to the next: the last batch's seq and number, the last id's tag and low part,
+/// the last feature's fixed-point position, the last parent's tag. All 0 when the connection opens.
+struct BinaryRunningState {
+    var seq: UInt64 = 0
+    var number: UInt64 = 0
     var tag: UInt64 = 0
     var low: Int64 = 0
     var lat: Int64 = 0
     var lon: Int64 = 0
     var parentTag: UInt64 = 0
+}
+
+/// Reads the numbers, strings, ids and names of one `pinwheel.v1+bin` message, keeping the running
+/// state. Every error names what was being read and its byte offset.
+struct BinaryReader {
+    let bytes: UnsafeBufferPointer<UInt8>
+    /// The next byte to read.
+    var offset = 0
+    var state: BinaryRunningState
+    /// What the client holds before this message, by slot: removals name these slots.
+    let held: [FeatureID]
     /// Property and aggregate names, in the order the message defined them.
     var names: [String] = []
 
-    init(_ bytes: UnsafeBufferPointer<UInt8>) {
+    init(_ bytes: UnsafeBufferPointer<UInt8>, state: BinaryRunningState, held: [FeatureID]) {
         self.bytes = bytes
+        self.state = state
+        self.held = held
     }
 
     var remaining: Int { bytes.count - offset }
@@ -50,6 +62,32 @@ struct BinaryReader {
         let v = try varint(field, what())
         guard v <= limit else { throw invalid(field, what(), "\(v) is over \(limit)", at: start) }
         return v
+    }
+
+    /// `base + zigzag`, which must lie in 0 … 2^53 − 1 as the JSON form's whole numbers do.
+    mutating func whole(
+        after base: UInt64, _ field: String, _ what: @autoclosure () -> String
+    ) throws(WireError) -> UInt64 {
+        let start = offset
+        let delta = try zigzag(field, what())
+        let (value, overflow) = Int64(bitPattern: base).addingReportingOverflow(delta)
+        guard !overflow, value >= 0, value < 1 << 53 else {
+            throw invalid(field, what(), "\(base) + \(delta) is outside 0 to 2^53 − 1", at: start)
+        }
+        return UInt64(value)
+    }
+
+    /// A position on a grid of `unit`: `floor(base ÷ unit)` plus a zigzag varint, times `unit`; nil
+    /// when that lies beyond ±`limit` (checked before any arithmetic could overflow).
+    mutating func position(
+        after base: Int64, unit: Int64, limit: Int64, _ field: String, _ what: @autoclosure () -> String
+    ) throws(WireError) -> Int64? {
+        let delta = try zigzag(field, what())
+        let steps = BinaryGrid.steps(base, unit: unit)
+        // Both are within 2^33 of 0 when the result is in bounds.
+        guard delta.magnitude <= 1 << 34, steps.magnitude <= 1 << 34 else { return nil }
+        let fixed = (steps + delta) * unit
+        return fixed.magnitude <= limit ? fixed : nil
     }
 
     mutating func zigzag(_ field: String, _ what: @autoclosure () -> String) throws(WireError) -> Int64 {
@@ -94,9 +132,17 @@ struct BinaryReader {
 
     /// An id relative to the previous one; it becomes the previous one.
     mutating func id(_ field: String, _ what: @autoclosure () -> String) throws(WireError) -> FeatureID {
-        let id = try relativeID(field, what(), low: low, tag: tag)
-        tag = id >> 32
-        low = Int64(id & 0xFFFF_FFFF)
+        let start = offset
+        return try id(try varint(field, what()), field, what(), at: start)
+    }
+
+    /// The id whose relative value `v` was read from byte `start`; the tag follows when `v`'s bit 0 is set.
+    mutating func id(
+        _ v: UInt64, _ field: String, _ what: @autoclosure () -> String, at start: Int
+    ) throws(WireError) -> FeatureID {
+        let id = try relativeID(v, field, what(), low: state.low, tag: state.tag, at: start)
+        state.tag = id >> 32
+        state.low = Int64(id & 0xFFFF_FFFF)
         return id
     }
 
@@ -105,17 +151,18 @@ struct BinaryReader {
     mutating func parent(
         of id: FeatureID, _ field: String, _ what: @autoclosure () -> String
     ) throws(WireError) -> FeatureID {
-        let parent = try relativeID(field, what(), low: Int64(id & 0xFFFF_FFFF), tag: parentTag)
-        parentTag = parent >> 32
+        let start = offset
+        let v = try varint(field, what())
+        let parent = try relativeID(v, field, what(), low: Int64(id & 0xFFFF_FFFF), tag: state.parentTag, at: start)
+        state.parentTag = parent >> 32
         return parent
     }
 
     /// `v = 2 × zigzag(low − base low) + t`, then the new tag when `t` is 1.
     private mutating func relativeID(
-        _ field: String, _ what: @autoclosure () -> String, low base: Int64, tag previous: UInt64
+        _ v: UInt64, _ field: String, _ what: @autoclosure () -> String, low base: Int64, tag previous: UInt64,
+        at start: Int
     ) throws(WireError) -> FeatureID {
-        let start = offset
-        let v = try varint(field, what())
         let newLow = base + (Int64(bitPattern: v >> 2) ^ -Int64(bitPattern: (v >> 1) & 1))
         let newTag = v & 1 == 1 ? try varint(field, what()) : previous
         guard (0...0xFFFF_FFFF).contains(newLow), newTag < 1 << 21 else {

@@ -54,10 +54,4 @@ public struct BinaryWriter: Sendable {
             bytes.append(contentsOf: utf8)
         }
     }
-
-    /// Degrees as the protocol's fixed-point integer, `floor(degrees × 10^7 + 0.5)`: halves round up,
-    /// as the `held` digest rounds, so a decoded feature's digest is the server's.
-    @inlinable public static func fixed(_ degrees: Double) -> Int64 {
-        Int64((degrees * 1e7 + 0.5).rounded(.down))
-    }
 }

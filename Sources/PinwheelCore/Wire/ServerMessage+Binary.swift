@@ -1,47 +1,96 @@
-extension ServerMessage {
-    /// Decodes and checks one binary frame of `pinwheel.v1+bin`: a `batch` or an `expansion`.
+/// Decodes the binary frames of one `pinwheel.v1+bin` session, in the order they came: each frame's
+/// deltas start from where the previous one's ended (docs/protocol.md, "Running state"), and it keeps
+/// the features the client holds in the server's slot order, since removals name slots.
+public struct BinaryDecoder: Sendable {
+    private var state = BinaryRunningState()
+    /// The ids the client holds, by slot, and each id's slot.
+    private var held: [FeatureID] = []
+    private var slots: [FeatureID: Int] = [:]
+
+    public init() {}
+
+    /// After a reconnect: the ids the client reported in its `held` messages, in the order sent
+    /// (a repeated id keeps its first place), before the connection's first binary frame.
+    public mutating func hold(_ ids: some Sequence<FeatureID>) {
+        for id in ids where slots[id] == nil {
+            slots[id] = held.count
+            held.append(id)
+        }
+    }
+
+    /// How many features the client holds.
+    public var heldCount: Int { held.count }
+
+    /// A batch's removals (slots, descending), then its updates and adds, as the server applied them.
+    private mutating func apply(_ b: BatchMessage, removedSlots: [Int]) {
+        for slot in removedSlots {
+            slots[held[slot]] = nil
+            let last = held.removeLast()
+            if slot < held.count {
+                held[slot] = last
+                slots[last] = slot
+            }
+        }
+        hold((b.update + b.add).lazy.map(\.id))
+    }
+
+    /// Decodes and checks the session's next binary frame: a `batch` or an `expansion`. A frame that
+    /// does not decode leaves the running state as it was.
     /// - Throws: ``WireError`` naming what does not match the protocol and the byte where it is.
-    public static func decode(binary bytes: UnsafeBufferPointer<UInt8>) throws(WireError) -> ServerMessage {
-        var r = BinaryReader(bytes)
+    public mutating func decode(_ bytes: UnsafeBufferPointer<UInt8>) throws(WireError) -> ServerMessage {
+        var r = BinaryReader(bytes, state: state, held: held)
         let first = try r.byte("type", "first byte")
         let message: ServerMessage
+        var removedSlots: [Int] = []
         switch first & 3 {
-        case BinaryMessageEncoder.batchType: message = .batch(try batch(&r, flags: first))
-        case BinaryMessageEncoder.expansionType: message = .expansion(try expansion(&r, flags: first))
+        case BinaryMessageEncoder.batchType:
+            message = .batch(try ServerMessage.batch(&r, flags: first, removedSlots: &removedSlots))
+        case BinaryMessageEncoder.expansionType: message = .expansion(try ServerMessage.expansion(&r, flags: first))
         default:
             throw r.invalid(
                 "type", "first byte",
-                "unknown message type \(first & 3) in \(hex(first)); expected 1 (batch) or 2 (expansion)", at: 0)
+                "unknown message type \(first & 3) in \(ServerMessage.hex(first)); expected 1 (batch) or 2 (expansion)",
+                at: 0)
         }
         guard r.remaining == 0 else {
             throw r.invalid("type", "end of message", "\(r.remaining) bytes left after the message")
         }
+        state = r.state
+        if case .batch(let b) = message { apply(b, removedSlots: removedSlots) }
         return message
     }
 
-    /// Decodes one binary frame held in an array.
-    public static func decode(binary bytes: [UInt8]) throws(WireError) -> ServerMessage {
+    /// Decodes the session's next binary frame, held in an array.
+    public mutating func decode(_ bytes: [UInt8]) throws(WireError) -> ServerMessage {
+        var decoder = self
         let result: Swift.Result<ServerMessage, WireError> = bytes.withUnsafeBufferPointer { buffer in
-            Swift.Result { () throws(WireError) in try decode(binary: buffer) }
+            Swift.Result { () throws(WireError) in try decoder.decode(buffer) }
         }
+        self = decoder
         return try result.get()
     }
 
-    /// Decodes one frame of a session: JSON in a text frame, `pinwheel.v1+bin` in a binary one.
-    public static func decode(frame: [UInt8], binary: Bool) throws(WireError) -> ServerMessage {
-        binary ? try decode(binary: frame) : try decode(frame)
+    /// Decodes the session's next frame: JSON in a text frame, `pinwheel.v1+bin` in a binary one.
+    public mutating func decode(frame: [UInt8], binary: Bool) throws(WireError) -> ServerMessage {
+        binary ? try decode(frame) : try ServerMessage.decode(frame)
     }
+}
 
+extension ServerMessage {
     static func hex(_ b: UInt8) -> String {
         let digits = Array("0123456789abcdef")
         return "0x\(digits[Int(b >> 4)])\(digits[Int(b & 15)])"
     }
 
-    /// A batch after its first byte, `flags`.
-    static func batch(_ r: inout BinaryReader, flags: UInt8) throws(WireError) -> BatchMessage {
+    /// A batch after its first byte, `flags`; the slots it removes go to `removedSlots`.
+    static func batch(
+        _ r: inout BinaryReader, flags: UInt8, removedSlots: inout [Int]
+    ) throws(WireError) -> BatchMessage {
         typealias Flag = BinaryMessageEncoder.BatchFlag
-        let seq = try r.whole("seq", "seq")
-        let number = try r.whole("batch", "batch")
+        let seq = try r.whole(after: r.state.seq, "seq", "seq")
+        let number = try r.whole(after: r.state.number &+ 1, "batch", "batch")
+        r.state.seq = seq
+        r.state.number = number
         let version = flags & Flag.version != 0 ? try r.whole("version", "version") : 0
         var capped: BatchMessage.Capped?
         if flags & Flag.capped != 0 {
@@ -53,7 +102,21 @@ extension ServerMessage {
         if flags & Flag.remove != 0 {
             let n = try r.count("remove", "remove count")
             remove.reserveCapacity(n)
-            for k in 0..<n { remove.append(try r.id("remove", "remove[\(k)]")) }
+            removedSlots.reserveCapacity(n)
+            // Slots of what the client holds, descending: each the distance below the one before.
+            var above = r.held.count
+            for k in 0..<n {
+                let start = r.offset
+                let gap = try r.varint("remove", "remove[\(k)]")
+                guard gap < UInt64(above) else {
+                    throw r.invalid(
+                        "remove", "remove[\(k)]",
+                        "no held slot lies \(gap) below slot \(above) (the client holds \(r.held.count))", at: start)
+                }
+                above -= Int(gap) + 1
+                removedSlots.append(above)
+                remove.append(r.held[above])
+            }
         }
         let add = flags & Flag.add != 0 ? try features(&r, "add") : []
         let update = flags & Flag.update != 0 ? try features(&r, "update") : []
@@ -87,50 +150,60 @@ extension ServerMessage {
 
     /// Feature `k` of `list`; errors call it `list[k]`.
     static func feature(_ r: inout BinaryReader, _ list: String, _ k: Int) throws(WireError) -> WireFeature {
-        let header = try r.byte(list, "\(list)[\(k)] header")
-        guard header & 0x80 == 0 else {
-            throw r.invalid(list, "\(list)[\(k)] header", "reserved bit 7 set in \(hex(header))", at: r.offset - 1)
+        typealias Flag = BinaryMessageEncoder.FeatureFlag
+        let start = r.offset
+        let head = try r.varint(list, "\(list)[\(k)] id")
+        let id = try r.id(head >> 3, list, "\(list)[\(k)] id", at: start)
+        let flags = head & 1 != 0 ? try r.byte(list, "\(list)[\(k)] flags") : 0
+        guard flags < 1 << 5 else {
+            throw r.invalid(list, "\(list)[\(k)] flags", "reserved bits set in \(hex(flags))", at: r.offset - 1)
         }
-        let id = try r.id(list, "\(list)[\(k)] id")
+        let unit = BinaryGrid.unit(of: id)
         let latStart = r.offset
-        r.lat += try r.zigzag(list, "\(list)[\(k)] lat")
+        let lat = try r.position(after: r.state.lat, unit: unit, limit: BinaryGrid.latLimit, list, "\(list)[\(k)] lat")
+        guard let lat else {
+            throw r.invalid(list, "\(list)[\(k)] lat", "outside ±90", at: latStart)
+        }
         let lonStart = r.offset
-        r.lon += try r.zigzag(list, "\(list)[\(k)] lon")
-        guard r.lat.magnitude <= 900_000_000 else {
-            throw r.invalid(list, "\(list)[\(k)] lat", "\(Double(r.lat) / 1e7) is outside ±90", at: latStart)
+        let lon = try r.position(after: r.state.lon, unit: unit, limit: BinaryGrid.lonLimit, list, "\(list)[\(k)] lon")
+        guard let lon else {
+            throw r.invalid(list, "\(list)[\(k)] lon", "outside ±180", at: lonStart)
         }
-        guard r.lon.magnitude <= 1_800_000_000 else {
-            throw r.invalid(list, "\(list)[\(k)] lon", "\(Double(r.lon) / 1e7) is outside ±180", at: lonStart)
-        }
-        let count = header & 4 != 0 ? 1 : try r.whole(list, "\(list)[\(k)] count", limit: UInt64(UInt32.max))
-        var f = WireFeature(id: id, lat: Double(r.lat) / 1e7, lon: Double(r.lon) / 1e7, count: UInt32(count))
-        switch header & 3 {
+        r.state.lat = lat
+        r.state.lon = lon
+        let countWritten = id >> 32 != 0 || flags & Flag.count != 0
+        let count = countWritten ? try r.whole(list, "\(list)[\(k)] count", limit: UInt64(UInt32.max)) : 1
+        var f = WireFeature(id: id, lat: Double(lat) / 1e7, lon: Double(lon) / 1e7, count: UInt32(count))
+        switch head >> 1 & 3 {
         case 1:
             f.parent = id
         case 2:
-            f.parent = r.parentTag << 32 | id & 0xFFFF_FFFF
+            f.parent = r.state.parentTag << 32 | id & 0xFFFF_FFFF
         case 3:
             f.parent = try r.parent(of: id, list, "\(list)[\(k)] parent")
         default:
             break
         }
-        if header & 8 != 0 {
+        if flags & Flag.anchor != 0 {
             let start = r.offset
-            let lat = r.lat + (try r.zigzag(list, "\(list)[\(k)] anchor lat"))
-            let lon = r.lon + (try r.zigzag(list, "\(list)[\(k)] anchor lon"))
-            guard lat.magnitude <= 900_000_000, lon.magnitude <= 1_800_000_000 else {
+            // Relative to the feature's own position, on its grid.
+            let anchorLat = try r.position(
+                after: lat, unit: unit, limit: BinaryGrid.latLimit, list, "\(list)[\(k)] anchor lat")
+            let anchorLon = try r.position(
+                after: lon, unit: unit, limit: BinaryGrid.lonLimit, list, "\(list)[\(k)] anchor lon")
+            guard let anchorLat, let anchorLon else {
                 throw r.invalid(list, "\(list)[\(k)] anchor", "outside ±90, ±180", at: start)
             }
-            f.anchor = Coordinate(lat: Double(lat) / 1e7, lon: Double(lon) / 1e7)
+            f.anchor = Coordinate(lat: Double(anchorLat) / 1e7, lon: Double(anchorLon) / 1e7)
         }
-        if header & 16 != 0 { f.key = try r.string(list, "\(list)[\(k)] key") }
-        if header & 32 != 0 {
+        if flags & Flag.key != 0 { f.key = try r.string(list, "\(list)[\(k)] key") }
+        if flags & Flag.properties != 0 {
             for p in 0..<(try r.count(list, "\(list)[\(k)] properties count")) {
                 let name = try r.name(list, "\(list)[\(k)] property \(p) name")
                 f.properties[name] = try r.string(list, "\(list)[\(k)] property \(p) value")
             }
         }
-        if header & 64 != 0 {
+        if flags & Flag.aggregates != 0 {
             for a in 0..<(try r.count(list, "\(list)[\(k)] aggregates count")) {
                 let name = try r.name(list, "\(list)[\(k)] aggregate \(a) name")
                 f.aggregates[name] = try r.f64(list, "\(list)[\(k)] aggregate \(a) value")
