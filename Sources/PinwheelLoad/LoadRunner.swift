@@ -95,7 +95,11 @@ public final class LoadRunner: Sendable {
         var total = LoadProgress()
         for group in groups {
             group.state.withLock { s in
-                for client in s.clients { total.add(client) }
+                // Through a buffer pointer: `for client in s.clients` copies every client, retaining
+                // its arrays, while the service thread waits for the lock.
+                s.clients.withUnsafeBufferPointer { clients in
+                    for k in clients.indices { total.add(clients[k]) }
+                }
             }
         }
         return total

@@ -27,9 +27,14 @@ public enum BinaryGrid {
     /// `degrees` on a grid of `unit`: the nearest multiple (halves up), in fixed-point degrees, never
     /// beyond `limit` (a multiple past ±90° or ±180° steps back toward 0).
     @inlinable public static func fixed(_ degrees: Double, unit: Int64, limit: Int64) -> Int64 {
+        multiple(degrees, unit: unit, limit: limit) * unit
+    }
+
+    /// ``fixed(_:unit:limit:)`` as a count of `unit`s.
+    @inlinable public static func multiple(_ degrees: Double, unit: Int64, limit: Int64) -> Int64 {
         var q = Int64((degrees * (1e7 / Double(unit)) + 0.5).rounded(.down))
         if (q * unit).magnitude > limit.magnitude { q -= q.signum() }
-        return q * unit
+        return q
     }
 
     /// `fixed` as a count of `unit`s, rounded down: where a delta on that grid starts from.

@@ -201,10 +201,12 @@ public struct BinaryMessageEncoder: Sendable {
         if let newTag { writer.varint(newTag) }
         if flags != 0 { writer.byte(flags) }
         let unit = BinaryGrid.unit(of: f.id)
-        let fixedLat = BinaryGrid.fixed(f.lat, unit: unit, limit: BinaryGrid.latLimit)
-        let fixedLon = BinaryGrid.fixed(f.lon, unit: unit, limit: BinaryGrid.lonLimit)
-        writer.zigzag(fixedLat / unit - BinaryGrid.steps(lat, unit: unit))
-        writer.zigzag(fixedLon / unit - BinaryGrid.steps(lon, unit: unit))
+        let latSteps = BinaryGrid.multiple(f.lat, unit: unit, limit: BinaryGrid.latLimit)
+        let lonSteps = BinaryGrid.multiple(f.lon, unit: unit, limit: BinaryGrid.lonLimit)
+        writer.zigzag(latSteps - BinaryGrid.steps(lat, unit: unit))
+        writer.zigzag(lonSteps - BinaryGrid.steps(lon, unit: unit))
+        let fixedLat = latSteps * unit
+        let fixedLon = lonSteps * unit
         lat = fixedLat
         lon = fixedLon
         if countWritten { writer.varint(UInt64(f.count)) }

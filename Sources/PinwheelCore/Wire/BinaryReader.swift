@@ -18,15 +18,12 @@ struct BinaryReader {
     /// The next byte to read.
     var offset = 0
     var state: BinaryRunningState
-    /// What the client holds before this message, by slot: removals name these slots.
-    let held: [FeatureID]
     /// Property and aggregate names, in the order the message defined them.
     var names: [String] = []
 
-    init(_ bytes: UnsafeBufferPointer<UInt8>, state: BinaryRunningState, held: [FeatureID]) {
+    init(_ bytes: UnsafeBufferPointer<UInt8>, state: BinaryRunningState) {
         self.bytes = bytes
         self.state = state
-        self.held = held
     }
 
     var remaining: Int { bytes.count - offset }

@@ -12,10 +12,7 @@ public struct BinaryDecoder: Sendable {
     /// After a reconnect: the ids the client reported in its `held` messages, in the order sent
     /// (a repeated id keeps its first place), before the connection's first binary frame.
     public mutating func hold(_ ids: some Sequence<FeatureID>) {
-        for id in ids where slots[id] == nil {
-            slots[id] = held.count
-            held.append(id)
-        }
+        for id in ids { hold(id) }
     }
 
     /// How many features the client holds.
@@ -31,20 +28,28 @@ public struct BinaryDecoder: Sendable {
                 slots[last] = slot
             }
         }
-        hold((b.update + b.add).lazy.map(\.id))
+        for f in b.update { hold(f.id) }
+        for f in b.add { hold(f.id) }
+    }
+
+    private mutating func hold(_ id: FeatureID) {
+        if slots[id] == nil {
+            slots[id] = held.count
+            held.append(id)
+        }
     }
 
     /// Decodes and checks the session's next binary frame: a `batch` or an `expansion`. A frame that
     /// does not decode leaves the running state as it was.
     /// - Throws: ``WireError`` naming what does not match the protocol and the byte where it is.
     public mutating func decode(_ bytes: UnsafeBufferPointer<UInt8>) throws(WireError) -> ServerMessage {
-        var r = BinaryReader(bytes, state: state, held: held)
+        var r = BinaryReader(bytes, state: state)
         let first = try r.byte("type", "first byte")
         let message: ServerMessage
         var removedSlots: [Int] = []
         switch first & 3 {
         case BinaryMessageEncoder.batchType:
-            message = .batch(try ServerMessage.batch(&r, flags: first, removedSlots: &removedSlots))
+            message = .batch(try ServerMessage.batch(&r, flags: first, held: held, removedSlots: &removedSlots))
         case BinaryMessageEncoder.expansionType: message = .expansion(try ServerMessage.expansion(&r, flags: first))
         default:
             throw r.invalid(
@@ -62,11 +67,9 @@ public struct BinaryDecoder: Sendable {
 
     /// Decodes the session's next binary frame, held in an array.
     public mutating func decode(_ bytes: [UInt8]) throws(WireError) -> ServerMessage {
-        var decoder = self
         let result: Swift.Result<ServerMessage, WireError> = bytes.withUnsafeBufferPointer { buffer in
-            Swift.Result { () throws(WireError) in try decoder.decode(buffer) }
+            Swift.Result { () throws(WireError) in try self.decode(buffer) }
         }
-        self = decoder
         return try result.get()
     }
 
@@ -82,9 +85,10 @@ extension ServerMessage {
         return "0x\(digits[Int(b >> 4)])\(digits[Int(b & 15)])"
     }
 
-    /// A batch after its first byte, `flags`; the slots it removes go to `removedSlots`.
+    /// A batch after its first byte, `flags`, to a client holding `held` (by slot); the slots it
+    /// removes go to `removedSlots`.
     static func batch(
-        _ r: inout BinaryReader, flags: UInt8, removedSlots: inout [Int]
+        _ r: inout BinaryReader, flags: UInt8, held: [FeatureID], removedSlots: inout [Int]
     ) throws(WireError) -> BatchMessage {
         typealias Flag = BinaryMessageEncoder.BatchFlag
         let seq = try r.whole(after: r.state.seq, "seq", "seq")
@@ -104,18 +108,18 @@ extension ServerMessage {
             remove.reserveCapacity(n)
             removedSlots.reserveCapacity(n)
             // Slots of what the client holds, descending: each the distance below the one before.
-            var above = r.held.count
+            var above = held.count
             for k in 0..<n {
                 let start = r.offset
                 let gap = try r.varint("remove", "remove[\(k)]")
                 guard gap < UInt64(above) else {
                     throw r.invalid(
                         "remove", "remove[\(k)]",
-                        "no held slot lies \(gap) below slot \(above) (the client holds \(r.held.count))", at: start)
+                        "no held slot lies \(gap) below slot \(above) (the client holds \(held.count))", at: start)
                 }
                 above -= Int(gap) + 1
                 removedSlots.append(above)
-                remove.append(r.held[above])
+                remove.append(held[above])
             }
         }
         let add = flags & Flag.add != 0 ? try features(&r, "add") : []
