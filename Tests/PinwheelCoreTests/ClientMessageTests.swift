@@ -77,6 +77,59 @@ struct ClientMessageTests {
         }
     }
 
+    @Test("the one-pass reading of viewport and ack answers as the general path does, or leaves it to it")
+    func commonFormsAgree() throws {
+        var rng = SeededRandom(seed: 23)
+        var writer = JSONWriter(capacity: 256)
+        var read = 0
+        for k in 0..<3000 {
+            // A view of 1280 × 800 pixels at its zoom, as a page sends.
+            let zoom = Double.random(in: 1...20, using: &rng)
+            let tileSize = [256, 512][k % 4 / 2]
+            let span = min(300, 360 * 1280 / (Double(tileSize) * pow(2, zoom)))
+            let (west, south) = (Double.random(in: -170...0, using: &rng), Double.random(in: -60...0, using: &rng))
+            let message: ClientMessage =
+                k % 2 == 0
+                ? .ack(
+                    AckMessage(
+                        batch: UInt64.random(in: 0...999, using: &rng), applied: Int.random(in: 0...5000, using: &rng),
+                        ms: Double.random(in: 0...40, using: &rng)))
+                : .viewport(
+                    ViewportMessage(
+                        seq: UInt64.random(in: 0...99_999, using: &rng),
+                        bbox: BBox(west: west, south: south, east: west + span, north: south + span * 0.4),
+                        zoom: zoom, width: 1280, height: 800, tileSize: tileSize))
+            message.encode(into: &writer)
+            var text = writer.bytes
+            // Some texts as written, the others with one byte changed: every form, valid or not, the
+            // one-pass reader meets.
+            if k % 3 != 0 {
+                text[Int.random(in: 0..<text.count, using: &rng)] = Array(#" {}[]":,.-+0159eEnaultrspkvcw"#.utf8)
+                    .randomElement(using: &rng)!
+            }
+            let general = text.withUnsafeBufferPointer { try? ClientMessage.decodeGeneral($0) }
+            let common = text.withUnsafeBufferPointer { ClientMessage.decodeCommon($0) }
+            if let common {
+                read += 1
+                #expect(common == general, "\(String(decoding: text, as: UTF8.self))")
+            }
+        }
+        // The one-pass reader took every unchanged text and some changed ones.
+        #expect(read >= 1000)
+        // Forms it leaves to the general path, which reads them the same.
+        for text in [
+            #"{"type":"ack","batch":3,"applied":1,"ms":1,"batch":4}"#,
+            #"{"type":"ack","batch":3,"applied":1,"ms":1,"x":0}"#,
+            #"{"type":"a\u0063k","batch":3,"applied":1,"ms":1}"#, #"{"type":"ack","batch":3,"applied":1,"ms":null}"#,
+        ] {
+            let bytes = Array(text.utf8)
+            #expect(bytes.withUnsafeBufferPointer { ClientMessage.decodeCommon($0) } == nil, "\(text)")
+        }
+        #expect(
+            try ClientMessage.decode(#"{"type":"ack","batch":3,"applied":1,"ms":1,"batch":4}"#)
+                == .ack(AckMessage(batch: 4, applied: 1, ms: 1)))
+    }
+
     @Test("unknown fields are ignored so clients can add them")
     func unknownFields() throws {
         #expect(try ClientMessage.decode(#"{"type":"expand","id":5,"hint":"x"}"#) == .expand(id: 5))

@@ -18,6 +18,8 @@ public struct ViewportMessage: Equatable, Sendable {
     public static let maxZoom = 24.0
     /// Largest width or height in pixels.
     public static let maxPixels = 16_384
+    /// What a width or height may be.
+    static let pixelRange = 1...Double(maxPixels)
     /// The tile size the index's zooms count in, and the one assumed when a client names none.
     public static let indexTileSize = 512
     /// Tile sizes a client may name: powers of two, so zooms differ by whole levels.
@@ -68,6 +70,9 @@ public struct HeldMessage: Equatable, Sendable {
 
 /// The client applied a batch.
 public struct AckMessage: Equatable, Sendable {
+    /// What `ms` may be.
+    static let msRange = 0...Double.greatestFiniteMagnitude
+
     /// The batch number acknowledged.
     public var batch: UInt64
     /// Markers the client applied (removes, updates and adds).
@@ -110,6 +115,12 @@ public enum ClientMessage: Equatable, Sendable {
     /// - Returns: the message, every field checked and the bbox normalised.
     /// - Throws: ``WireError`` naming the field at fault; send it back as an `error` message.
     public static func decode(_ bytes: UnsafeBufferPointer<UInt8>) throws(WireError) -> ClientMessage {
+        if let common = decodeCommon(bytes) { return common }
+        return try decodeGeneral(bytes)
+    }
+
+    /// ``decode(_:)`` through a JSON tree: every message, every error.
+    static func decodeGeneral(_ bytes: UnsafeBufferPointer<UInt8>) throws(WireError) -> ClientMessage {
         let m = try MessageFields.root(bytes)
         switch m.type {
         case "viewport":
@@ -130,27 +141,17 @@ public enum ClientMessage: Equatable, Sendable {
                 }
             }
             let zoom = try m.number("zoom", in: 0...ViewportMessage.maxZoom)
-            let pixels = 1...Double(ViewportMessage.maxPixels)
-            let width = try m.whole("width", in: pixels)
-            let height = try m.whole("height", in: pixels)
-            var tileSize = ViewportMessage.indexTileSize
-            if m.has("tileSize") {
-                let size = try m.whole("tileSize", in: 1...4096)
-                guard ViewportMessage.tileSizes.contains(Int(size)) else {
-                    let sizes = ViewportMessage.tileSizes.map(String.init).joined(separator: ", ")
-                    throw MessageFields.invalid("tileSize", "must be one of \(sizes), got \(size)")
-                }
-                tileSize = Int(size)
-            }
-            let bbox = BBox.normalized(west: edges[0], south: edges[1], east: edges[2], north: edges[3])
-            let viewport = ViewportMessage(
-                seq: seq, bbox: bbox, zoom: zoom, width: Int(width), height: Int(height), tileSize: tileSize)
-            if let problem = viewport.spanProblem { throw MessageFields.invalid("bbox", problem) }
-            return .viewport(viewport)
+            let width = try m.whole("width", in: ViewportMessage.pixelRange)
+            let height = try m.whole("height", in: ViewportMessage.pixelRange)
+            let tileSize = m.has("tileSize") ? try m.whole("tileSize", in: 1...4096) : nil
+            return .viewport(
+                try viewport(
+                    seq: seq, edges: (edges[0], edges[1], edges[2], edges[3]), zoom: zoom, width: width,
+                    height: height, tileSize: tileSize))
         case "ack":
             let batch = try m.whole("batch")
             let applied = try m.whole("applied")
-            let ms = try m.number("ms", in: 0...Double.greatestFiniteMagnitude)
+            let ms = try m.number("ms", in: AckMessage.msRange)
             return .ack(AckMessage(batch: batch, applied: Int(applied), ms: ms))
         case "expand":
             return .expand(id: try m.whole("id"))
@@ -185,6 +186,24 @@ public enum ClientMessage: Equatable, Sendable {
                 .unknownType, field: "type",
                 message: "unknown message type \"\(m.type)\"; expected viewport, ack, expand, settings or held")
         }
+    }
+
+    /// A viewport from its checked fields: the tile size one of those the index serves, the box
+    /// normalised and of a span the server takes.
+    static func viewport(
+        seq: UInt64, edges: (Double, Double, Double, Double), zoom: Double, width: UInt64, height: UInt64,
+        tileSize: UInt64?
+    ) throws(WireError) -> ViewportMessage {
+        if let tileSize, !ViewportMessage.tileSizes.contains(Int(tileSize)) {
+            let sizes = ViewportMessage.tileSizes.map(String.init).joined(separator: ", ")
+            throw MessageFields.invalid("tileSize", "must be one of \(sizes), got \(tileSize)")
+        }
+        let bbox = BBox.normalized(west: edges.0, south: edges.1, east: edges.2, north: edges.3)
+        let viewport = ViewportMessage(
+            seq: seq, bbox: bbox, zoom: zoom, width: Int(width), height: Int(height),
+            tileSize: tileSize.map { Int($0) } ?? ViewportMessage.indexTileSize)
+        if let problem = viewport.spanProblem { throw MessageFields.invalid("bbox", problem) }
+        return viewport
     }
 
     /// Decodes one message held in an array.
