@@ -1,5 +1,5 @@
 """`pinwheel.v1+bin` frames built in Python from JSON messages, following docs/protocol.md ("Binary
-encoding"), so the page's decoder can be given what the demo server never sends: every header bit,
+encoding"), so the page's decoder can be given what the demo server never sends: every flag bit,
 ids up to 2^53, long and non-ASCII strings, and malformed frames cut from valid ones."""
 
 import math

@@ -37,7 +37,7 @@ DECODE = """async ([frames, held]) => {
 # JSON.stringify(JSON.parse(text)) in the page: what the JSON encoding gives a consumer.
 PARSED = "(texts) => texts.map((t) => JSON.stringify(JSON.parse(t)))"
 
-# The examples of docs/protocol.md, then every header bit and the extremes: ids up to 2^53 − 1 going
+# The examples of docs/protocol.md, then every flag bit and the extremes: ids up to 2^53 − 1 going
 # down as well as up and across tags, each parent form (the last under the running parent tag),
 # counts beyond 2^31, a string-named point,
 # properties with empty, long (two-byte length) and non-ASCII values and a `__proto__` name, aggregates
