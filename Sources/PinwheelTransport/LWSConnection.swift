@@ -28,6 +28,12 @@ final class LWSConnection {
     var compresses = false
     /// Binary frames are delivered (a client's connections) instead of closing with 1003 (a server's).
     var acceptsBinary = false
+    /// The keepalive sweep during which the peer last sent anything, a pong included.
+    private(set) var heardAtSweep: UInt32 = 0
+    /// True once a ping was asked for since the peer was last heard from.
+    private(set) var pinged = false
+    // Set by `schedulePing`: the next WRITEABLE sends a ping before anything else.
+    private var pingDue = false
 
     /// Largest payload whose deflate output always fits lws's 1 KiB deflate tx buffer: incompressible
     /// text costs a stored-block header and the sync-flush marker on top, well under 64 bytes.
@@ -66,6 +72,27 @@ final class LWSConnection {
         guard deflate_guard_take_trip(wsi) != 0 else { return }
         counters.deflateGuardTrips.add(1, ordering: .relaxed)
         localClose = (.abnormal, "permessage-deflate stream that lws 4.1.6 cannot process")
+    }
+
+    /// Notes that the peer spoke during keepalive sweep `sweep`. Lws service thread only.
+    func heard(atSweep sweep: UInt32) {
+        heardAtSweep = sweep
+        pinged = false
+    }
+
+    /// Has the next WRITEABLE send a ping; the peer's pong counts as hearing from it.
+    /// Lws service thread only.
+    func schedulePing(_ wsi: OpaquePointer) {
+        pinged = true
+        pingDue = true
+        lws_callback_on_writable(wsi)
+    }
+
+    /// Drops the connection without a close handshake (a peer that answers nothing would not complete
+    /// one), reported as 1006 with `reason`. Lws service thread only.
+    func drop(_ wsi: OpaquePointer, reason: String) {
+        localClose = (.abnormal, reason)
+        lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC)
     }
 
     /// Handles one RECEIVE chunk; calls `deliver` with each complete message and whether it came in
@@ -118,6 +145,7 @@ final class LWSConnection {
         inFlight = []
         // The rest of a fragmented message first; nothing else may go between its fragments.
         if fragmenting != nil { return writeFragment(wsi, counters: counters) }
+        if pingDue { return writePing(wsi) }
         for _ in 0..<limit {
             let (item, more) = outboxes.next(for: id)
             switch item {
@@ -193,6 +221,23 @@ final class LWSConnection {
     func freeDecompressorAfterEachMessage(_ wsi: OpaquePointer) {
         guard compresses else { return }
         _ = lws_set_extension_option(wsi, "permessage-deflate", "server_no_context_takeover", nil)
+    }
+
+    /// Writes a ping on its own: lws sends control frames around permessage-deflate, and nothing of
+    /// a compressed message is draining when lws calls WRITEABLE. It carries a payload because lws
+    /// 4.1.6 does not report an empty pong (RECEIVE_PONG).
+    /// - Returns: the value the lws callback returns (-1 closes).
+    private func writePing(_ wsi: OpaquePointer) -> Int32 {
+        pingDue = false
+        var frame = [UInt8](repeating: 0, count: Int(SHIM_LWS_PRE)) + Array("pinwheel".utf8)
+        let written = frame.withUnsafeMutableBufferPointer { storage in
+            lws_write(wsi, storage.baseAddress! + Int(SHIM_LWS_PRE), 8, LWS_WRITE_PING)
+        }
+        inFlight = frame
+        if written < 0 { return -1 }
+        // Whatever is queued goes out in the next WRITEABLE.
+        lws_callback_on_writable(wsi)
+        return 0
     }
 
     /// Writes the next fragment of `fragmenting`: the first as TEXT or BINARY, the rest as CONTINUATION,

@@ -27,11 +27,12 @@ final class ServiceLoop: Sendable {
     // pthread_self() of the service thread, 0 until it runs.
     private let serviceThread = Atomic<UInt>(0)
     private let exitSignal = DispatchSemaphore(value: 0)
-    // libev only: lws 4.1.6's libev backend re-arms its single timer with ev_timer_set on a running
-    // watcher, which libev ignores, so a deadline earlier than the armed one (a close handshake's
-    // grace, a timeout set from a callback) waits for unrelated traffic; on an idle server, forever.
-    // Waking the loop every `timerTick` runs lws's due timers within that. Set by `start` before the
-    // service thread runs, cancelled by that thread as it retires: never touched by two at once.
+    // Wakes the loop every `timerTick`, on either backend, for two reasons. The server's keepalive
+    // sweep runs on a wake. And lws 4.1.6's libev backend re-arms its single timer with ev_timer_set
+    // on a running watcher, which libev ignores, so a deadline earlier than the armed one (a close
+    // handshake's grace, a timeout set from a callback) waits for unrelated traffic; on an idle
+    // server, forever: the tick runs lws's due timers within it. Set by `start` before the service
+    // thread runs, cancelled by that thread as it retires: never touched by two at once.
     nonisolated(unsafe) private var ticker: DispatchSourceTimer?
     static let timerTick: Duration = .milliseconds(100)
 
@@ -100,16 +101,14 @@ final class ServiceLoop: Sendable {
         thread.name = name
         thread.stackSize = 4 << 20
         thread.start()
-        if backend == .libev {
-            let timer = DispatchSource.makeTimerSource(queue: .global())
-            let tick = DispatchTimeInterval.milliseconds(
-                Int(Self.timerTick.components.seconds * 1000)
-                    + Int(Self.timerTick.components.attoseconds / 1_000_000_000_000_000))
-            timer.schedule(deadline: .now() + tick, repeating: tick)
-            timer.setEventHandler { [weak self] in self?.wake() }
-            timer.resume()
-            ticker = timer
-        }
+        let timer = DispatchSource.makeTimerSource(queue: .global())
+        let tick = DispatchTimeInterval.milliseconds(
+            Int(Self.timerTick.components.seconds * 1000)
+                + Int(Self.timerTick.components.attoseconds / 1_000_000_000_000_000))
+        timer.schedule(deadline: .now() + tick, repeating: tick)
+        timer.setEventHandler { [weak self] in self?.wake() }
+        timer.resume()
+        ticker = timer
     }
 
     /// Makes `lws_service` return soon, raising LWS_CALLBACK_EVENT_WAIT_CANCELLED. Any thread;

@@ -54,6 +54,7 @@ extension WebSocketClient {
                 function: "lws_create_context", detail: "client, event loop \(configuration.eventLoop.rawValue)")
         }
         contextStorage = storage
+        retryPolicy = LWSContextParts.noValidityTimer(in: storage)
         self.context = context
         return context
     }
@@ -194,6 +195,7 @@ extension WebSocketClient {
         info.protocol = request.subprotocol.map { storage.string($0) }
         info.local_protocol_name = storage.string(Self.localProtocolName)
         info.ietf_version_or_minus_one = -1
+        info.retry_and_idle_policy = retryPolicy
         info.opaque_user_data = UnsafeMutableRawPointer(bitPattern: UInt(request.id.rawValue))
         if request.url.secure {
             var flags = Int32(LCCSCF_USE_SSL.rawValue)

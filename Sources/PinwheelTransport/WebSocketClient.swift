@@ -27,6 +27,8 @@ public final class WebSocketClient: WebSocketEndpoint, @unchecked Sendable {
     var connections: [ConnectionID: ClientConnection] = [:]
     var context: OpaquePointer?
     var contextStorage: CStorage?
+    /// Every connection's retry policy, in `contextStorage`: ``LWSContextParts/noValidityTimer(in:)``.
+    var retryPolicy: UnsafePointer<lws_retry_bo_t>?
 
     private enum Lifecycle {
         case idle, running, stopped

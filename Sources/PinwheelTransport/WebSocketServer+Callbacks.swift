@@ -32,11 +32,15 @@ extension WebSocketServer {
             return 0
         case LWS_CALLBACK_RECEIVE:
             guard let connection = connection(of: wsi) else { return -1 }
+            connection.heard(atSweep: keepalive?.count ?? 0)
             return connection.receive(
                 wsi, chunk: UnsafeRawBufferPointer(start: input, count: length), counters: counters
             ) { message, _ in
                 delegate?.webSocketServer(self, didReceive: message, from: connection.id)
             }
+        case LWS_CALLBACK_RECEIVE_PONG:
+            connection(of: wsi)?.heard(atSweep: keepalive?.count ?? 0)
+            return 0
         case LWS_CALLBACK_SERVER_WRITEABLE:
             guard let connection = connection(of: wsi) else { return -1 }
             return connection.writeQueued(
@@ -58,6 +62,7 @@ extension WebSocketServer {
             // Lws tells every protocol of the vhost; the main one drains, once per wake.
             guard isMainProtocol(wsi) else { return 0 }
             drainInbox()
+            if keepalive?.isDue(at: .now) == true { sweepKeepalive() }
             loop.breakIfExiting(mayExit(connectionsLeft: connections.count))
             return 0
         default:
@@ -120,6 +125,7 @@ extension WebSocketServer {
             id: id, wsi: wsi,
             maxMessageBytes: configuration.otherSubprotocols[subprotocol] ?? configuration.maxMessageBytes,
             closeGrace: configuration.closeTimeout)
+        connections[id]?.heard(atSweep: keepalive?.count ?? 0)
         // lws accepts permessage-deflate whenever the client offers it and the vhost has it.
         connections[id]?.compresses =
             configuration.permessageDeflate
@@ -168,5 +174,18 @@ extension WebSocketServer {
         }
         finishHTTP()
         wakeConnections { connections[$0] }
+    }
+
+    // Pings the connections that went silent and drops those that stayed silent after it.
+    private func sweepKeepalive() {
+        guard let keepalive else { return }
+        for connection in connections.values {
+            guard let wsi = connection.wsi else { continue }
+            switch keepalive.verdict(heard: connection.heardAtSweep, pinged: connection.pinged) {
+            case .quiet: break
+            case .ping: connection.schedulePing(wsi)
+            case .hangUp: connection.drop(wsi, reason: "no answer to a ping")
+            }
+        }
     }
 }

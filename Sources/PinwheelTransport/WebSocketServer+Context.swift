@@ -108,9 +108,7 @@ extension WebSocketServer {
         vhostInfo.pvo = UnsafePointer(storage.value(protocolOptions))
         vhostInfo.mounts = makeMounts(in: storage)
         vhostInfo.extensions = LWSContextParts.extensions(deflate: configuration.permessageDeflate)
-        if let keepalive = configuration.keepalive {
-            vhostInfo.retry_and_idle_policy = LWSContextParts.retryPolicy(keepalive, in: storage)
-        }
+        vhostInfo.retry_and_idle_policy = LWSContextParts.noValidityTimer(in: storage)
         vhostInfo.headers = LWSContextParts.securityHeaders(in: storage)
         if let tls = configuration.tls {
             // lws reads this flag from the vhost's options too; without it the vhost serves plain text.

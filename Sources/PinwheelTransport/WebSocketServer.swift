@@ -31,6 +31,8 @@ public final class WebSocketServer: WebSocketEndpoint, @unchecked Sendable {
     var delegate: (any WebSocketServerDelegate)?
     var connections: [ConnectionID: LWSConnection] = [:]
     var lastID: UInt64 = 0
+    /// Pings silent connections and drops those that stay silent; nil without a keepalive.
+    var keepalive: KeepaliveSweep?
     /// Upgrades whose response promised `client_no_context_takeover`, by connection address, from
     /// ADD_HEADERS to ESTABLISHED.
     var deflatePromised: Set<UInt> = []
@@ -64,6 +66,7 @@ public final class WebSocketServer: WebSocketEndpoint, @unchecked Sendable {
             guard case .idle = state else { throw TransportError.alreadyStarted }
             try configuration.validate()
             self.delegate = delegate
+            keepalive = configuration.keepalive.map { KeepaliveSweep($0) }
             let (context, port): (OpaquePointer, Int)
             do {
                 (context, port) = try makeContext()

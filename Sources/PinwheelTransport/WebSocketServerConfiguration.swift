@@ -73,11 +73,12 @@ public enum OriginPolicy: Sendable, Equatable {
     case any
 }
 
-/// lws's idle policy: a ping after `pingAfter` of silence, hang up after `hangUpAfter`.
+/// The idle policy: a ping after `pingAfter` of silence, hang up after `hangUpAfter`. Anything the
+/// peer sends, a pong included, ends a silence; pings and hang-ups come up to 250 ms late.
 public struct Keepalive: Sendable, Equatable {
-    /// Idle time before lws sends a ping (whole seconds, at most 65535).
+    /// Silence before the server sends a ping (whole seconds, at most 65535).
     public var pingAfter: Duration
-    /// Idle time before lws drops the connection (whole seconds, at most 65535).
+    /// Silence before the server drops the connection (whole seconds, at most 65535).
     public var hangUpAfter: Duration
 
     public init(pingAfter: Duration = .seconds(30), hangUpAfter: Duration = .seconds(75)) {

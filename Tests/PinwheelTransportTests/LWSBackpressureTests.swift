@@ -120,7 +120,36 @@ struct LWSBackpressureTests {
         let elapsed = ContinuousClock.now - opened
         #expect(elapsed >= .seconds(1))
         #expect(serverEvents.events.withLock { $0.closed.values.first?.0 } == .abnormal)
+        #expect(serverEvents.events.withLock { $0.closed.values.first?.1 } == "no answer to a ping")
         silent.stop()
+    }
+
+    @Test(
+        "an idle client that answers pings stays connected, pinged once per silence, on poll and on libev",
+        arguments: EventLoopBackend.allCases)
+    func keepalivePings(backend: EventLoopBackend) throws {
+        let (server, serverEvents) = try makeServer { configuration in
+            configuration.eventLoop = backend
+            configuration.keepalive = Keepalive(pingAfter: .seconds(1), hangUpAfter: .seconds(2))
+        }
+        defer { server.stop() }
+        let client = try PongingRawClient(port: server.port, seconds: 5)
+        let pings = client.pingsSeen()
+        // A ping about every 1.25 s (1 s of silence, then the next sweep); each pong ends the silence.
+        #expect((3...5).contains(pings ?? 0), "pings seen: \(String(describing: pings))")
+        #expect(eventually { serverEvents.closedCount == 1 })
+        // The client hung up; the server never did.
+        #expect(serverEvents.events.withLock { $0.closed.values.first?.1 } == "connection dropped")
+    }
+
+    @Test("a client that keeps talking is never pinged")
+    func keepaliveTalker() throws {
+        let (server, _) = try makeServer { configuration in
+            configuration.keepalive = Keepalive(pingAfter: .seconds(1), hangUpAfter: .seconds(2))
+        }
+        defer { server.stop() }
+        let client = try PongingRawClient(port: server.port, seconds: 3.5, talkEvery: 0.3)
+        #expect(client.pingsSeen() == 0)
     }
 
     @Test(
