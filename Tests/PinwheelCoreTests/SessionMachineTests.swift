@@ -344,6 +344,51 @@ struct LiveSessionMachineTests {
         #expect(h.page.values.first { $0.key == "new" }?.properties["line"] == "12")
     }
 
+    @Test("a change reaches a moving viewer with its next view, and one that stopped 150 ms after its last")
+    func refreshWaitsForTheNextView() throws {
+        var table = PointTable(SyntheticGenerator(seed: 11).dataset(count: 20_000))
+        let shared = Shared(try ClustererFactory.make(.hierarchical, dataset: table.dataset))
+        var h = SessionMachineTests.Harness(clusterers: { _ in shared.get() })
+        let (lat, lon) = (table.dataset.lat(0), table.dataset.lon(0))
+        let box = BBox(west: lon - 0.01, south: lat - 0.01, east: lon + 0.01, north: lat + 0.01)
+        let moved = FeatureID(table.dataset.ids[0])
+        func move(_ step: Int) throws {
+            table.apply(
+                .upsert(.number(UInt32(moved)), lat: lat + Double(step) * 0.001, lon: lon, properties: [:]),
+                version: UInt64(step))
+            shared.set(try ClustererFactory.make(.hierarchical, dataset: table.dataset))
+        }
+        try h.turn([h.viewport(box, zoom: 17)])
+        try h.settle()
+
+        // Moving: a change just after a view refreshes nothing; the next view, 100 ms on, brings it.
+        try h.turn([h.viewport(box, zoom: 17)])
+        try move(1)
+        #expect(try h.dataChanged().isEmpty)
+        h.clock.advance(by: .milliseconds(100))
+        h.batches = []
+        try h.turn([h.viewport(box, zoom: 17)])
+        try h.settle()
+        #expect(h.batches.flatMap(\.update).map(\.id) == [moved])
+        #expect(!h.batches.isEmpty && h.batches.allSatisfy { $0.version == 1 })
+
+        // Stopped: the refresh comes 1.5 / viewportHz after the last view, and not before. (A second
+        // on, so the rate limiter serves that view at once rather than at a tick, with the new data.)
+        h.clock.advance(by: .seconds(1))
+        try h.turn([h.viewport(box, zoom: 17)])
+        let lastView = h.clock.now
+        try move(2)
+        #expect(try h.dataChanged().isEmpty)
+        h.clock.advance(to: lastView.advanced(by: .milliseconds(149)))
+        try h.turn(tick: true)
+        #expect(!h.batches.contains { $0.version == 2 })
+        h.clock.advance(by: .milliseconds(1))
+        try h.turn(tick: true)
+        try h.settle()
+        #expect(h.batches.contains { $0.version == 2 })
+        #expect(h.page[moved]?.lat == lat + 0.002)
+    }
+
     @Test("a change outside the view sends nothing")
     func changeOutsideView() throws {
         var table = PointTable(SyntheticGenerator(seed: 11).dataset(count: 20_000))

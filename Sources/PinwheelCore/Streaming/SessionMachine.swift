@@ -27,8 +27,11 @@ public struct SessionMachine<Clock: PinwheelClock> {
     private var served: ViewportMessage?
     /// The viewport the limiter released this turn, computed at ``flush(actions:)``.
     private var due: Arrival?
-    /// The data changed during this turn: the served viewport is refreshed at ``flush(actions:)``.
+    /// The data changed: the served viewport is refreshed at ``flush(actions:)``, or once the viewer
+    /// has stopped moving (``refreshWaitsForNextViewport``).
     private var refreshDue = false
+    /// When the latest viewport message arrived.
+    private var lastViewportAt: Clock.Instant?
     /// The data version of the clusterer the served viewport was last computed with, sent in its batches.
     private var servedVersion: UInt64 = 0
     /// The viewport being served had more features than `maxFeatures`: the count, until its last batch.
@@ -104,6 +107,7 @@ public struct SessionMachine<Clock: PinwheelClock> {
         if case .viewport = message {} else { flush(actions: &actions) }
         switch message {
         case .viewport(let viewport):
+            lastViewportAt = receivedAt
             serve(limiter.offer((viewport, receivedAt)), actions: &actions)
             return "viewport"
         case .ack(let ack):
@@ -185,11 +189,25 @@ public struct SessionMachine<Clock: PinwheelClock> {
             refreshDue = false
             show(arrival.viewport, receivedAt: arrival.receivedAt, actions: &actions)
         } else if refreshDue, let served {
-            refreshDue = false
-            refresh(served, actions: &actions)
+            if let last = lastViewportAt, case let until = last.advanced(by: refreshWaitsForNextViewport),
+                clock.now < until
+            {
+                wake(at: until, actions: &actions)
+            } else {
+                refreshDue = false
+                refresh(served, actions: &actions)
+            }
         }
         actions.acknowledgementsCanWait =
             pacer.isDone && limiter.pending == nil && tickDue == nil && !refreshDue && firstBatch == nil
+    }
+
+    /// How long after a viewer's latest viewport a refresh waits for the next one. A viewer that is
+    /// moving sends views at up to `viewportHz`, each served with the newest data: refreshing the view
+    /// it is leaving would cost a query and a batch that the next view supersedes. Once it stops, the
+    /// refresh comes this long after its last view.
+    private var refreshWaitsForNextViewport: Duration {
+        .seconds(1.5 / max(options.viewportHz, 1))
     }
 
     /// Carries out the rate limiter's decision.
