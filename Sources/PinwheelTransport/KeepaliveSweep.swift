@@ -37,8 +37,9 @@ struct KeepaliveSweep {
     mutating func isDue(at now: ContinuousClock.Instant) -> Bool {
         guard now >= next else { return false }
         count &+= 1
+        next += Self.interval
         // A loop that was busy for several intervals sweeps once, not once per interval missed.
-        next = max(next + Self.interval, now)
+        if next <= now { next = now + Self.interval }
         return true
     }
 
