@@ -61,6 +61,7 @@ let package = Package(
                 "PinwheelCore",
                 "PinwheelTransport",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "HeapModule", package: "swift-collections"),
             ]
         ),
         .executableTarget(
