@@ -133,9 +133,14 @@ class StalledConnection:
             # Drop whole frames from the front, stopping at a close frame.
             while len(buffer) >= 2:
                 opcode, n, at = buffer[0] & 0x0F, buffer[1] & 0x7F, 2
+                # A read may end inside the extended length: wait for the rest of the header.
                 if n == 126:
+                    if len(buffer) < 4:
+                        break
                     n, at = struct.unpack("!H", buffer[2:4])[0], 4
                 elif n == 127:
+                    if len(buffer) < 10:
+                        break
                     n, at = struct.unpack("!Q", buffer[2:10])[0], 10
                 if len(buffer) < at + n:
                     break
