@@ -306,6 +306,17 @@ struct LiveSessionMachineTests {
         func set(_ clusterer: any Clusterer) { current.withLock { $0 = clusterer } }
     }
 
+    /// The index of the table's points as they are now, as a refresh publishes it.
+    static func index(_ table: PointTable) throws -> any Clusterer {
+        try ClustererFactory.make(.hierarchical, dataset: table.dataset)
+    }
+
+    /// The table's first point and a box about 2 km wide around it.
+    static func aroundFirstPoint(_ table: PointTable) -> (lat: Double, lon: Double, box: BBox) {
+        let (lat, lon) = (table.dataset.lat(0), table.dataset.lon(0))
+        return (lat, lon, BBox(west: lon - 0.01, south: lat - 0.01, east: lon + 0.01, north: lat + 0.01))
+    }
+
     static let europe = BBox(west: -5, south: 42, east: 15, north: 52)
 
     func features(_ clusterer: any Clusterer, _ box: BBox, zoom: Double) -> [FeatureID: Feature] {
@@ -317,10 +328,9 @@ struct LiveSessionMachineTests {
     @Test("moves, inserts and deletes in view reach the page as updates, adds and removes carrying the version")
     func changesInView() throws {
         var table = PointTable(SyntheticGenerator(seed: 11).dataset(count: 20_000))
-        let (lat, lon) = (table.dataset.lat(0), table.dataset.lon(0))
-        let box = BBox(west: lon - 0.01, south: lat - 0.01, east: lon + 0.01, north: lat + 0.01)
+        let (lat, lon, box) = Self.aroundFirstPoint(table)
         table.apply(.upsert(.name("doomed"), lat: lat + 0.003, lon: lon, properties: [:]), version: 1)
-        let shared = Shared(try ClustererFactory.make(.hierarchical, dataset: table.dataset))
+        let shared = Shared(try Self.index(table))
         var h = SessionMachineTests.Harness(clusterers: { _ in shared.get() })
         try h.turn([h.viewport(box, zoom: 17)])
         try h.settle()
@@ -330,7 +340,7 @@ struct LiveSessionMachineTests {
         table.apply(.upsert(.number(UInt32(moved)), lat: lat + 0.001, lon: lon, properties: [:]), version: 2)
         table.apply(.delete(.name("doomed")), version: 3)
         table.apply(.upsert(.name("new"), lat: lat - 0.002, lon: lon, properties: ["line": "12"]), version: 4)
-        shared.set(try ClustererFactory.make(.hierarchical, dataset: table.dataset))
+        shared.set(try Self.index(table))
         h.batches = []
         try h.dataChanged()
         try h.settle()
@@ -347,16 +357,15 @@ struct LiveSessionMachineTests {
     @Test("a change reaches a moving viewer with its next view, and one that stopped 150 ms after its last")
     func refreshWaitsForTheNextView() throws {
         var table = PointTable(SyntheticGenerator(seed: 11).dataset(count: 20_000))
-        let shared = Shared(try ClustererFactory.make(.hierarchical, dataset: table.dataset))
+        let shared = Shared(try Self.index(table))
         var h = SessionMachineTests.Harness(clusterers: { _ in shared.get() })
-        let (lat, lon) = (table.dataset.lat(0), table.dataset.lon(0))
-        let box = BBox(west: lon - 0.01, south: lat - 0.01, east: lon + 0.01, north: lat + 0.01)
+        let (lat, lon, box) = Self.aroundFirstPoint(table)
         let moved = FeatureID(table.dataset.ids[0])
         func move(_ step: Int) throws {
             table.apply(
                 .upsert(.number(UInt32(moved)), lat: lat + Double(step) * 0.001, lon: lon, properties: [:]),
                 version: UInt64(step))
-            shared.set(try ClustererFactory.make(.hierarchical, dataset: table.dataset))
+            shared.set(try Self.index(table))
         }
         try h.turn([h.viewport(box, zoom: 17)])
         try h.settle()
@@ -392,12 +401,12 @@ struct LiveSessionMachineTests {
     @Test("a change outside the view sends nothing")
     func changeOutsideView() throws {
         var table = PointTable(SyntheticGenerator(seed: 11).dataset(count: 20_000))
-        let shared = Shared(try ClustererFactory.make(.hierarchical, dataset: table.dataset))
+        let shared = Shared(try Self.index(table))
         var h = SessionMachineTests.Harness(clusterers: { _ in shared.get() })
         try h.turn([h.viewport(Self.europe, zoom: 6)])
         try h.settle()
         table.apply(.upsert(.name("far away"), lat: -40, lon: 150, properties: [:]), version: 1)
-        shared.set(try ClustererFactory.make(.hierarchical, dataset: table.dataset))
+        shared.set(try Self.index(table))
         h.batches = []
         try h.dataChanged()
         try h.settle()
@@ -414,10 +423,9 @@ struct LiveSessionMachineTests {
     @Test("a burst of changes while the window is full ends with the latest state only")
     func burstCoalesces() throws {
         var table = PointTable(SyntheticGenerator(seed: 11).dataset(count: 20_000))
-        let shared = Shared(try ClustererFactory.make(.hierarchical, dataset: table.dataset))
+        let shared = Shared(try Self.index(table))
         var h = SessionMachineTests.Harness(clusterers: { _ in shared.get() })
-        let (lat, lon) = (table.dataset.lat(0), table.dataset.lon(0))
-        let box = BBox(west: lon - 0.01, south: lat - 0.01, east: lon + 0.01, north: lat + 0.01)
+        let (lat, lon, box) = Self.aroundFirstPoint(table)
         try h.turn([h.viewport(box, zoom: 17)])
         try h.settle()
         h.acks = false
@@ -426,7 +434,7 @@ struct LiveSessionMachineTests {
             table.apply(
                 .upsert(.number(id), lat: lat + Double(step) * 0.0001, lon: lon, properties: [:]), version: UInt64(step)
             )
-            shared.set(try ClustererFactory.make(.hierarchical, dataset: table.dataset))
+            shared.set(try Self.index(table))
             try h.dataChanged()
         }
         h.acks = true
