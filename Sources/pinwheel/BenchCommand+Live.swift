@@ -15,6 +15,8 @@ extension BenchCommand {
         var deltaSize: Int
         /// Viewport queries on the last published index, per zoom: median µs and features.
         var queryMedianUs: [(zoom: Int, us: Double, features: Int)]
+        /// The same queries on a fresh build of the same points: what compaction will make of them.
+        var freshMedianUs: [(zoom: Int, us: Double, features: Int)]
     }
 
     /// Lays `changes` changes over `base`, `changesEach` at a time, publishing after each batch as
@@ -25,7 +27,8 @@ extension BenchCommand {
         var delta = ClusterDelta(base: base)
         var rng = SplitMix64(seed: seed ^ 0xC4A6)
         var figures = RefreshFigures(
-            refreshes: 0, changesEach: changesEach, applyMs: [], publishMs: [], deltaSize: 0, queryMedianUs: [])
+            refreshes: 0, changesEach: changesEach, applyMs: [], publishMs: [], deltaSize: 0, queryMedianUs: [],
+            freshMedianUs: [])
         var version: UInt64 = 0
         var inserted: UInt32 = 0
         var live = LiveClusterIndex(base: base)
@@ -71,6 +74,11 @@ extension BenchCommand {
         figures.deltaSize = delta.size
         let results = measureQueries(live, table.dataset)
         figures.queryMedianUs = results.map { ($0.zoom, $0.medianUs, $0.featuresMedian) }
+        if let fresh = try? ClusterIndex(dataset: table.dataset, options: base.options) {
+            figures.freshMedianUs = measureQueries(fresh, table.dataset).map {
+                ($0.zoom, $0.medianUs, $0.featuresMedian)
+            }
+        }
         return figures
     }
 }

@@ -146,10 +146,11 @@ struct BenchCommand: ParsableCommand {
             )
             print("  laying changes over the index: " + percentiles(live.applyMs) + " of CPU")
             print("  publishing the live index:     " + percentiles(live.publishMs) + " of CPU")
-            print(
-                "  queries on the last one, zoom: median µs (features): "
-                    + live.queryMedianUs.map { "\($0.zoom): \(fixed($0.us, 1)) (\($0.features))" }.joined(
-                        separator: ", "))
+            func queries(_ figures: [(zoom: Int, us: Double, features: Int)]) -> String {
+                figures.map { "\($0.zoom): \(fixed($0.us, 1)) (\($0.features))" }.joined(separator: ", ")
+            }
+            print("  queries on the last one, zoom: median µs (features): " + queries(live.queryMedianUs))
+            print("  the same on a fresh build of the same points:       " + queries(live.freshMedianUs))
         }
     }
 

@@ -88,6 +88,29 @@ struct ViewportDiffTests {
         #expect(diff.remove.isEmpty)
     }
 
+    @Test("a binary client is sent a cluster again only when it moved a grid step or was recounted")
+    func binaryGrid() {
+        // A zoom-5 cluster (tag 6): its binary grid is 8,192e-7°, about a 32nd of a pixel at zoom 5.
+        let cluster: FeatureID = 6 << 32 | 17
+        let nudged = [
+            pin(cluster, lat: 50, lon: 10.0001, count: 40), pin(1, lat: 50.000_000_3, lon: 10),
+            pin(cluster + 1, lat: 50, lon: 10.002, count: 40), pin(cluster + 2, lat: 50, lon: 10, count: 41),
+        ]
+        for (encoding, expected) in [
+            (WireEncoding.json, [cluster, 1, cluster + 1, cluster + 2]), (.binary, [cluster + 1, cluster + 2]),
+        ] {
+            var client = ClientFeatureSet(encoding: encoding)
+            for id in [cluster, cluster + 1, cluster + 2] { client.insert(pin(id, lat: 50, lon: 10, count: 40)) }
+            client.insert(pin(1, lat: 50, lon: 10))
+            var diff = ViewportDiff()
+            diff.compute(from: client, to: nudged)
+            #expect(diff.update.map(\.id) == expected, "\(encoding)")
+            client.apply(remove: diff.remove, add: diff.add, update: diff.update)
+            diff.compute(from: client, to: nudged)
+            #expect(diff.isEmpty, "\(encoding)")
+        }
+    }
+
     @Test("an empty target removes everything; an empty client adds everything; a repeated id counts once")
     func edges() {
         var client = ClientFeatureSet()

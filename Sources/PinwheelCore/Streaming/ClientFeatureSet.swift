@@ -18,8 +18,13 @@ public struct ClientFeatureSet: Sendable {
     private var positions: [Float] = []
     // Linear probing over a power-of-two count of buckets: slot + 1, or 0 for an empty bucket.
     private var buckets: [UInt32] = []
+    /// How the client receives features, which decides what counts as a new version (see
+    /// ``Feature/version(_:)``).
+    public let encoding: WireEncoding
 
-    public init() {}
+    public init(encoding: WireEncoding = .json) {
+        self.encoding = encoding
+    }
 
     /// Features the client has.
     public var count: Int { ids.count }
@@ -60,7 +65,7 @@ public struct ClientFeatureSet: Sendable {
 
     /// Records that the client now draws this feature (added or updated).
     public mutating func insert(_ f: Feature) {
-        insert(id: f.id, version: f.version, parent: f.parent, lat: Float(f.lat), lon: Float(f.lon))
+        insert(id: f.id, version: f.version(encoding), parent: f.parent, lat: Float(f.lat), lon: Float(f.lon))
     }
 
     /// Records that the client draws a feature known only by id (held across a reconnect): its
@@ -193,6 +198,19 @@ extension Feature {
             return z ^ (z >> 31)
         }
         return mix(lat.bitPattern &+ mix(lon.bitPattern &+ mix(UInt64(count) | UInt64(revision) << 32)))
+    }
+
+    /// This feature's version as a client on `encoding` draws it. JSON carries every bit of the
+    /// position, so that is ``version``; `pinwheel.v1+bin` carries it on the feature's ``BinaryGrid``,
+    /// so a cluster whose centroid moved less than a 32nd of a pixel at its zoom (a few changes among
+    /// its thousands of points) keeps its version and is not sent again.
+    public func version(_ encoding: WireEncoding) -> FeatureVersion {
+        guard encoding == .binary else { return version }
+        let unit = BinaryGrid.unit(of: id)
+        var onGrid = self
+        onGrid.lat = Double(BinaryGrid.multiple(lat, unit: unit, limit: BinaryGrid.latLimit))
+        onGrid.lon = Double(BinaryGrid.multiple(lon, unit: unit, limit: BinaryGrid.lonLimit))
+        return onGrid.version
     }
 }
 

@@ -45,7 +45,7 @@ public struct Pacer<Clock: PinwheelClock>: Sendable {
     public let clock: Clock
     public let options: PacerOptions
     /// What the client has: everything sent, as the client will have applied it.
-    public private(set) var client = ClientFeatureSet()
+    public private(set) var client: ClientFeatureSet
     /// Current rate, markers per millisecond.
     public private(set) var pace: Double
     /// The viewport being served; nil before the first.
@@ -67,9 +67,11 @@ public struct Pacer<Clock: PinwheelClock>: Sendable {
     /// Memory for planning, kept for capacity; a server lends each turn its worker's instead.
     private var scratch = PacerScratch()
 
-    public init(clock: Clock, options: PacerOptions = PacerOptions()) {
+    /// - Parameter encoding: how the client receives features.
+    public init(clock: Clock, options: PacerOptions = PacerOptions(), encoding: WireEncoding = .json) {
         self.clock = clock
         self.options = options
+        client = ClientFeatureSet(encoding: encoding)
         pace = options.pace
     }
 
@@ -117,7 +119,9 @@ public struct Pacer<Clock: PinwheelClock>: Sendable {
                     client.insert(f)
                 } else {
                     // A version no feature has: the diff sends this one as an update.
-                    client.insert(id: h.id, version: ~f.version, parent: f.parent, lat: Float(f.lat), lon: Float(f.lon))
+                    client.insert(
+                        id: h.id, version: ~f.version(client.encoding), parent: f.parent, lat: Float(f.lat),
+                        lon: Float(f.lon))
                 }
             } else {
                 // Position unknown: NaN lies in no viewport, so its removal goes first.

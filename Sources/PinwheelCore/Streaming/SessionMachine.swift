@@ -76,7 +76,8 @@ public struct SessionMachine<Clock: PinwheelClock> {
         if options.encoding == .binary {
             binaryEncoder = BinaryMessageEncoder(headroom: options.headroom, capacity: 0)
         }
-        pacer = Pacer(clock: clock, options: PacerOptions(pace: options.pace, window: options.window))
+        pacer = Pacer(
+            clock: clock, options: PacerOptions(pace: options.pace, window: options.window), encoding: options.encoding)
         limiter = RateLimiter(clock: clock, perSecond: options.viewportHz)
     }
 

@@ -37,7 +37,7 @@ public struct ViewportDiff: Sendable {
             if let slot = client.slot(of: f.id) {
                 guard !seen[slot] else { continue }
                 seen[slot] = true
-                if client.version(atSlot: slot) != f.version { update.append(f) }
+                if client.version(atSlot: slot) != f.version(client.encoding) { update.append(f) }
             } else if added.insert(f.id).inserted {
                 add.append(f)
             }
