@@ -38,6 +38,8 @@ public struct ClusterDelta: Sendable {
     /// a query at level li reads lists 0...li, a dozen cells of each, and a change moves a point in
     /// one list.
     var standalone: [TreeDictionary<UInt32, TreeDictionary<UInt32, StandaloneEntry>>]
+    /// The base's raw item holding each of its rows (``ClusterIndex/rawItemsByRow()``).
+    let rawItemByRow: [Int32]
 
     /// A delta with no changes over `base`.
     public init(base: ClusterIndex) {
@@ -49,6 +51,7 @@ public struct ClusterDelta: Sendable {
         adjusted = base.levels.map { BitSet(count: $0.count) }
         removedRows = BitSet(count: base.dataset.count)
         standalone = Array(repeating: [:], count: base.levels.count)
+        rawItemByRow = base.rawItemsByRow()
     }
 
     /// How far the delta has drifted from its base: base points it leaves out plus points it adds (a
@@ -69,7 +72,8 @@ public struct ClusterDelta: Sendable {
     /// - Parameter footprint: receives the places the point left and reached.
     public mutating func apply(_ change: ChangedPoint, footprint: inout ChangeFootprint) {
         let id = change.id
-        if !removed.contains(id), let row = base.row(ofID: FeatureID(id)), let holders = base.holders(ofRow: row) {
+        if !removed.contains(id), let row = base.row(ofID: FeatureID(id)), rawItemByRow[row] >= 0 {
+            let holders = base.holders(ofRawItem: Int(rawItemByRow[row]))
             removed.insert(id)
             removedRows.insert(row)
             let raw = base.levels[base.levels.count - 1]

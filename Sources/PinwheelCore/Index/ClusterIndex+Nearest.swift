@@ -53,10 +53,25 @@ extension ClusterIndex {
         return best
     }
 
-    /// The item holding the point of a dataset row at every level, finest (the raw level) first; nil
-    /// when no raw item holds the row.
-    func holders(ofRow row: Int) -> [Int32]? {
-        guard let raw = rawItem(containingRow: row) else { return nil }
+    /// The raw-level item holding each dataset row: the point's own item, or its same-coordinate
+    /// group's. One pass over the raw level, where finding one row's item is a search.
+    func rawItemsByRow() -> [Int32] {
+        let raw = levels[levels.count - 1]
+        var items = [Int32](repeating: -1, count: dataset.count)
+        for i in 0..<raw.count {
+            let meta = raw.meta[i]
+            let payload = Int(ItemMeta.payload(meta))
+            if ItemMeta.tag(meta) == 0 {
+                items[payload] = Int32(i)
+            } else {
+                for row in groups.rows(of: payload) { items[Int(row)] = Int32(i) }
+            }
+        }
+        return items
+    }
+
+    /// The item holding raw item `raw` at every level, finest (the raw level) first.
+    func holders(ofRawItem raw: Int) -> [Int32] {
         var chain = [Int32](repeating: 0, count: levels.count)
         var item = raw
         for li in stride(from: levels.count - 1, through: 0, by: -1) {
