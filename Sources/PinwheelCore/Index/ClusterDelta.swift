@@ -37,7 +37,7 @@ public struct ClusterDelta: Sendable {
     /// by grid cell (``cellBits(level:)`` per axis, cells about a map tile wide at that level's zoom):
     /// a query at level li reads lists 0...li, a dozen cells of each, and a change moves a point in
     /// one list.
-    var standalone: [TreeDictionary<UInt32, TreeDictionary<UInt32, StandaloneEntry>>]
+    var standalone: [TreeDictionary<UInt32, [StandaloneEntry]>]
     /// The base's raw item holding each of its rows (``ClusterIndex/rawItemsByRow()``).
     let rawItemByRow: [Int32]
 
@@ -93,7 +93,7 @@ public struct ClusterDelta: Sendable {
             }
             let from = old.standaloneFrom
             let cell = cellKey(level: from, x: old.x, y: old.y)
-            standalone[from][cell]?[id] = nil
+            standalone[from][cell]?.removeAll { $0.id == id }
             if standalone[from][cell]?.isEmpty == true { standalone[from][cell] = nil }
         }
         guard let now = change.now else { return }
@@ -125,8 +125,10 @@ public struct ClusterDelta: Sendable {
         }
         footprint.add(x: point.x, y: point.y)
         let from = point.standaloneFrom
-        standalone[from][cellKey(level: from, x: point.x, y: point.y), default: [:]][id] = StandaloneEntry(
-            id: id, x: point.x, y: point.y, record: now, parentHolder: from > 0 ? point.holders[from - 1] : -1)
+        standalone[from][cellKey(level: from, x: point.x, y: point.y), default: []].append(
+            StandaloneEntry(
+                id: id, parentHolder: from > 0 ? point.holders[from - 1] : -1, revision: now.revision, x: point.x,
+                y: point.y, position: now.position))
         added[id] = point
     }
 
@@ -179,14 +181,17 @@ struct ItemAdjustment: Sendable, Hashable {
     }
 }
 
-/// An added point in a standalone list: what a query needs to test and draw it.
+/// An added point in a standalone list: what a query needs to test and draw it, and nothing counted
+/// by reference, so a cell's list is a flat array a query reads straight through.
 struct StandaloneEntry: Sendable {
     var id: UInt32
-    var x: Double
-    var y: Double
-    var record: PointRecord
     /// The cluster holding it one level coarser than its list's (its parent there), -1 for none.
     var parentHolder: Int32
+    var revision: UInt32
+    /// Mercator position.
+    var x: Double
+    var y: Double
+    var position: Coordinate
 }
 
 /// A point changed since the base was built, as it is now.

@@ -15,16 +15,21 @@ extension ClusterIndex {
     }
 
     public func leaves(of id: FeatureID, limit: Int, offset: Int) -> [Feature]? {
-        var out: [Feature] = []
-        var skip = max(0, offset)
         if id >> 32 == 0 {
             guard let row = row(ofID: id) else { return nil }
-            if skip == 0 && limit > 0 { out.append(leaf(row: row)) }
-            return out
+            return offset <= 0 && limit > 0 ? [leaf(row: row)] : []
         }
         guard let start = clusterItem(id) else { return nil }
+        return leaves(level: start.li, item: start.item, limit: limit, offset: offset)
+    }
+
+    /// The points under item `item` of level li, depth-first in stored order, `offset` skipped and at
+    /// most `limit`.
+    func leaves(level li: Int, item: Int, limit: Int, offset: Int) -> [Feature] {
+        var out: [Feature] = []
+        var skip = max(0, offset)
         // Depth-first over child lists, children in stored order, skipping whole subtrees by count.
-        var stack: [(li: Int, item: Int)] = [start]
+        var stack: [(li: Int, item: Int)] = [(li, item)]
         while let (li, item) = stack.popLast(), out.count < limit {
             let level = levels[li]
             let meta = level.meta[item]

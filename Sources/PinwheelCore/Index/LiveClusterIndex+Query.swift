@@ -52,7 +52,7 @@ extension LiveClusterIndex {
                 } else {
                     parent = FeatureID(entry.id)
                 }
-                out.append(feature(entry.id, entry.record, parent: parent))
+                out.append(feature(entry.id, at: entry.position, revision: entry.revision, parent: parent))
             }
         }
     }
@@ -64,7 +64,7 @@ extension LiveClusterIndex {
         if count <= 0 { return nil }
         // One point left: a base point (unless the one is a changed point that joined).
         if count == 1,
-            let leaf = base.leaves(of: f.id, limit: Int(f.count), offset: 0)?.first(where: {
+            let leaf = base.leaves(level: level, item: item, limit: Int(f.count), offset: 0).first(where: {
                 !delta.removed.contains(UInt32($0.id))
             })
         {
@@ -93,8 +93,8 @@ extension LiveClusterIndex {
             func cell(_ v: Double) -> Int { max(0, min(Int(v * scale), side - 1)) }
             let (columnLo, columnHi) = (cell(rect.minX), cell(rect.maxX))
             let (rowLo, rowHi) = (cell(rect.minY), cell(rect.maxY))
-            func visit(_ entries: TreeDictionary<UInt32, StandaloneEntry>) {
-                for (_, entry) in entries where rect.contains(x: entry.x, y: entry.y) { body(entry, from) }
+            func visit(_ entries: [StandaloneEntry]) {
+                for entry in entries where rect.contains(x: entry.x, y: entry.y) { body(entry, from) }
             }
             // Through the cells in view, or over every cell holding one when there are fewer of those.
             if (rowHi - rowLo + 1) * (columnHi - columnLo + 1) > cells.count {

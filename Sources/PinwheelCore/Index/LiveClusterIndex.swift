@@ -73,14 +73,14 @@ public final class LiveClusterIndex: Clusterer {
 
     /// An added point as a feature.
     func point(_ id: UInt32, parent: FeatureID?) -> Feature {
-        feature(id, delta.added[id]!.record, parent: parent)
+        let record = delta.added[id]!.record
+        return feature(id, at: record.position, revision: record.revision, parent: parent)
     }
 
-    func feature(_ id: UInt32, _ record: PointRecord, parent: FeatureID?) -> Feature {
+    func feature(_ id: UInt32, at position: Coordinate, revision: UInt32, parent: FeatureID?) -> Feature {
         var feature = Feature(
-            id: FeatureID(id), lat: record.position.lat, lon: record.position.lon, count: 1, parent: parent,
-            row: changedRows!.start)
-        feature.revision = record.revision
+            id: FeatureID(id), lat: position.lat, lon: position.lon, count: 1, parent: parent, row: changedRows!.start)
+        feature.revision = revision
         return feature
     }
 }
