@@ -8,8 +8,9 @@ import Synchronization
 /// cluster and diff, the shared clusterers, and the HTTP routes (`/`, `/vendor/leaflet/`,
 /// `/healthz`, `/metrics`).
 ///
-/// The transport's delegate methods run on the lws service thread and only hand events to sessions;
-/// everything slow runs on ``Workers``.
+/// The transport's delegate methods run on the lws service thread and hand events to sessions;
+/// clustering and diffing run on ``Workers``, or on the service thread itself while it has time to
+/// spare and the data never changes (``ServiceThreadTurns``).
 public final class Server: WebSocketServerDelegate, @unchecked Sendable {
     public let configuration: ServerConfiguration
     public let dataset: LoadedDataset
@@ -38,6 +39,9 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
     private let stopping = Atomic<Bool>(false)
     /// Set by ``drain()``: `/healthz` answers 503 so a load balancer sends new sessions elsewhere.
     private let draining = Atomic<Bool>(false)
+    /// Service thread only: whether it runs turns itself, and the planning memory they use.
+    private var serviceTurns = ServiceThreadTurns()
+    private var serviceScratch = PlanScratch()
 
     /// Builds every algorithm's clusterer and binds nothing yet.
     /// - Parameters:
@@ -361,5 +365,18 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
     /// Queues a session for the workers; `urgent` when a viewer waits for it.
     func schedule(_ session: Session, urgent: Bool) {
         workers.submit(session, urgent: urgent)
+    }
+
+    /// Whether the service thread runs a session's urgent turn itself now (``ServiceThreadTurns``);
+    /// never with live data. Service thread only.
+    /// - Parameter lastTurn: how long the session's previous turn took.
+    func runsOnServiceThread(lastTurn: Duration) -> Bool {
+        live == nil && serviceTurns.runsHere(workersWaiting: workers.waiting, lastTurn: lastTurn)
+    }
+
+    /// Runs a session's turn on the service thread, with that thread's planning memory. Service
+    /// thread only.
+    func runOnServiceThread(_ session: Session) {
+        session.turn(scratch: &serviceScratch, onServiceThread: true)
     }
 }

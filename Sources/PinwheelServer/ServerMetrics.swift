@@ -43,6 +43,9 @@ public final class ServerMetrics: Sendable {
     private let firstBatchMax: Prometheus.Gauge
     private let messagesIn: [String: CoreMetrics.Counter]
     private let messagesOut: [String: CoreMetrics.Counter]
+    /// Sessions' turns, by the thread that ran them: a worker, or the lws service thread itself.
+    private let workerTurns: CoreMetrics.Counter
+    private let serviceTurns: CoreMetrics.Counter
     private let closes: Mutex<[Int: CoreMetrics.Counter]> = Mutex([:])
     /// Viewport → first batch latency in microseconds, kept exactly for the benchmark's percentiles.
     private let firstBatchMicros: Mutex<Histogram<UInt64>> = Mutex(
@@ -107,6 +110,8 @@ public final class ServerMetrics: Sendable {
                 label: "pinwheel_messages_out_total", dimensions: [("type", type)], factory: factory)
         }
         messagesOut = outgoing
+        workerTurns = Counter(label: "pinwheel_turns_total", dimensions: [("thread", "worker")], factory: factory)
+        serviceTurns = Counter(label: "pinwheel_turns_total", dimensions: [("thread", "service")], factory: factory)
     }
 
     // pinwheel_viewport_first_batch_<statistic>_seconds
@@ -168,6 +173,9 @@ public final class ServerMetrics: Sendable {
     }
 
     func workerQueueDepth(_ depth: Int) { workerQueue.set(depth) }
+
+    /// A session's turn ran, on the service thread or a worker.
+    func turn(onServiceThread: Bool) { (onServiceThread ? serviceTurns : workerTurns).increment() }
 
     /// Records how long a viewport's first batch waited for the client's acks (its window was full).
     func windowWait(_ wait: Duration) {

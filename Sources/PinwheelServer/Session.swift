@@ -5,9 +5,10 @@ import Synchronization
 
 /// One browser tab's WebSocket: what it has, what it wants, and how fast it can take it.
 ///
-/// Events arrive from the lws service thread (``post(_:)``) and from timers; a worker runs them in
-/// order (``run()``), one worker at a time per session, through the core's ``SessionMachine``, and
-/// carries out what it decides: this type holds no protocol logic of its own.
+/// Events arrive from the lws service thread (``post(_:onServiceThread:)``) and from timers; a worker
+/// (or the service thread itself, see ``ServiceThreadTurns``) runs them in order (``run(scratch:)``),
+/// one thread at a time per session, through the core's ``SessionMachine``, and carries out what it
+/// decides: this type holds no protocol logic of its own.
 final class Session: WorkerJob, @unchecked Sendable {
     enum Event {
         /// The handshake finished: send `hello`.
@@ -38,6 +39,8 @@ final class Session: WorkerJob, @unchecked Sendable {
         var inBackgroundQueue = false
         /// Set by a turn's end, from ``SessionActions/acknowledgementsCanWait``; false while a turn runs.
         var acksCanWait = false
+        /// How long the last turn took: a long one runs the next on a worker (``ServiceThreadTurns``).
+        var lastTurn: Duration = .zero
 
         /// Marks the session queued for its waiting events; whether it must be submitted, and where.
         mutating func enqueue() -> (submit: Bool, urgent: Bool) {
@@ -108,23 +111,38 @@ final class Session: WorkerJob, @unchecked Sendable {
             box.events.append(event)
             return true
         }
-        if !waits { post(event) }
+        if !waits { post(event, onServiceThread: true) }
     }
 
     /// Queues an event and schedules the session on a worker if it is not already waiting in the
     /// queue the event needs (a running session schedules itself when its turn ends); any thread.
-    func post(_ event: Event) {
-        let (submit, urgent) = inbox.withLock { box in
+    /// - Parameter onServiceThread: the caller is the lws service thread, which may run an urgent
+    ///   turn itself (``Server/runsOnServiceThread(lastTurn:)``).
+    func post(_ event: Event, onServiceThread: Bool = false) {
+        let (submit, urgent, lastTurn) = inbox.withLock { box in
             box.events.append(event)
-            return box.enqueue()
+            let (submit, urgent) = box.enqueue()
+            return (submit, urgent, box.lastTurn)
         }
-        if submit { server.schedule(self, urgent: urgent) }
+        guard submit else { return }
+        if onServiceThread && urgent && server.runsOnServiceThread(lastTurn: lastTurn) {
+            server.runOnServiceThread(self)
+        } else {
+            server.schedule(self, urgent: urgent)
+        }
     }
 
-    /// Runs the events queued so far as one turn, with the worker's planning memory lent to the
-    /// machine, then goes to the back of a workers' queue if more arrived: each session gets one
-    /// turn at a time, so none holds a worker while others wait. Worker threads only.
+    /// A worker's turn (see ``turn(scratch:onServiceThread:)``).
     func run(scratch: inout PlanScratch) {
+        turn(scratch: &scratch, onServiceThread: false)
+    }
+
+    /// Runs the events queued so far as one turn, with the thread's planning memory lent to the
+    /// machine, then goes to the back of a workers' queue if more arrived: each session gets one
+    /// turn at a time, so none holds a worker while others wait. A worker thread, or the service
+    /// thread when ``Server/runsOnServiceThread(lastTurn:)`` allows.
+    func turn(scratch: inout PlanScratch, onServiceThread: Bool) {
+        let started = ContinuousClock.now
         let taken = inbox.withLock { box -> [Event]? in
             guard !box.running, !box.events.isEmpty else { return nil }
             box.running = true
@@ -135,6 +153,7 @@ final class Session: WorkerJob, @unchecked Sendable {
             return box.events
         }
         guard let events = taken else { return }
+        server.metrics.turn(onServiceThread: onServiceThread)
         machine.swapScratch(&scratch)
         var actions = SessionActions<ContinuousClock>()
         for event in events where !closed {
@@ -147,9 +166,11 @@ final class Session: WorkerJob, @unchecked Sendable {
         // Taken back before the turn ends: once `running` is false another worker may run it.
         machine.swapScratch(&scratch)
         let acksCanWait = !closed && actions.acknowledgementsCanWait
+        let took = ContinuousClock.now - started
         let (submit, urgent) = inbox.withLock { box in
             box.running = false
             box.acksCanWait = acksCanWait
+            box.lastTurn = took
             return box.enqueue()
         }
         if submit { server.schedule(self, urgent: urgent) }

@@ -67,6 +67,9 @@ final class Workers: Sendable {
         }
     }
 
+    /// Jobs queued and not yet taken by a thread; any thread.
+    var waiting: Int { queue.withLock { $0.depth } }
+
     /// Queues a job, `urgent` ones ahead of every background one; any thread.
     func submit(_ job: any WorkerJob, urgent: Bool) {
         let depth = queue.withLock { q -> Int? in

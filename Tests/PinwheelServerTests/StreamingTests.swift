@@ -80,6 +80,35 @@ struct StreamingTests {
         #expect(numbers == Array(numbers.sorted()) && Set(numbers).count == numbers.count)
     }
 
+    @Test("without live data the service thread serves viewports itself while it has time, and serves them the same")
+    func turnsOnTheServiceThread() async throws {
+        let server = try TestServer()
+        let driver = try WSDriver()
+        try await driver.open("a", server)
+        var view = ClientView()
+        // Small views: even a debug build's turns stay short enough to run there.
+        let boxes: [[Double]] = (0..<6).map { k in
+            let west = 2.0 + 0.05 * Double(k)
+            return [west, 48, west + 0.1, 48.1]
+        }
+        for (seq, box) in boxes.enumerated() {
+            driver.send("a", viewport(seq + 1, box, zoom: 12))
+            try await driver.drain("a", seq: seq + 1, into: &view)
+        }
+        #expect(Set(view.features.keys) == Set(server.coreFeatures(bbox: boxes[5], zoom: 12).keys))
+        let metrics = try await server.get("/metrics").body
+        func turns(_ thread: String) -> Int? {
+            let prefix = #"pinwheel_turns_total{thread="\#(thread)"} "#
+            return metrics.split(separator: "\n").first { $0.hasPrefix(prefix) }.flatMap {
+                Int($0.dropFirst(prefix.count))
+            }
+        }
+        // The hello's turn runs on a worker; an idle service thread runs the viewports' turns (a few may
+        // go to a worker after a turn of its own ran long).
+        let (service, worker) = (try #require(turns("service")), try #require(turns("worker")))
+        #expect(service >= 2 && worker >= 1, "\(service) on the service thread, \(worker) on workers")
+    }
+
     @Test("a second viewport sends only the difference")
     func secondViewportSendsDifference() async throws {
         let server = try TestServer()

@@ -2,6 +2,7 @@
 and the viewer gets exactly those updates, adds and removes, ending with what a fresh session sees."""
 
 import sys
+import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
@@ -56,3 +57,9 @@ def test_moves_adds_and_deletes_reach_a_watching_viewer(live_server):
     with Watcher(live_server.ws_url) as fresh:
         fresh.watch(BOX, ZOOM)
         assert fresh.features == shown
+
+    # With live data every turn runs on a worker: the service thread keeps its time for producers.
+    metrics = urllib.request.urlopen(f"{live_server.url}/metrics", timeout=10).read().decode()
+    assert 'pinwheel_turns_total{thread="service"} 0' in metrics.splitlines()
+    assert int(next(line.split()[1] for line in metrics.splitlines()
+                    if line.startswith('pinwheel_turns_total{thread="worker"}'))) > 0
