@@ -1,17 +1,21 @@
 /// Lookups a live index needs of its base: the cluster nearest a spot at a level, and the items
 /// holding a point.
 extension ClusterIndex {
-    /// The cluster item of level `li` nearest to (x, y) within the radius its zoom clusters with.
+    /// The cluster item of level `li` nearest to (x, y) within `reach` times the radius its zoom
+    /// clusters with.
     /// - Parameters:
+    ///   - reach: how far to look, in radii.
     ///   - rows: the level's row directory.
     ///   - accepts: whether a candidate item may take the spot (a live index refuses clusters emptied
     ///     by changes).
     /// - Returns: the item's index, nil when no cluster is that near.
     /// - Complexity: O(log r + k) for rows of r items and the k items in the cells the radius reaches.
-    func nearestCluster(level li: Int, x: Double, y: Double, rows: RowDirectory, accepts: (Int) -> Bool) -> Int? {
+    func nearestCluster(
+        level li: Int, x: Double, y: Double, reach: Double, rows: RowDirectory, accepts: (Int) -> Bool
+    ) -> Int? {
         let level = levels[li]
         guard level.count > 0 else { return nil }
-        let r = options.radius(atZoom: level.zoom)
+        let r = options.radius(atZoom: level.zoom) * reach
         let bits = level.gridBits
         let side = 1 << bits
         let scale = Double(side)
