@@ -201,11 +201,12 @@ extension Feature {
     }
 
     /// This feature's version as a client on `encoding` draws it. JSON carries every bit of the
-    /// position, so that is ``version``; `pinwheel.v1+bin` carries it on the feature's ``BinaryGrid``,
-    /// so a cluster whose centroid moved less than a 32nd of a pixel at its zoom (a few changes among
-    /// its thousands of points) keeps its version and is not sent again.
+    /// position, so that is ``version``; `pinwheel.v1+bin` carries a cluster's on its
+    /// ``BinaryGrid``, so a cluster whose centroid moved less than a 32nd of a pixel at its zoom (a
+    /// few changes among its thousands of points) keeps its version and is not sent again. A point's
+    /// grid is 11 cm: a point moving less is rare, and it keeps ``version``, which costs a diff less.
     public func version(_ encoding: WireEncoding) -> FeatureVersion {
-        guard encoding == .binary else { return version }
+        guard encoding == .binary, id >> 32 != 0 else { return version }
         let unit = BinaryGrid.unit(of: id)
         var onGrid = self
         onGrid.lat = Double(BinaryGrid.multiple(lat, unit: unit, limit: BinaryGrid.latLimit))
