@@ -8,12 +8,11 @@ import HashTreeCollections
 /// cluster that held it. Where it is now, it joins, at each zoom, the cluster the base has nearest to
 /// it within two of that zoom's radii (``reach``), and stays in that cluster's ancestors at coarser
 /// zooms, as a fresh build keeps merged points merged; where no cluster is that near it is drawn as a
-/// point. At the raw
-/// level (`maxZoom + 1` and beyond) this is exact; above it, a point joins an existing cluster
-/// rather than forming a new one, which compaction then corrects. Cluster ids never change here, so
-/// a viewer's difference stays the clusters whose count or centroid moved.
+/// point. At the raw level (`maxZoom + 1` and beyond) this is exact; above it, a point joins an
+/// existing cluster rather than forming a new one, which compaction then corrects. Cluster ids never
+/// change here, so a viewer's difference stays the clusters whose count or centroid moved.
 ///
-/// A value type over persistent maps: a copy shares everything with the original and a change to
+/// A value type over persistent maps (the points drawn alone: a flat array per grid cell): a copy shares everything with the original and a change to
 /// either copies only the paths it touches, so publishing a ``LiveClusterIndex`` costs nothing and a
 /// change costs O(levels · log n) whatever the delta's size.
 public struct ClusterDelta: Sendable {
