@@ -45,6 +45,8 @@ public final class ServerMetrics: Sendable {
     private let messagesOut: [String: CoreMetrics.Counter]
     /// Sessions' turns, by the thread that ran them: a worker, or the lws service thread itself.
     private let workerTurns: CoreMetrics.Counter
+    private let wholeReads: CoreMetrics.Counter
+    private let moveReads: CoreMetrics.Counter
     private let serviceTurns: CoreMetrics.Counter
     private let closes: Mutex<[Int: CoreMetrics.Counter]> = Mutex([:])
     /// Viewport → first batch latency in microseconds, kept exactly for the benchmark's percentiles.
@@ -112,6 +114,8 @@ public final class ServerMetrics: Sendable {
         messagesOut = outgoing
         workerTurns = Counter(label: "pinwheel_turns_total", dimensions: [("thread", "worker")], factory: factory)
         serviceTurns = Counter(label: "pinwheel_turns_total", dimensions: [("thread", "service")], factory: factory)
+        wholeReads = Counter(label: "pinwheel_viewport_reads_total", dimensions: [("read", "whole")], factory: factory)
+        moveReads = Counter(label: "pinwheel_viewport_reads_total", dimensions: [("read", "moved")], factory: factory)
     }
 
     // pinwheel_viewport_first_batch_<statistic>_seconds
@@ -176,6 +180,9 @@ public final class ServerMetrics: Sendable {
 
     /// A session's turn ran, on the service thread or a worker.
     func turn(onServiceThread: Bool) { (onServiceThread ? serviceTurns : workerTurns).increment() }
+
+    /// A viewport was served from a whole query, or as a move of the view its client had.
+    func viewportRead(asMove: Bool) { (asMove ? moveReads : wholeReads).increment() }
 
     /// Records how long a viewport's first batch waited for the client's acks (its window was full).
     func windowWait(_ wait: Duration) {

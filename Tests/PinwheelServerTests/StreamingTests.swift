@@ -97,16 +97,43 @@ struct StreamingTests {
         }
         #expect(Set(view.features.keys) == Set(server.coreFeatures(bbox: boxes[5], zoom: 12).keys))
         let metrics = try await server.get("/metrics").body
-        func turns(_ thread: String) -> Int? {
-            let prefix = #"pinwheel_turns_total{thread="\#(thread)"} "#
-            return metrics.split(separator: "\n").first { $0.hasPrefix(prefix) }.flatMap {
-                Int($0.dropFirst(prefix.count))
-            }
-        }
         // The hello's turn runs on a worker; an idle service thread runs the viewports' turns (a few may
         // go to a worker after a turn of its own ran long).
-        let (service, worker) = (try #require(turns("service")), try #require(turns("worker")))
+        let service = try #require(counter(metrics, #"pinwheel_turns_total{thread="service"}"#))
+        let worker = try #require(counter(metrics, #"pinwheel_turns_total{thread="worker"}"#))
         #expect(service >= 2 && worker >= 1, "\(service) on the service thread, \(worker) on workers")
+    }
+
+    @Test("a pan within one zoom is read as what entered and left the view, and the view ends exact")
+    func pansAreReadAsMoves() async throws {
+        let server = try TestServer()
+        let driver = try WSDriver()
+        try await driver.open("a", server)
+        var view = ClientView()
+        // Four pans east at zoom 6, then one view at zoom 7.
+        var views: [(box: [Double], zoom: Double)] = []
+        for k in 0..<5 {
+            let west = -5 + 2 * Double(k)
+            views.append(([west, 42, west + 20, 52], 6))
+        }
+        views.append(([3, 44, 13, 50], 7))
+        for (seq, v) in views.enumerated() {
+            driver.send("a", viewport(seq + 1, v.box, zoom: v.zoom))
+            try await driver.drain("a", seq: seq + 1, into: &view)
+            #expect(
+                Set(view.features.keys) == Set(server.coreFeatures(bbox: v.box, zoom: v.zoom).keys),
+                "view \(seq + 1)")
+        }
+        let metrics = try await server.get("/metrics").body
+        #expect(counter(metrics, #"pinwheel_viewport_reads_total{read="moved"}"#) == 4)
+        #expect(counter(metrics, #"pinwheel_viewport_reads_total{read="whole"}"#) == 2)
+    }
+
+    /// A counter's value in a `/metrics` page; nil when absent.
+    func counter(_ metrics: String, _ series: String) -> Int? {
+        metrics.split(separator: "\n").first { $0.hasPrefix(series + " ") }.flatMap {
+            Int($0.dropFirst(series.count + 1))
+        }
     }
 
     @Test("a second viewport sends only the difference")

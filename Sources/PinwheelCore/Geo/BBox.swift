@@ -55,8 +55,7 @@ public struct BBox: Hashable, Sendable {
             rects.append(MercatorRect(minX: Mercator.x(lon: west), minY: minY, maxX: 1, maxY: maxY))
             rects.append(MercatorRect(minX: 0, minY: minY, maxX: Mercator.x(lon: east), maxY: maxY))
         } else {
-            rects.append(
-                MercatorRect(minX: Mercator.x(lon: west), minY: minY, maxX: Mercator.x(lon: east), maxY: maxY))
+            rects.append(MercatorRect(spanning: self))
         }
         return rects.count
     }
@@ -83,8 +82,14 @@ public struct MercatorRect: Hashable, Sendable {
         self.maxY = maxY
     }
 
+    /// A box that does not cross the antimeridian.
+    public init(spanning box: BBox) {
+        self.init(
+            minX: Mercator.x(lon: box.west), minY: Mercator.y(lat: box.north), maxX: Mercator.x(lon: box.east),
+            maxY: Mercator.y(lat: box.south))
+    }
+
     @inlinable public func contains(x: Double, y: Double) -> Bool {
         x >= minX && x <= maxX && y >= minY && y <= maxY
     }
-
 }

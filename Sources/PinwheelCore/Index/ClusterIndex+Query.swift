@@ -5,31 +5,32 @@ extension ClusterIndex {
     public func features(in bbox: BBox, zoom: Double, into out: inout [Feature]) {
         out.removeAll(keepingCapacity: true)
         guard dataset.count > 0 else { return }
-        let li = levelIndex(zoom: zoom)
-        let minY = Mercator.y(lat: bbox.north)
-        let maxY = Mercator.y(lat: bbox.south)
-        let beyondRaw = zoom.isFinite && floor(zoom) > Double(options.maxZoom + 1)
-        withContext(level: li, spreadZoom: ClusterIndex.spreadZoom(zoom), ownParents: beyondRaw) { context in
+        withContext(zoom: zoom) { context in
             if bbox.crossesAntimeridian {
+                let minY = Mercator.y(lat: bbox.north)
+                let maxY = Mercator.y(lat: bbox.south)
                 let west = MercatorRect(minX: Mercator.x(lon: bbox.west), minY: minY, maxX: 1, maxY: maxY)
                 let east = MercatorRect(minX: 0, minY: minY, maxX: Mercator.x(lon: bbox.east), maxY: maxY)
                 scan(context, rect: west, into: &out)
                 scan(context, rect: east, into: &out)
             } else {
-                let rect = MercatorRect(
-                    minX: Mercator.x(lon: bbox.west), minY: minY, maxX: Mercator.x(lon: bbox.east), maxY: maxY)
-                scan(context, rect: rect, into: &out)
+                scan(context, rect: MercatorRect(spanning: bbox), into: &out)
             }
         }
     }
 
-    /// Appends the features of every item of the context's level inside a rectangle.
+    /// Appends the features of every item of the context's level inside a rectangle and outside
+    /// `hole`.
     ///
     /// Items are in cell-key order, so the rectangle's cells form one run per grid row: the scan goes
-    /// to each row's items through the level's row directory, finds the rectangle's first cell there
-    /// by binary search and reads until it leaves the rectangle's columns.
-    /// - Complexity: O(r · log m + k) for r grid rows of m items and k items in the rectangle's cells.
-    func scan(_ context: QueryContext, rect: MercatorRect, into out: inout [Feature]) {
+    /// to each row's items through the level's row directory, finds the run's first cell there by
+    /// binary search and reads until it leaves the run's columns. Cells wholly inside the hole hold
+    /// only items inside it (the grid's scale is a power of two, so a cell's bounds are exact): a row
+    /// crossing the hole is read as the runs on either side of those cells.
+    /// - Complexity: O(r · log m + k) for r grid rows of m items and k items in the cells read.
+    func scan(
+        _ context: QueryContext, rect: MercatorRect, excluding hole: MercatorRect? = nil, into out: inout [Feature]
+    ) {
         let xy = context.level.xy
         let n = context.level.meta.count
         guard n > 0, rect.minX <= rect.maxX, rect.minY <= rect.maxY else { return }
@@ -39,12 +40,19 @@ extension ClusterIndex {
         func cell(_ v: Double) -> Int { max(0, min(Int(v * scale), side - 1)) }
         let (columnLo, columnHi) = (cell(rect.minX), cell(rect.maxX))
         let (rowLo, rowHi) = (cell(rect.minY), cell(rect.maxY))
+        // The hole's inner cells, as half-open ranges; empty without a hole.
+        var innerRows = 0..<0
+        var innerColumns = 0..<0
+        if let hole, hole.minX <= hole.maxX, hole.minY <= hole.maxY {
+            innerRows = (cell(hole.minY) + 1)..<max(cell(hole.minY) + 1, cell(hole.maxY))
+            innerColumns = (cell(hole.minX) + 1)..<max(cell(hole.minX) + 1, cell(hole.maxX))
+        }
         @inline(__always) func key(_ i: Int) -> UInt64 { GridOrder.key(x: xy[2 * i], y: xy[2 * i + 1], bits: bits) }
         var scratch = SpreadScratch()
         let rows = context.level.rows
-        for row in rowLo...rowHi {
-            let first = UInt64(row) << UInt64(bits) | UInt64(columnLo)
-            let last = UInt64(row) << UInt64(bits) | UInt64(columnHi)
+        func read(row: Int, columns: ClosedRange<Int>) {
+            let first = UInt64(row) << UInt64(bits) | UInt64(columns.lowerBound)
+            let last = UInt64(row) << UInt64(bits) | UInt64(columns.upperBound)
             let candidates = rows.items(ofRow: row)
             var lo = candidates.lowerBound
             var hi = candidates.upperBound
@@ -54,10 +62,21 @@ extension ClusterIndex {
             }
             var i = lo
             while i < candidates.upperBound && key(i) <= last {
-                if rect.contains(x: xy[2 * i], y: xy[2 * i + 1]) {
+                let (x, y) = (xy[2 * i], xy[2 * i + 1])
+                if rect.contains(x: x, y: y) && !(hole?.contains(x: x, y: y) ?? false) {
                     emit(context, item: i, scratch: &scratch, into: &out)
                 }
                 i += 1
+            }
+        }
+        for row in rowLo...rowHi {
+            if innerRows.contains(row), innerColumns.lowerBound <= columnHi, innerColumns.upperBound > columnLo {
+                if columnLo < innerColumns.lowerBound {
+                    read(row: row, columns: columnLo...innerColumns.lowerBound - 1)
+                }
+                if innerColumns.upperBound <= columnHi { read(row: row, columns: innerColumns.upperBound...columnHi) }
+            } else {
+                read(row: row, columns: columnLo...columnHi)
             }
         }
     }
@@ -85,6 +104,13 @@ extension ClusterIndex {
         /// True beyond `maxZoom + 1`, where the zoom above shows the same raw features: each is its own
         /// parent.
         let ownParents: Bool
+    }
+
+    /// Runs `body` with the ``QueryContext`` of a map zoom.
+    func withContext<R>(zoom: Double, _ body: (QueryContext) -> R) -> R {
+        let beyondRaw = zoom.isFinite && floor(zoom) > Double(options.maxZoom + 1)
+        return withContext(
+            level: levelIndex(zoom: zoom), spreadZoom: ClusterIndex.spreadZoom(zoom), ownParents: beyondRaw, body)
     }
 
     /// Runs `body` with a ``QueryContext`` for level `li`.

@@ -35,9 +35,7 @@ extension LiveClusterIndex {
             rects.append(MercatorRect(minX: Mercator.x(lon: bbox.west), minY: minY, maxX: 1, maxY: maxY))
             rects.append(MercatorRect(minX: 0, minY: minY, maxX: Mercator.x(lon: bbox.east), maxY: maxY))
         } else {
-            rects.append(
-                MercatorRect(minX: Mercator.x(lon: bbox.west), minY: minY, maxX: Mercator.x(lon: bbox.east), maxY: maxY)
-            )
+            rects.append(MercatorRect(spanning: bbox))
         }
         for rect in rects {
             forEachStandalone(atLevel: li, in: rect) { entry, from in

@@ -90,8 +90,21 @@ public struct Pacer<Clock: PinwheelClock>: Sendable {
     ///   - viewport: the viewport's box; adds nearer its centre go first, removes outside it go first.
     /// - Returns: the first action.
     public mutating func show(seq: UInt64, features: some Collection<Feature>, viewport: BBox) -> Action {
-        self.seq = seq
         scratch.diff.compute(from: client, to: features)
+        return start(seq: seq, viewport: viewport)
+    }
+
+    /// Serves a viewport the view moved to within its zoom, from what entered and left it; the client
+    /// must have exactly the previous viewport's features (its last batch sent).
+    /// - Returns: the first action.
+    public mutating func show(seq: UInt64, entering: [Feature], leaving: [Feature], viewport: BBox) -> Action {
+        scratch.diff.take(entering: entering, leaving: leaving)
+        return start(seq: seq, viewport: viewport)
+    }
+
+    /// Plans the diff for a new viewport and sends its first batch.
+    private mutating func start(seq: UInt64, viewport: BBox) -> Action {
+        self.seq = seq
         plan(viewport: viewport)
         doneSent = false
         // The first batch of a new viewport is not held back by the spacing of the previous one.

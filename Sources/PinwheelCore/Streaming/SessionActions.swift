@@ -25,6 +25,8 @@ public struct SessionActions<Clock: PinwheelClock>: Sendable {
     public var windowWaits: [Duration] = []
     /// The viewport this turn started serving (for presence).
     public var served: ViewportMessage?
+    /// It was read as a move of the view the client had: only what entered and left the view.
+    public var servedAsMove = false
     /// A `settings` opted in to (true) or out of (false) presence.
     public var presence: Bool?
     /// Set by ``SessionMachine/flush(actions:)``, the end of a turn: whether an ack arriving now can

@@ -44,6 +44,12 @@ public struct SessionMachine<Clock: PinwheelClock> {
     private var tickDue: Clock.Instant?
     /// The query's features, kept for capacity; a server lends each turn its worker's instead.
     private var features: [Feature] = []
+    /// A moved view's leaving features, likewise.
+    private var leaving: [Feature] = []
+    /// The box and zoom whose features the client has exactly once the pacer is done: a viewport
+    /// moving within that zoom is served from what enters and leaves the view. Nil after a capped
+    /// view, or once the data or the algorithm changed.
+    private var shownView: (bbox: BBox, zoom: Double)?
     /// Its buffer, kept for capacity, is likewise swapped for the worker's during a turn.
     private var encoder: MessageEncoder
     /// Batches and expansions of a `pinwheel.v1+bin` session; nil for JSON sessions.
@@ -140,6 +146,7 @@ public struct SessionMachine<Clock: PinwheelClock> {
             algorithm = newAlgorithm
             clusterer = clusterers(algorithm)
             context = FeatureContext(clusterer: clusterer)
+            shownView = nil
             hello(actions: &actions)
             // Re-serve the current view with the new algorithm, diffed against what the client has,
             // through the limiter like a viewport, so flipping algorithms costs no more than panning.
@@ -158,6 +165,7 @@ public struct SessionMachine<Clock: PinwheelClock> {
     @_specialize(exported:true,where Clock == ContinuousClock)
     public mutating func swapScratch(_ other: inout PlanScratch) {
         swap(&features, &other.features)
+        swap(&leaving, &other.leaving)
         pacer.swapScratch(&other.pacer)
         swap(&encoder.writer, &other.encoding)
         if binaryEncoder != nil { swap(&binaryEncoder!.writer, &other.binaryEncoding) }
@@ -178,6 +186,7 @@ public struct SessionMachine<Clock: PinwheelClock> {
     public mutating func dataChanged() {
         clusterer = clusterers(algorithm)
         context = FeatureContext(clusterer: clusterer)
+        shownView = nil
         refreshDue = served != nil
     }
 
@@ -234,7 +243,16 @@ public struct SessionMachine<Clock: PinwheelClock> {
     ) {
         served = viewport
         actions.served = viewport
+        if moveShownView(to: viewport) {
+            actions.servedAsMove = true
+            firstBatch = .running(elapsed: .zero, since: receivedAt)
+            carryOut(
+                pacer.show(seq: viewport.seq, entering: features, leaving: leaving, viewport: viewport.bbox),
+                actions: &actions)
+            return
+        }
         query(viewport)
+        shownView = capped == nil ? (viewport.bbox, viewport.indexZoom) : nil
         if !held.isEmpty {
             pacer.adopt(
                 held: held, current: features, sameData: heldVersion == servedVersion,
@@ -245,9 +263,27 @@ public struct SessionMachine<Clock: PinwheelClock> {
         carryOut(pacer.show(seq: viewport.seq, features: features, viewport: viewport.bbox), actions: &actions)
     }
 
+    /// Reads what enters and leaves the view when the viewport moved within the zoom of the view the
+    /// client has exactly, into `features` and `leaving`.
+    /// - Returns: false when the viewport needs a whole query: another zoom, a plan still being sent,
+    ///   live data (whose points carry revisions), or a view that would pass `maxFeatures`.
+    private mutating func moveShownView(to viewport: ViewportMessage) -> Bool {
+        guard let shown = shownView, shown.zoom == viewport.indexZoom, pacer.isDone, held.isEmpty,
+            clusterer.dataset.revisions.isEmpty,
+            clusterer.viewMoved(
+                from: shown.bbox, to: viewport.bbox, zoom: shown.zoom, entering: &features, leaving: &leaving),
+            pacer.client.count - leaving.count + features.count <= options.maxFeatures
+        else { return false }
+        shownView = (viewport.bbox, shown.zoom)
+        servedVersion = clusterer.dataset.version
+        capped = nil
+        return true
+    }
+
     /// Computes the served viewport again over changed data and sends the difference.
     private mutating func refresh(_ viewport: ViewportMessage, actions: inout SessionActions<Clock>) {
         query(viewport)
+        shownView = nil
         carryOut(pacer.refresh(features: features, viewport: viewport.bbox), actions: &actions)
     }
 

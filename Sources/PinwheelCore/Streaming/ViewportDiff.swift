@@ -48,4 +48,16 @@ public struct ViewportDiff: Sendable {
         // Slot order depends on history; sorted removes keep batches reproducible.
         remove.sort()
     }
+
+    /// Takes a moved view's difference as it was read (``Clusterer/viewMoved(from:to:zoom:entering:leaving:)``):
+    /// the client has every leaving feature, no entering one, and everything else of the new view in
+    /// its current version. The previous result is replaced.
+    public mutating func take(entering: [Feature], leaving: [Feature]) {
+        remove.removeAll(keepingCapacity: true)
+        add.removeAll(keepingCapacity: true)
+        update.removeAll(keepingCapacity: true)
+        add.append(contentsOf: entering)
+        remove.append(contentsOf: leaving.lazy.map(\.id))
+        remove.sort()
+    }
 }

@@ -1,0 +1,152 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import PinwheelCore
+
+/// A pan within one zoom served from what enters and leaves the view, against whole queries.
+@Suite("Moved views")
+struct ViewMovedTests {
+    static let index = try! ClusterIndex(dataset: ClusterIndexTests.dataset(seed: 3, count: 20_000))
+
+    /// The index answering only whole queries, or answering moves and counting those it answered.
+    final class Forwarding: Clusterer {
+        let base: ClusterIndex
+        let answersMoves: Bool
+        let movesAnswered = Mutex(0)
+
+        init(_ base: ClusterIndex, answersMoves: Bool) {
+            self.base = base
+            self.answersMoves = answersMoves
+        }
+
+        var algorithm: Algorithm { base.algorithm }
+        var dataset: Dataset { base.dataset }
+        var aggregates: [Aggregate] { base.aggregates }
+        func features(in bbox: BBox, zoom: Double, into out: inout [Feature]) {
+            base.features(in: bbox, zoom: zoom, into: &out)
+        }
+        func viewMoved(
+            from old: BBox, to new: BBox, zoom: Double, entering: inout [Feature], leaving: inout [Feature]
+        ) -> Bool {
+            guard answersMoves else {
+                entering.removeAll()
+                leaving.removeAll()
+                return false
+            }
+            let answered = base.viewMoved(from: old, to: new, zoom: zoom, entering: &entering, leaving: &leaving)
+            if answered { movesAnswered.withLock { $0 += 1 } }
+            return answered
+        }
+        func children(of id: FeatureID) -> [Feature]? { base.children(of: id) }
+        func leaves(of id: FeatureID, limit: Int, offset: Int) -> [Feature]? {
+            base.leaves(of: id, limit: limit, offset: offset)
+        }
+        func expansion(of id: FeatureID, zoom: Double) -> Expansion? { base.expansion(of: id, zoom: zoom) }
+        func aggregateValues(of feature: Feature) -> ArraySlice<Double> { base.aggregateValues(of: feature) }
+    }
+
+    static func byID(_ features: [Feature]) -> [FeatureID: Feature] {
+        Dictionary(features.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+    }
+
+    /// A box about `span` degrees wide around `centre`, moved by a fraction of its size and possibly
+    /// resized; nil when either box would cross the antimeridian or leave the latitudes shown.
+    static func boxes(_ rng: inout SplitMix64, centre: (lon: Double, lat: Double), span: Double) -> (BBox, BBox)? {
+        let (w, h) = (span, span / 2)
+        let old = BBox(
+            west: centre.lon - w / 2, south: centre.lat - h / 2, east: centre.lon + w / 2, north: centre.lat + h / 2)
+        let dx = (rng.nextUnit() * 2.4 - 1.2) * w
+        let dy = (rng.nextUnit() * 2.4 - 1.2) * h
+        let grow = rng.next() % 4 == 0 ? 0.5 + rng.nextUnit() : 1
+        let new = BBox(
+            west: old.west + dx, south: old.south + dy, east: old.west + dx + w * grow, north: old.south + dy + h * grow
+        )
+        for b in [old, new] where b.west < -180 || b.east > 180 || b.south < -85 || b.north > 85 { return nil }
+        return (old, new)
+    }
+
+    @Test("a view moved within its zoom gains and loses exactly what two whole queries of it differ by")
+    func differenceOfWholeQueries() throws {
+        let index = Self.index
+        var rng = SplitMix64(seed: 9)
+        var entering: [Feature] = []
+        var leaving: [Feature] = []
+        var checked = 0
+        var nonEmpty = 0
+        for trial in 0..<600 {
+            let zoom = Double(rng.next() % 19) + (trial % 3 == 0 ? 0.5 : 0)
+            let row = Int(rng.next() % UInt64(index.dataset.count))
+            let centre = (lon: index.dataset.lon(row), lat: index.dataset.lat(row))
+            guard let (old, new) = Self.boxes(&rng, centre: centre, span: 400 / pow(2, zoom)) else { continue }
+            #expect(index.viewMoved(from: old, to: new, zoom: zoom, entering: &entering, leaving: &leaving))
+            var whole: [Feature] = []
+            index.features(in: old, zoom: zoom, into: &whole)
+            let before = Self.byID(whole)
+            index.features(in: new, zoom: zoom, into: &whole)
+            let after = Self.byID(whole)
+            // What both views show is the same feature in both: that is what lets a move skip it.
+            for (id, f) in after { if let g = before[id] { #expect(f == g) } }
+            #expect(entering.count == Set(entering.map(\.id)).count, "an entering feature read twice")
+            #expect(Self.byID(entering) == after.filter { before[$0.key] == nil })
+            #expect(Self.byID(leaving) == before.filter { after[$0.key] == nil })
+            checked += 1
+            if !entering.isEmpty && !leaving.isEmpty && before.count > entering.count { nonEmpty += 1 }
+        }
+        #expect(checked > 400)
+        #expect(nonEmpty > 150, "most trials move a view that keeps part of its features")
+    }
+
+    @Test("a box across the antimeridian is left to whole queries")
+    func antimeridian() {
+        var entering: [Feature] = []
+        var leaving: [Feature] = []
+        let across = BBox(west: 170, south: -10, east: -170, north: 10)
+        let near = BBox(west: 160, south: -10, east: 179, north: 10)
+        #expect(!Self.index.viewMoved(from: near, to: across, zoom: 4, entering: &entering, leaving: &leaving))
+        #expect(!Self.index.viewMoved(from: across, to: near, zoom: 4, entering: &entering, leaving: &leaving))
+        #expect(entering.isEmpty && leaving.isEmpty)
+    }
+
+    @Test("a session serving pans from moved views sends exactly the batches of one querying whole views")
+    func sessionSendsTheSameBatches() throws {
+        let moving = Forwarding(Self.index, answersMoves: true)
+        let whole = Forwarding(Self.index, answersMoves: false)
+        // A small cap, so some views are capped and served whole.
+        let options = SessionOptions(maxFeatures: 400)
+        var a = SessionMachineTests.Harness(options: options, clusterers: { _ in moving })
+        var b = SessionMachineTests.Harness(options: options, clusterers: { _ in whole })
+        var rng = SplitMix64(seed: 21)
+        var zoom = 6.0
+        var centre = (lon: 10.0, lat: 48.0)
+        for step in 0..<300 {
+            if step % 40 == 39 { zoom = Double(3 + rng.next() % 12) }
+            let span = 400 / pow(2, zoom)
+            centre.lon = min(max(centre.lon + (rng.nextUnit() - 0.5) * span / 4, -170), 170)
+            centre.lat = min(max(centre.lat + (rng.nextUnit() - 0.5) * span / 8, -70), 70)
+            let box = BBox(
+                west: centre.lon - span / 2, south: centre.lat - span / 4, east: centre.lon + span / 2,
+                north: centre.lat + span / 4)
+            // Now and then the page is slow to acknowledge: the next view finds the plan unfinished.
+            let slow = step % 7 == 3
+            a.acks = !slow
+            b.acks = !slow
+            try a.turn([a.viewport(box, zoom: zoom)])
+            try b.turn([b.viewport(box, zoom: zoom)])
+            a.acks = true
+            b.acks = true
+            a.clock.advance(by: .milliseconds(100))
+            b.clock.advance(by: .milliseconds(100))
+            if !slow {
+                try a.settle()
+                try b.settle()
+            }
+        }
+        try a.settle()
+        try b.settle()
+        #expect(a.batches == b.batches)
+        #expect(a.page == b.page)
+        #expect(moving.movesAnswered.withLock { $0 } > 150, "most views were served as moves")
+        #expect(whole.movesAnswered.withLock { $0 } == 0)
+    }
+}
