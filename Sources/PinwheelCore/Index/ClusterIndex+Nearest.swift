@@ -5,13 +5,14 @@ extension ClusterIndex {
     /// clusters with.
     /// - Parameters:
     ///   - reach: how far to look, in radii.
-    ///   - rows: the level's row directory.
+    ///   - cells: the level's cell directory.
     ///   - accepts: whether a candidate item may take the spot (a live index refuses clusters emptied
     ///     by changes).
     /// - Returns: the item's index, nil when no cluster is that near.
-    /// - Complexity: O(log r + k) for rows of r items and the k items in the cells the radius reaches.
+    /// - Complexity: O(r · log g + k) for the r grid rows the radius reaches, cell-directory groups
+    ///   of g items, and the k items in the cells it reaches.
     func nearestCluster(
-        level li: Int, x: Double, y: Double, reach: Double, rows: RowDirectory, accepts: (Int) -> Bool
+        level li: Int, x: Double, y: Double, reach: Double, cells: CellDirectory, accepts: (Int) -> Bool
     ) -> Int? {
         let level = levels[li]
         guard level.count > 0 else { return nil }
@@ -28,12 +29,12 @@ extension ClusterIndex {
                     GridOrder.key(x: xy[2 * i], y: xy[2 * i + 1], bits: bits)
                 }
                 for row in cell(y - r)...cell(y + r) {
+                    let first = UInt64(row) << UInt64(bits) | UInt64(cell(x - r))
                     let last = UInt64(row) << UInt64(bits) | UInt64(cell(x + r))
-                    let candidates = rows.items(ofRow: row)
+                    let candidates = cells.items(from: first, through: last)
                     var lo = candidates.lowerBound
                     var hi = candidates.upperBound
                     let rowEnd = hi
-                    let first = UInt64(row) << UInt64(bits) | UInt64(cell(x - r))
                     while lo < hi {
                         let mid = (lo + hi) >> 1
                         if key(mid) < first { lo = mid + 1 } else { hi = mid }

@@ -23,11 +23,12 @@ extension ClusterIndex {
     /// `hole`.
     ///
     /// Items are in cell-key order, so the rectangle's cells form one run per grid row: the scan goes
-    /// to each row's items through the level's row directory, finds the run's first cell there by
+    /// to each run's items through the level's cell directory, finds the run's first cell there by
     /// binary search and reads until it leaves the run's columns. Cells wholly inside the hole hold
     /// only items inside it (the grid's scale is a power of two, so a cell's bounds are exact): a row
     /// crossing the hole is read as the runs on either side of those cells.
-    /// - Complexity: O(r · log m + k) for r grid rows of m items and k items in the cells read.
+    /// - Complexity: O(r · log g + k) for r grid rows, cell-directory groups of g items, and k items in
+    ///   the cells read.
     func scan(
         _ context: QueryContext, rect: MercatorRect, excluding hole: MercatorRect? = nil, into out: inout [Feature]
     ) {
@@ -49,11 +50,11 @@ extension ClusterIndex {
         }
         @inline(__always) func key(_ i: Int) -> UInt64 { GridOrder.key(x: xy[2 * i], y: xy[2 * i + 1], bits: bits) }
         var scratch = SpreadScratch()
-        let rows = context.level.rows
+        let cells = context.level.cells
         func read(row: Int, columns: ClosedRange<Int>) {
             let first = UInt64(row) << UInt64(bits) | UInt64(columns.lowerBound)
             let last = UInt64(row) << UInt64(bits) | UInt64(columns.upperBound)
-            let candidates = rows.items(ofRow: row)
+            let candidates = cells.items(from: first, through: last)
             var lo = candidates.lowerBound
             var hi = candidates.upperBound
             while lo < hi {
@@ -87,8 +88,8 @@ extension ClusterIndex {
         let xy: UnsafeBufferPointer<Double>
         let meta: UnsafeBufferPointer<UInt64>
         let parents: UnsafeBufferPointer<Int32>
-        /// Where the level's grid rows start.
-        let rows: RowDirectory
+        /// Where runs of the level's cells start.
+        let cells: CellDirectory
     }
 
     /// Everything a query reads, as buffer pointers: its level, the level above (for parents) and the
@@ -136,7 +137,7 @@ extension ClusterIndex {
         return level.xy.withUnsafeBufferPointer { xy in
             level.meta.withUnsafeBufferPointer { meta in
                 level.parents.withUnsafeBufferPointer { parents in
-                    body(LevelView(gridBits: level.gridBits, xy: xy, meta: meta, parents: parents, rows: rows[li]))
+                    body(LevelView(gridBits: level.gridBits, xy: xy, meta: meta, parents: parents, cells: cells[li]))
                 }
             }
         }

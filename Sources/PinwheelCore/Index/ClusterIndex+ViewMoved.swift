@@ -1,8 +1,7 @@
-/// A pan within one zoom, answered from the strips that enter and leave the view.
-///
-/// A pan of a tenth of the view reads about a fifth of what a whole query reads. Same-zoom views of
-/// an index built whole differ only by whose items lie inside: an item shows the same features
-/// (ids, positions, parents) in every view of its zoom.
+/// A pan within one zoom, answered from the strips that enter and leave the view: a pan by a tenth
+/// of the view's width reads two strips of a tenth each, where a whole query reads the view.
+/// Same-zoom views of an index built whole differ only by whose items lie inside: an item shows the
+/// same features (ids, positions, parents) in every view of its zoom.
 extension ClusterIndex {
     public func viewMoved(
         from old: BBox, to new: BBox, zoom: Double, entering: inout [Feature], leaving: inout [Feature]

@@ -28,8 +28,8 @@ public final class ClusterIndex: Clusterer {
 
     /// Levels for zooms minZoom ... maxZoom + 1, coarsest first.
     let levels: [ZoomLevel]
-    /// Each level's row directory: queries and nearest-cluster searches go straight to a grid row.
-    let rows: [RowDirectory]
+    /// Each level's cell directory: queries and nearest-cluster searches go straight to a run of cells.
+    let cells: [CellDirectory]
     /// Each dataset row's mapped aggregate values, `aggregates.count` per row.
     let pointValues: [Double]
     /// Dataset rows in ascending id order; empty when row i has id i.
@@ -92,14 +92,14 @@ public final class ClusterIndex: Clusterer {
         self.placement = SpreadPlacement(
             mode: options.spread, spacing: options.spreadSpacing, preparedCount: max(largestGroup, 64))
         self.levels = finestFirst.reversed()
-        self.rows = levels.map(RowDirectory.init)
+        self.cells = levels.map(CellDirectory.init)
         self.pointValues = pointValues
         self.rowsByID = rowsByID
     }
 
     /// Bytes held by the index's own arrays (not the dataset's).
     public var storedBytes: Int {
-        levels.reduce(0) { $0 + $1.storedBytes } + rows.reduce(0) { $0 + $1.storedBytes } + pointValues.count * 8
+        levels.reduce(0) { $0 + $1.storedBytes } + cells.reduce(0) { $0 + $1.storedBytes } + pointValues.count * 8
             + rowsByID.count * 4 + groups.rows.count * 4
             + groups.starts.count * 4 + groups.centers.count * 16
     }
