@@ -1,7 +1,7 @@
 /// Where runs of a level's cell keys start, so a search for a run of cells reads only the items
 /// near it, not its whole row. Keys (row, then column) are grouped `shift` bits at a time, at most
-/// one group per item (a level's grid may have far more cells than items): `starts[g] ..< starts[g +
-/// 1]` are the items of group g, in cell-key order like the level. On a level with fewer rows than
+/// one group per item (a level's grid may have far more cells than items); group g's items are
+/// `starts[g] ..< starts[g + 1]`, in cell-key order like the level. On a level with fewer rows than
 /// items a group is part of a row, so a search's binary search reads a few items, each a likely
 /// cache miss, instead of a whole row's worth.
 struct CellDirectory: Sendable {
