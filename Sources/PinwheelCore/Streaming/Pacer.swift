@@ -240,30 +240,37 @@ public struct Pacer<Clock: PinwheelClock>: Sendable {
         }
         scratch.order.sort { $0.key != $1.key ? $0.key < $1.key : $0.id < $1.id }
 
-        scratch.removed.removeAll(keepingCapacity: true)
-        scratch.removed.formUnion(scratch.diff.remove)
+        // The add or update each remove travels with, by its index in the (sorted) removes; -1: none.
+        let removes = scratch.diff.remove
         scratch.attachedTo.removeAll(keepingCapacity: true)
-        scratch.positionOfAdd.removeAll(keepingCapacity: true)
+        scratch.attachedTo.append(contentsOf: repeatElement(-1, count: removes.count))
+        scratch.addsByID.removeAll(keepingCapacity: true)
         // Split: a removed cluster goes with its nearest added child.
         for (position, entry) in scratch.order.enumerated() where entry.index < scratch.diff.add.count {
             let f = scratch.diff.add[entry.index]
-            scratch.positionOfAdd[f.id] = position
-            if let parent = f.parent, parent != f.id, scratch.removed.contains(parent),
-                scratch.attachedTo[parent] == nil
+            scratch.addsByID.append((f.id, position))
+            if let parent = f.parent, parent != f.id,
+                let r = Self.search(parent, count: removes.count, { removes[$0] }),
+                scratch.attachedTo[r] < 0
             {
-                scratch.attachedTo[parent] = position
+                scratch.attachedTo[r] = position
             }
         }
+        scratch.addsByID.sort { $0.id < $1.id }
         // Merge: removed children go with their added parent.
-        for id in scratch.diff.remove where scratch.attachedTo[id] == nil {
-            if let parent = client.parent(of: id), parent != id, let position = scratch.positionOfAdd[parent] {
-                scratch.attachedTo[id] = position
+        for r in removes.indices where scratch.attachedTo[r] < 0 {
+            if let parent = client.parent(of: removes[r]), parent != removes[r],
+                let k = Self.search(parent, count: scratch.addsByID.count, { scratch.addsByID[$0].id })
+            {
+                scratch.attachedTo[r] = scratch.addsByID[k].position
             }
         }
         // Still in view but unlinked: goes with the first add or update at least as far from the centre.
         if !scratch.order.isEmpty {
-            for id in scratch.diff.remove where scratch.attachedTo[id] == nil {
-                guard let p = client.position(of: id), viewport.contains(lat: p.lat, lon: p.lon) else { continue }
+            for r in removes.indices where scratch.attachedTo[r] < 0 {
+                guard let p = client.position(of: removes[r]), viewport.contains(lat: p.lat, lon: p.lon) else {
+                    continue
+                }
                 let d = distance(lat: p.lat, lon: p.lon)
                 var lo = 0
                 var hi = scratch.order.count - 1
@@ -271,27 +278,25 @@ public struct Pacer<Clock: PinwheelClock>: Sendable {
                     let mid = (lo + hi) / 2
                     if scratch.order[mid].key >= d { hi = mid } else { lo = mid + 1 }
                 }
-                scratch.attachedTo[id] = lo
+                scratch.attachedTo[r] = lo
             }
         }
         // Leavers first, one unit each so batches can be cut anywhere among them.
-        for id in scratch.diff.remove where scratch.attachedTo[id] == nil {
-            unitRemoves.append(id)
+        for r in removes.indices where scratch.attachedTo[r] < 0 {
+            unitRemoves.append(removes[r])
             units.append(Unit(removes: unitRemoves.count - 1..<unitRemoves.count, feature: nil, isUpdate: false))
         }
         // Group attached removes by position (counting sort), then one unit per add or update.
         scratch.groupStarts.removeAll(keepingCapacity: true)
         scratch.groupStarts.append(contentsOf: repeatElement(0, count: scratch.order.count + 1))
-        for id in scratch.diff.remove { if let p = scratch.attachedTo[id] { scratch.groupStarts[p + 1] += 1 } }
+        for p in scratch.attachedTo where p >= 0 { scratch.groupStarts[p + 1] += 1 }
         for p in 0..<scratch.order.count { scratch.groupStarts[p + 1] += scratch.groupStarts[p] }
         let base = unitRemoves.count
         unitRemoves.append(contentsOf: repeatElement(0, count: scratch.groupStarts[scratch.order.count]))
         var fill = scratch.groupStarts
-        for id in scratch.diff.remove {
-            if let p = scratch.attachedTo[id] {
-                unitRemoves[base + fill[p]] = id
-                fill[p] += 1
-            }
+        for (r, p) in scratch.attachedTo.enumerated() where p >= 0 {
+            unitRemoves[base + fill[p]] = removes[r]
+            fill[p] += 1
         }
         for (p, entry) in scratch.order.enumerated() {
             let isUpdate = entry.index >= scratch.diff.add.count
@@ -303,9 +308,21 @@ public struct Pacer<Clock: PinwheelClock>: Sendable {
         }
         // Scratch sized for an unusually large viewport is not kept, whoever holds it (a worker's
         // lent memory, or a machine's own). The plan itself is released once its last batch is sent.
-        if scratch.order.capacity > Pacer.keptScratch || scratch.removed.capacity > Pacer.keptScratch {
+        if scratch.order.capacity > Pacer.keptScratch || scratch.attachedTo.capacity > Pacer.keptScratch {
             scratch = PacerScratch()
         }
+    }
+
+    /// The index whose id is `id`, among `count` ids ascending by index; nil when absent.
+    @inline(__always)
+    private static func search(_ id: FeatureID, count: Int, _ idAt: (Int) -> FeatureID) -> Int? {
+        var lo = 0
+        var hi = count
+        while lo < hi {
+            let mid = (lo + hi) >> 1
+            if idAt(mid) < id { lo = mid + 1 } else { hi = mid }
+        }
+        return lo < count && idAt(lo) == id ? lo : nil
     }
 
     /// Planning scratch up to this many entries is kept from one viewport to the next.
@@ -318,12 +335,14 @@ public struct Pacer<Clock: PinwheelClock>: Sendable {
 }
 
 /// What the pacer needs only while it plans a viewport: the diff, the adds and updates in order of
-/// distance, and the maps that attach removes to adds.
+/// distance, and what attaches removes to adds. Lookups are binary searches of sorted ids: a pan's
+/// few dozen ids cost less that way than hashing each.
 struct PacerScratch {
     var diff = ViewportDiff()
     var order: [(key: Double, id: FeatureID, index: Int)] = []
-    var removed = Set<FeatureID>()
-    var attachedTo: [FeatureID: Int] = [:]
-    var positionOfAdd: [FeatureID: Int] = [:]
+    /// Per remove, the position in `order` it travels with; -1: none.
+    var attachedTo: [Int] = []
+    /// The adds' ids and positions in `order`, by id.
+    var addsByID: [(id: FeatureID, position: Int)] = []
     var groupStarts: [Int] = []
 }
