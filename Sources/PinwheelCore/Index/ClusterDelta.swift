@@ -111,7 +111,7 @@ public struct ClusterDelta: Sendable {
                 Int(ItemMeta.count(base.levels[li].meta[item])) + Int(adjustment(level: li, item: item)?.count ?? 0) > 0
             }
             if let item = base.nearestCluster(
-                level: li, x: point.x, y: point.y, reach: Self.reach, cells: base.cells[li], accepts: accepts)
+                level: li, x: point.x, y: point.y, reach: Self.reach, accepts: accepts)
             {
                 finest = li
                 nearest = item

@@ -5,52 +5,28 @@ extension ClusterIndex {
     /// clusters with.
     /// - Parameters:
     ///   - reach: how far to look, in radii.
-    ///   - cells: the level's cell directory.
     ///   - accepts: whether a candidate item may take the spot (a live index refuses clusters emptied
     ///     by changes).
     /// - Returns: the item's index, nil when no cluster is that near.
     /// - Complexity: O(r · log g + k) for the r grid rows the radius reaches, cell-directory groups
     ///   of g items, and the k items in the cells it reaches.
-    func nearestCluster(
-        level li: Int, x: Double, y: Double, reach: Double, cells: CellDirectory, accepts: (Int) -> Bool
-    ) -> Int? {
-        let level = levels[li]
-        guard level.count > 0 else { return nil }
-        let r = options.radius(atZoom: level.zoom) * reach
-        let bits = level.gridBits
-        let side = 1 << bits
-        let scale = Double(side)
-        func cell(_ v: Double) -> Int { max(0, min(Int(v * scale), side - 1)) }
+    func nearestCluster(level li: Int, x: Double, y: Double, reach: Double, accepts: (Int) -> Bool) -> Int? {
+        guard levels[li].count > 0 else { return nil }
+        let r = options.radius(atZoom: levels[li].zoom) * reach
         var best: Int?
         var bestDistance = r * r
-        level.xy.withUnsafeBufferPointer { xy in
-            level.meta.withUnsafeBufferPointer { meta in
-                @inline(__always) func key(_ i: Int) -> UInt64 {
-                    GridOrder.key(x: xy[2 * i], y: xy[2 * i + 1], bits: bits)
-                }
-                for row in cell(y - r)...cell(y + r) {
-                    let first = UInt64(row) << UInt64(bits) | UInt64(cell(x - r))
-                    let last = UInt64(row) << UInt64(bits) | UInt64(cell(x + r))
-                    let candidates = cells.items(from: first, through: last)
-                    var lo = candidates.lowerBound
-                    var hi = candidates.upperBound
-                    let rowEnd = hi
-                    while lo < hi {
-                        let mid = (lo + hi) >> 1
-                        if key(mid) < first { lo = mid + 1 } else { hi = mid }
-                    }
-                    var i = lo
-                    while i < rowEnd && key(i) <= last {
-                        let dx = xy[2 * i] - x
-                        let dy = xy[2 * i + 1] - y
-                        let d = dx * dx + dy * dy
-                        if d <= bestDistance && ItemMeta.isCluster(meta[i]) && accepts(i)
-                            && (d < bestDistance || best == nil || i < best!)
-                        {
-                            best = i
-                            bestDistance = d
-                        }
-                        i += 1
+        withView(level: li) { level in
+            let (rows, columns) = level.cells(of: MercatorRect(minX: x - r, minY: y - r, maxX: x + r, maxY: y + r))
+            for row in rows {
+                level.forEachItem(row: row, columns: columns) { i in
+                    let dx = level.xy[2 * i] - x
+                    let dy = level.xy[2 * i + 1] - y
+                    let d = dx * dx + dy * dy
+                    if d <= bestDistance && ItemMeta.isCluster(level.meta[i]) && accepts(i)
+                        && (d < bestDistance || best == nil || i < best!)
+                    {
+                        best = i
+                        bestDistance = d
                     }
                 }
             }

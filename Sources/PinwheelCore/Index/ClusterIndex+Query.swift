@@ -19,65 +19,22 @@ extension ClusterIndex {
         }
     }
 
-    /// Appends the features of every item of the context's level inside a rectangle and outside
-    /// `hole`.
+    /// Appends the features of every item of the context's level inside a rectangle.
     ///
-    /// Items are in cell-key order, so the rectangle's cells form one run per grid row: the scan goes
-    /// to each run's items through the level's cell directory, finds the run's first cell there by
-    /// binary search and reads until it leaves the run's columns. Cells wholly inside the hole hold
-    /// only items inside it (the grid's scale is a power of two, so a cell's bounds are exact): a row
-    /// crossing the hole is read as the runs on either side of those cells.
+    /// Items are in cell-key order, so the rectangle's cells form one run per grid row, read by
+    /// ``LevelView/forEachItem(row:columns:_:)``.
     /// - Complexity: O(r · log g + k) for r grid rows, cell-directory groups of g items, and k items in
     ///   the cells read.
-    func scan(
-        _ context: QueryContext, rect: MercatorRect, excluding hole: MercatorRect? = nil, into out: inout [Feature]
-    ) {
-        let xy = context.level.xy
-        let n = context.level.meta.count
-        guard n > 0, rect.minX <= rect.maxX, rect.minY <= rect.maxY else { return }
-        let bits = context.level.gridBits
-        let side = 1 << bits
-        let scale = Double(side)
-        func cell(_ v: Double) -> Int { max(0, min(Int(v * scale), side - 1)) }
-        let (columnLo, columnHi) = (cell(rect.minX), cell(rect.maxX))
-        let (rowLo, rowHi) = (cell(rect.minY), cell(rect.maxY))
-        // The hole's inner cells, as half-open ranges; empty without a hole.
-        var innerRows = 0..<0
-        var innerColumns = 0..<0
-        if let hole, hole.minX <= hole.maxX, hole.minY <= hole.maxY {
-            innerRows = (cell(hole.minY) + 1)..<max(cell(hole.minY) + 1, cell(hole.maxY))
-            innerColumns = (cell(hole.minX) + 1)..<max(cell(hole.minX) + 1, cell(hole.maxX))
-        }
-        @inline(__always) func key(_ i: Int) -> UInt64 { GridOrder.key(x: xy[2 * i], y: xy[2 * i + 1], bits: bits) }
+    func scan(_ context: QueryContext, rect: MercatorRect, into out: inout [Feature]) {
+        let level = context.level
+        guard level.meta.count > 0, rect.minX <= rect.maxX, rect.minY <= rect.maxY else { return }
+        let (rows, columns) = level.cells(of: rect)
         var scratch = SpreadScratch()
-        let cells = context.level.cells
-        func read(row: Int, columns: ClosedRange<Int>) {
-            let first = UInt64(row) << UInt64(bits) | UInt64(columns.lowerBound)
-            let last = UInt64(row) << UInt64(bits) | UInt64(columns.upperBound)
-            let candidates = cells.items(from: first, through: last)
-            var lo = candidates.lowerBound
-            var hi = candidates.upperBound
-            while lo < hi {
-                let mid = (lo + hi) >> 1
-                if key(mid) < first { lo = mid + 1 } else { hi = mid }
-            }
-            var i = lo
-            while i < candidates.upperBound && key(i) <= last {
-                let (x, y) = (xy[2 * i], xy[2 * i + 1])
-                if rect.contains(x: x, y: y) && !(hole?.contains(x: x, y: y) ?? false) {
+        for row in rows {
+            level.forEachItem(row: row, columns: columns) { i in
+                if rect.contains(x: level.xy[2 * i], y: level.xy[2 * i + 1]) {
                     emit(context, item: i, scratch: &scratch, into: &out)
                 }
-                i += 1
-            }
-        }
-        for row in rowLo...rowHi {
-            if innerRows.contains(row), innerColumns.lowerBound <= columnHi, innerColumns.upperBound > columnLo {
-                if columnLo < innerColumns.lowerBound {
-                    read(row: row, columns: columnLo...innerColumns.lowerBound - 1)
-                }
-                if innerColumns.upperBound <= columnHi { read(row: row, columns: innerColumns.upperBound...columnHi) }
-            } else {
-                read(row: row, columns: columnLo...columnHi)
             }
         }
     }
@@ -90,6 +47,37 @@ extension ClusterIndex {
         let parents: UnsafeBufferPointer<Int32>
         /// Where runs of the level's cells start.
         let cells: CellDirectory
+
+        /// The grid rows and columns a rectangle's cells span.
+        func cells(of rect: MercatorRect) -> (rows: ClosedRange<Int>, columns: ClosedRange<Int>) {
+            let side = 1 << gridBits
+            let scale = Double(side)
+            func cell(_ v: Double) -> Int { max(0, min(Int(v * scale), side - 1)) }
+            return (cell(rect.minY)...cell(rect.maxY), cell(rect.minX)...cell(rect.maxX))
+        }
+
+        /// Calls `body` with each item in a run of one grid row's cells, in cell-key order: the run's
+        /// items come through the cell directory, its first cell found by binary search.
+        @inline(__always) func forEachItem(row: Int, columns: ClosedRange<Int>, _ body: (Int) -> Void) {
+            let bits = gridBits
+            @inline(__always) func key(_ i: Int) -> UInt64 {
+                GridOrder.key(x: xy[2 * i], y: xy[2 * i + 1], bits: bits)
+            }
+            let first = UInt64(row) << UInt64(bits) | UInt64(columns.lowerBound)
+            let last = UInt64(row) << UInt64(bits) | UInt64(columns.upperBound)
+            let candidates = cells.items(from: first, through: last)
+            var lo = candidates.lowerBound
+            var hi = candidates.upperBound
+            while lo < hi {
+                let mid = (lo + hi) >> 1
+                if key(mid) < first { lo = mid + 1 } else { hi = mid }
+            }
+            var i = lo
+            while i < candidates.upperBound && key(i) <= last {
+                body(i)
+                i += 1
+            }
+        }
     }
 
     /// Everything a query reads, as buffer pointers: its level, the level above (for parents) and the
@@ -132,7 +120,8 @@ extension ClusterIndex {
         }
     }
 
-    private func withView<R>(level li: Int, _ body: (LevelView) -> R) -> R {
+    /// Runs `body` with level `li`'s ``LevelView``.
+    func withView<R>(level li: Int, _ body: (LevelView) -> R) -> R {
         let level = levels[li]
         return level.xy.withUnsafeBufferPointer { xy in
             level.meta.withUnsafeBufferPointer { meta in

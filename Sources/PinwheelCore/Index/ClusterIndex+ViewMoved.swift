@@ -1,4 +1,4 @@
-/// A pan within one zoom, answered from the strips that enter and leave the view: a pan by a tenth
+/// A pan within one zoom, answered from the cells that enter and leave the view: a pan by a tenth
 /// of the view's width reads two strips of a tenth each, where a whole query reads the view.
 /// Same-zoom views of an index built whole differ only by whose items lie inside: an item shows the
 /// same features (ids, positions, parents) in every view of its zoom.
@@ -10,12 +10,69 @@ extension ClusterIndex {
         leaving.removeAll(keepingCapacity: true)
         // Boxes across the antimeridian are two rectangles each: rare, and left to whole queries.
         guard !old.crossesAntimeridian, !new.crossesAntimeridian else { return false }
-        guard dataset.count > 0 else { return true }
         let (from, to) = (MercatorRect(spanning: old), MercatorRect(spanning: new))
+        // A jump shares nothing with the view it leaves: a whole query reads less.
+        guard from.minX <= to.maxX, to.minX <= from.maxX, from.minY <= to.maxY, to.minY <= from.maxY else {
+            return false
+        }
+        guard dataset.count > 0 else { return true }
         withContext(zoom: zoom) { context in
-            scan(context, rect: to, excluding: from, into: &entering)
-            scan(context, rect: from, excluding: to, into: &leaving)
+            scanMove(context, from: from, to: to, entering: &entering, leaving: &leaving)
         }
         return true
+    }
+
+    /// Appends the features of the items inside `to` and not `from` to `entering`, and of those inside
+    /// `from` and not `to` to `leaving`, reading each grid row once.
+    ///
+    /// Cells inside both rectangles' inner cells hold only items inside both (the grid's scale is a
+    /// power of two, so a cell's bounds are exact): a row crossing them is read as the runs on either
+    /// side. Each item read is tested against both rectangles.
+    func scanMove(
+        _ context: QueryContext, from: MercatorRect, to: MercatorRect, entering: inout [Feature],
+        leaving: inout [Feature]
+    ) {
+        let level = context.level
+        guard level.meta.count > 0 else { return }
+        let (oldRows, oldColumns) = level.cells(of: from)
+        let (newRows, newColumns) = level.cells(of: to)
+        // Both rectangles' inner cells, as half-open ranges (possibly empty).
+        func inner(_ a: ClosedRange<Int>, _ b: ClosedRange<Int>) -> Range<Int> {
+            let lo = max(a.lowerBound, b.lowerBound) + 1
+            return lo..<max(lo, min(a.upperBound, b.upperBound))
+        }
+        let innerRows = inner(oldRows, newRows)
+        let innerColumns = inner(oldColumns, newColumns)
+        var scratch = SpreadScratch()
+        func read(row: Int, columns: ClosedRange<Int>) {
+            level.forEachItem(row: row, columns: columns) { i in
+                let (x, y) = (level.xy[2 * i], level.xy[2 * i + 1])
+                switch (from.contains(x: x, y: y), to.contains(x: x, y: y)) {
+                case (false, true): emit(context, item: i, scratch: &scratch, into: &entering)
+                case (true, false): emit(context, item: i, scratch: &scratch, into: &leaving)
+                default: break
+                }
+            }
+        }
+        // The rectangles overlap, so in a row both span their columns join into one run.
+        for row in min(oldRows.lowerBound, newRows.lowerBound)...max(oldRows.upperBound, newRows.upperBound) {
+            let inOld = oldRows.contains(row)
+            let inNew = newRows.contains(row)
+            guard inOld || inNew else { continue }
+            let columns =
+                inOld && inNew
+                ? min(oldColumns.lowerBound, newColumns.lowerBound)...max(oldColumns.upperBound, newColumns.upperBound)
+                : inOld ? oldColumns : newColumns
+            if innerRows.contains(row) && !innerColumns.isEmpty {
+                if columns.lowerBound < innerColumns.lowerBound {
+                    read(row: row, columns: columns.lowerBound...innerColumns.lowerBound - 1)
+                }
+                if innerColumns.upperBound <= columns.upperBound {
+                    read(row: row, columns: innerColumns.upperBound...columns.upperBound)
+                }
+            } else {
+                read(row: row, columns: columns)
+            }
+        }
     }
 }
