@@ -4,7 +4,8 @@ import Testing
 
 @testable import PinwheelCore
 
-/// A pan within one zoom served from what enters and leaves the view, against whole queries.
+/// A pan or zoom within one zoom level served from what enters and leaves the view, against whole
+/// queries.
 @Suite("Moved views")
 struct ViewMovedTests {
     static let index = try! ClusterIndex(dataset: ClusterIndexTests.dataset(seed: 3, count: 20_000))
@@ -27,14 +28,16 @@ struct ViewMovedTests {
             base.features(in: bbox, zoom: zoom, into: &out)
         }
         func viewMoved(
-            from old: BBox, to new: BBox, zoom: Double, entering: inout [Feature], leaving: inout [Feature]
+            from old: BBox, zoom oldZoom: Double, to new: BBox, zoom newZoom: Double, entering: inout [Feature],
+            leaving: inout [Feature]
         ) -> Bool {
             guard answersMoves else {
                 entering.removeAll()
                 leaving.removeAll()
                 return false
             }
-            let answered = base.viewMoved(from: old, to: new, zoom: zoom, entering: &entering, leaving: &leaving)
+            let answered = base.viewMoved(
+                from: old, zoom: oldZoom, to: new, zoom: newZoom, entering: &entering, leaving: &leaving)
             if answered { movesAnswered.withLock { $0 += 1 } }
             return answered
         }
@@ -66,7 +69,7 @@ struct ViewMovedTests {
         return (old, new)
     }
 
-    @Test("a view moved within its zoom gains and loses exactly what two whole queries of it differ by")
+    @Test("a view moved within its zoom level gains and loses exactly what two whole queries of it differ by")
     func differenceOfWholeQueries() throws {
         let index = Self.index
         var rng = SplitMix64(seed: 9)
@@ -75,24 +78,32 @@ struct ViewMovedTests {
         var checked = 0
         var nonEmpty = 0
         var jumps = 0
+        var otherLevels = 0
+        var zoomsWithin = 0
         for trial in 0..<600 {
             let zoom = Double(rng.next() % 19) + (trial % 3 == 0 ? 0.5 : 0)
+            // Now and then the zoom moves too, within its level or out of it (as a zoom animates).
+            let newZoom = trial % 4 == 1 ? max(0, zoom + rng.nextUnit() * 1.6 - 0.8) : zoom
             let row = Int(rng.next() % UInt64(index.dataset.count))
             let centre = (lon: index.dataset.lon(row), lat: index.dataset.lat(row))
             guard let (old, new) = Self.boxes(&rng, centre: centre, span: 400 / pow(2, zoom)) else { continue }
-            // A jump to a box sharing nothing is left to a whole query.
+            // A jump to a box sharing nothing, or another level, is left to a whole query.
             let overlaps =
                 old.west <= new.east && new.west <= old.east && old.south <= new.north && new.south <= old.north
-            #expect(index.viewMoved(from: old, to: new, zoom: zoom, entering: &entering, leaving: &leaving) == overlaps)
-            guard overlaps else {
+            let sameLevel = floor(zoom) == floor(newZoom)
+            #expect(
+                index.viewMoved(from: old, zoom: zoom, to: new, zoom: newZoom, entering: &entering, leaving: &leaving)
+                    == (overlaps && sameLevel))
+            guard overlaps && sameLevel else {
                 #expect(entering.isEmpty && leaving.isEmpty)
-                jumps += 1
+                if sameLevel { jumps += 1 } else { otherLevels += 1 }
                 continue
             }
+            if zoom != newZoom { zoomsWithin += 1 }
             var whole: [Feature] = []
             index.features(in: old, zoom: zoom, into: &whole)
             let before = Self.byID(whole)
-            index.features(in: new, zoom: zoom, into: &whole)
+            index.features(in: new, zoom: newZoom, into: &whole)
             let after = Self.byID(whole)
             // What both views show is the same feature in both: that is what lets a move skip it.
             for (id, f) in after { if let g = before[id] { #expect(f == g) } }
@@ -102,7 +113,7 @@ struct ViewMovedTests {
             checked += 1
             if !entering.isEmpty && !leaving.isEmpty && before.count > entering.count { nonEmpty += 1 }
         }
-        #expect(checked > 300 && jumps > 50)
+        #expect(checked > 300 && jumps > 50 && otherLevels > 20 && zoomsWithin > 20)
         #expect(nonEmpty > 100, "many trials move a view that keeps part of its features")
     }
 
@@ -112,12 +123,12 @@ struct ViewMovedTests {
         var leaving: [Feature] = []
         let across = BBox(west: 170, south: -10, east: -170, north: 10)
         let near = BBox(west: 160, south: -10, east: 179, north: 10)
-        #expect(!Self.index.viewMoved(from: near, to: across, zoom: 4, entering: &entering, leaving: &leaving))
-        #expect(!Self.index.viewMoved(from: across, to: near, zoom: 4, entering: &entering, leaving: &leaving))
+        #expect(!Self.index.viewMoved(from: near, zoom: 4, to: across, zoom: 4, entering: &entering, leaving: &leaving))
+        #expect(!Self.index.viewMoved(from: across, zoom: 4, to: near, zoom: 4, entering: &entering, leaving: &leaving))
         #expect(entering.isEmpty && leaving.isEmpty)
     }
 
-    @Test("a session serving pans from moved views sends exactly the batches of one querying whole views")
+    @Test("a session serving pans and zooms as moved views sends exactly the batches of one querying whole views")
     func sessionSendsTheSameBatches() throws {
         let moving = Forwarding(Self.index, answersMoves: true)
         let whole = Forwarding(Self.index, answersMoves: false)
@@ -129,7 +140,9 @@ struct ViewMovedTests {
         var zoom = 6.0
         var centre = (lon: 10.0, lat: 48.0)
         for step in 0..<300 {
+            // Zoom animations a level in or out over three views, and a jump of levels now and then.
             if step % 40 == 39 { zoom = Double(3 + rng.next() % 12) }
+            if step % 10 >= 7 { zoom += step % 20 < 10 ? 1.0 / 3 : -1.0 / 3 }
             let span = 400 / pow(2, zoom)
             centre.lon = min(max(centre.lon + (rng.nextUnit() - 0.5) * span / 4, -170), 170)
             centre.lat = min(max(centre.lat + (rng.nextUnit() - 0.5) * span / 8, -70), 70)

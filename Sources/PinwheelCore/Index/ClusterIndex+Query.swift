@@ -97,9 +97,14 @@ extension ClusterIndex {
 
     /// Runs `body` with the ``QueryContext`` of a map zoom.
     func withContext<R>(zoom: Double, _ body: (QueryContext) -> R) -> R {
-        let beyondRaw = zoom.isFinite && floor(zoom) > Double(options.maxZoom + 1)
-        return withContext(
-            level: levelIndex(zoom: zoom), spreadZoom: ClusterIndex.spreadZoom(zoom), ownParents: beyondRaw, body)
+        withContext(
+            level: levelIndex(zoom: zoom), spreadZoom: ClusterIndex.spreadZoom(zoom), ownParents: isBeyondRaw(zoom),
+            body)
+    }
+
+    /// True beyond `maxZoom + 1`, where the zoom above shows the same raw features.
+    func isBeyondRaw(_ zoom: Double) -> Bool {
+        zoom.isFinite && floor(zoom) > Double(options.maxZoom + 1)
     }
 
     /// Runs `body` with a ``QueryContext`` for level `li`.

@@ -1,13 +1,20 @@
-/// A pan within one zoom, answered from the cells that enter and leave the view: a pan by a tenth
-/// of the view's width reads two strips of a tenth each, where a whole query reads the view.
-/// Same-zoom views of an index built whole differ only by whose items lie inside: an item shows the
-/// same features (ids, positions, parents) in every view of its zoom.
+/// A pan or a zoom within one level, answered from the cells that enter and leave the view: a pan
+/// by a tenth of the view's width reads two strips of a tenth each, where a whole query reads the
+/// view. Views of one level of an index built whole differ only by whose items lie inside: an item
+/// shows the same features (ids, positions, parents) in every view of its level.
 extension ClusterIndex {
     public func viewMoved(
-        from old: BBox, to new: BBox, zoom: Double, entering: inout [Feature], leaving: inout [Feature]
+        from old: BBox, zoom oldZoom: Double, to new: BBox, zoom newZoom: Double, entering: inout [Feature],
+        leaving: inout [Feature]
     ) -> Bool {
         entering.removeAll(keepingCapacity: true)
         leaving.removeAll(keepingCapacity: true)
+        // A query reads a zoom's level, lays spreads out for its floor, and past the raw level makes
+        // each feature its own parent: zooms alike in all three show the same features.
+        guard levelIndex(zoom: oldZoom) == levelIndex(zoom: newZoom),
+            ClusterIndex.spreadZoom(oldZoom) == ClusterIndex.spreadZoom(newZoom),
+            isBeyondRaw(oldZoom) == isBeyondRaw(newZoom)
+        else { return false }
         // Boxes across the antimeridian are two rectangles each: rare, and left to whole queries.
         guard !old.crossesAntimeridian, !new.crossesAntimeridian else { return false }
         let (from, to) = (MercatorRect(spanning: old), MercatorRect(spanning: new))
@@ -16,7 +23,7 @@ extension ClusterIndex {
             return false
         }
         guard dataset.count > 0 else { return true }
-        withContext(zoom: zoom) { context in
+        withContext(zoom: newZoom) { context in
             scanMove(context, from: from, to: to, entering: &entering, leaving: &leaving)
         }
         return true

@@ -31,15 +31,17 @@ public protocol Clusterer: Sendable {
     ///   - out: receives the features; cleared first, capacity kept.
     func features(in bbox: BBox, zoom: Double, into out: inout [Feature])
 
-    /// What a view moving within one zoom gains and loses, read from the two boxes' differences only;
-    /// what both boxes show is not read. A session whose client has exactly `old`'s features serves
-    /// `new` with it.
+    /// What a view moving within one zoom level gains and loses, read from the two boxes' differences
+    /// only; what both boxes show is not read. A session whose client has exactly `old`'s features
+    /// serves `new` with it.
     /// - Parameters:
     ///   - entering: receives `new`'s features that `old` lacks; cleared first, capacity kept.
     ///   - leaving: receives `old`'s features that `new` lacks; cleared first, capacity kept.
-    /// - Returns: false when this clusterer cannot tell without a whole query (then both are empty).
+    /// - Returns: false when this clusterer cannot tell without a whole query (then both are empty):
+    ///   the zooms show different features, or the boxes share nothing.
     func viewMoved(
-        from old: BBox, to new: BBox, zoom: Double, entering: inout [Feature], leaving: inout [Feature]
+        from old: BBox, zoom oldZoom: Double, to new: BBox, zoom newZoom: Double, entering: inout [Feature],
+        leaving: inout [Feature]
     ) -> Bool
 
     /// The features one zoom step finer that make up a cluster; nil for an unknown id.
@@ -67,7 +69,8 @@ public protocol Clusterer: Sendable {
 
 extension Clusterer {
     public func viewMoved(
-        from old: BBox, to new: BBox, zoom: Double, entering: inout [Feature], leaving: inout [Feature]
+        from old: BBox, zoom oldZoom: Double, to new: BBox, zoom newZoom: Double, entering: inout [Feature],
+        leaving: inout [Feature]
     ) -> Bool {
         entering.removeAll(keepingCapacity: true)
         leaving.removeAll(keepingCapacity: true)

@@ -9,7 +9,7 @@ extension LiveClusterIndex {
         base.features(in: bbox, zoom: zoom, into: &out)
         guard !delta.isEmpty else { return }
         let li = base.levelIndex(zoom: zoom)
-        let beyondRaw = zoom.isFinite && floor(zoom) > Double(base.options.maxZoom + 1)
+        let beyondRaw = base.isBeyondRaw(zoom)
         var kept = 0
         for i in out.indices {
             var f = out[i]

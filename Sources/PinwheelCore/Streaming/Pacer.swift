@@ -94,7 +94,7 @@ public struct Pacer<Clock: PinwheelClock>: Sendable {
         return start(seq: seq, viewport: viewport)
     }
 
-    /// Serves a viewport the view moved to within its zoom, from what entered and left it; the client
+    /// Serves a viewport the view moved to within its zoom level, from what entered and left it; the client
     /// must have exactly the previous viewport's features (its last batch sent).
     /// - Returns: the first action.
     public mutating func show(seq: UInt64, entering: [Feature], leaving: [Feature], viewport: BBox) -> Action {

@@ -47,8 +47,8 @@ public struct SessionMachine<Clock: PinwheelClock> {
     /// A moved view's leaving features, likewise.
     private var leaving: [Feature] = []
     /// The box and zoom whose features the client has exactly once the pacer is done: a viewport
-    /// moving within that zoom is served from what enters and leaves the view. Nil after a capped
-    /// view, or once the data or the algorithm changed.
+    /// moving within that zoom's level is served from what enters and leaves the view. Nil after a
+    /// capped view, or once the data or the algorithm changed.
     private var shownView: (bbox: BBox, zoom: Double)?
     /// Its buffer, kept for capacity, is likewise swapped for the worker's during a turn.
     private var encoder: MessageEncoder
@@ -263,18 +263,19 @@ public struct SessionMachine<Clock: PinwheelClock> {
         carryOut(pacer.show(seq: viewport.seq, features: features, viewport: viewport.bbox), actions: &actions)
     }
 
-    /// Reads what enters and leaves the view when the viewport moved within the zoom of the view the
-    /// client has exactly, into `features` and `leaving`.
-    /// - Returns: false when the viewport needs a whole query: another zoom, a plan still being sent,
-    ///   live data (whose points carry revisions), or a view that would pass `maxFeatures`.
+    /// Reads what enters and leaves the view when the viewport moved within the zoom level of the
+    /// view the client has exactly, into `features` and `leaving`.
+    /// - Returns: false when the viewport needs a whole query: another level, a jump, a plan still
+    ///   being sent, live data (whose points carry revisions), or a view that would pass
+    ///   `maxFeatures`.
     private mutating func moveShownView(to viewport: ViewportMessage) -> Bool {
-        guard let shown = shownView, shown.zoom == viewport.indexZoom, pacer.isDone, held.isEmpty,
-            clusterer.dataset.revisions.isEmpty,
+        guard let shown = shownView, pacer.isDone, held.isEmpty, clusterer.dataset.revisions.isEmpty,
             clusterer.viewMoved(
-                from: shown.bbox, to: viewport.bbox, zoom: shown.zoom, entering: &features, leaving: &leaving),
+                from: shown.bbox, zoom: shown.zoom, to: viewport.bbox, zoom: viewport.indexZoom,
+                entering: &features, leaving: &leaving),
             pacer.client.count - leaving.count + features.count <= options.maxFeatures
         else { return false }
-        shownView = (viewport.bbox, shown.zoom)
+        shownView = (viewport.bbox, viewport.indexZoom)
         servedVersion = clusterer.dataset.version
         capped = nil
         return true

@@ -49,7 +49,7 @@ public struct ViewportDiff: Sendable {
         remove.sort()
     }
 
-    /// Takes a moved view's difference as it was read (``Clusterer/viewMoved(from:to:zoom:entering:leaving:)``):
+    /// Takes a moved view's difference as it was read (``Clusterer/viewMoved(from:zoom:to:zoom:entering:leaving:)``):
     /// the client has every leaving feature, no entering one, and everything else of the new view in
     /// its current version. The previous result is replaced.
     public mutating func take(entering: [Feature], leaving: [Feature]) {
