@@ -178,6 +178,18 @@ extension ClusterIndex {
         }
     }
 
+    /// Appends the ids of the feature(s) item i of the context's level stands for, as ``emit(_:item:scratch:into:)``
+    /// would: without their positions or parents, which a leaving feature does not need.
+    func emitIDs(_ context: QueryContext, item i: Int, into out: inout [FeatureID]) {
+        let meta = context.level.meta[i]
+        let payload = Int(ItemMeta.payload(meta))
+        switch ItemMeta.tag(meta) {
+        case 0: out.append(FeatureID(context.ids[payload]))
+        case ItemMeta.groupTag: for row in groups.rows(of: payload) { out.append(FeatureID(context.ids[Int(row)])) }
+        case let tag: out.append(tag << 32 | UInt64(payload))
+        }
+    }
+
     /// Appends group g's members spread for a zoom, each with `parent`, or its own id as parent.
     func appendSpread(
         group g: Int, zoom: Double, parent: FeatureID?, membersAreOwnParents: Bool, scratch: inout SpreadScratch,

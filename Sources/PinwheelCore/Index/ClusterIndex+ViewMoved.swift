@@ -5,7 +5,7 @@
 extension ClusterIndex {
     public func viewMoved(
         from old: BBox, zoom oldZoom: Double, to new: BBox, zoom newZoom: Double, entering: inout [Feature],
-        leaving: inout [Feature]
+        leaving: inout [FeatureID]
     ) -> Bool {
         entering.removeAll(keepingCapacity: true)
         leaving.removeAll(keepingCapacity: true)
@@ -29,15 +29,15 @@ extension ClusterIndex {
         return true
     }
 
-    /// Appends the features of the items inside `to` and not `from` to `entering`, and of those inside
-    /// `from` and not `to` to `leaving`, reading each grid row once.
+    /// Appends the features of the items inside `to` and not `from` to `entering`, and the ids of
+    /// those inside `from` and not `to` to `leaving`, reading each grid row once.
     ///
     /// Cells inside both rectangles' inner cells hold only items inside both (the grid's scale is a
     /// power of two, so a cell's bounds are exact): a row crossing them is read as the runs on either
     /// side. Each item read is tested against both rectangles.
     func scanMove(
         _ context: QueryContext, from: MercatorRect, to: MercatorRect, entering: inout [Feature],
-        leaving: inout [Feature]
+        leaving: inout [FeatureID]
     ) {
         let level = context.level
         guard level.meta.count > 0 else { return }
@@ -56,7 +56,7 @@ extension ClusterIndex {
                 let (x, y) = (level.xy[2 * i], level.xy[2 * i + 1])
                 switch (from.contains(x: x, y: y), to.contains(x: x, y: y)) {
                 case (false, true): emit(context, item: i, scratch: &scratch, into: &entering)
-                case (true, false): emit(context, item: i, scratch: &scratch, into: &leaving)
+                case (true, false): emitIDs(context, item: i, into: &leaving)
                 default: break
                 }
             }

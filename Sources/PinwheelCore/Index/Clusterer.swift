@@ -36,12 +36,13 @@ public protocol Clusterer: Sendable {
     /// serves `new` with it.
     /// - Parameters:
     ///   - entering: receives `new`'s features that `old` lacks; cleared first, capacity kept.
-    ///   - leaving: receives `old`'s features that `new` lacks; cleared first, capacity kept.
+    ///   - leaving: receives the ids of `old`'s features that `new` lacks (the client has their
+    ///     positions); cleared first, capacity kept.
     /// - Returns: false when this clusterer cannot tell without a whole query (then both are empty):
     ///   the zooms show different features, or the boxes share nothing.
     func viewMoved(
         from old: BBox, zoom oldZoom: Double, to new: BBox, zoom newZoom: Double, entering: inout [Feature],
-        leaving: inout [Feature]
+        leaving: inout [FeatureID]
     ) -> Bool
 
     /// The features one zoom step finer that make up a cluster; nil for an unknown id.
@@ -70,7 +71,7 @@ public protocol Clusterer: Sendable {
 extension Clusterer {
     public func viewMoved(
         from old: BBox, zoom oldZoom: Double, to new: BBox, zoom newZoom: Double, entering: inout [Feature],
-        leaving: inout [Feature]
+        leaving: inout [FeatureID]
     ) -> Bool {
         entering.removeAll(keepingCapacity: true)
         leaving.removeAll(keepingCapacity: true)

@@ -97,7 +97,7 @@ public struct Pacer<Clock: PinwheelClock>: Sendable {
     /// Serves a viewport the view moved to within its zoom level, from what entered and left it; the client
     /// must have exactly the previous viewport's features (its last batch sent).
     /// - Returns: the first action.
-    public mutating func show(seq: UInt64, entering: [Feature], leaving: [Feature], viewport: BBox) -> Action {
+    public mutating func show(seq: UInt64, entering: [Feature], leaving: [FeatureID], viewport: BBox) -> Action {
         scratch.diff.take(entering: entering, leaving: leaving)
         return start(seq: seq, viewport: viewport)
     }

@@ -44,8 +44,8 @@ public struct SessionMachine<Clock: PinwheelClock> {
     private var tickDue: Clock.Instant?
     /// The query's features, kept for capacity; a server lends each turn its worker's instead.
     private var features: [Feature] = []
-    /// A moved view's leaving features, likewise.
-    private var leaving: [Feature] = []
+    /// The ids leaving a moved view, likewise.
+    private var leaving: [FeatureID] = []
     /// The box and zoom whose features the client has exactly once the pacer is done: a viewport
     /// moving within that zoom's level is served from what enters and leaves the view. Nil after a
     /// capped view, or once the data or the algorithm changed.

@@ -50,14 +50,14 @@ public struct ViewportDiff: Sendable {
     }
 
     /// Takes a moved view's difference as it was read (``Clusterer/viewMoved(from:zoom:to:zoom:entering:leaving:)``):
-    /// the client has every leaving feature, no entering one, and everything else of the new view in
+    /// the client has every leaving id, no entering one, and everything else of the new view in
     /// its current version. The previous result is replaced.
-    public mutating func take(entering: [Feature], leaving: [Feature]) {
+    public mutating func take(entering: [Feature], leaving: [FeatureID]) {
         remove.removeAll(keepingCapacity: true)
         add.removeAll(keepingCapacity: true)
         update.removeAll(keepingCapacity: true)
         add.append(contentsOf: entering)
-        remove.append(contentsOf: leaving.lazy.map(\.id))
+        remove.append(contentsOf: leaving)
         remove.sort()
     }
 }
