@@ -15,7 +15,8 @@ struct BenchCommand: ParsableCommand {
             Viewports are 1280×800 pixels on 512-pixel tiles, centred on random data points, at zooms \
             2, 5, 8, 11, 14 and 17. Each round queries every viewport once; median and p99 are over \
             all rounds, in wall time and in the thread's CPU time (which leaves out time spent \
-            preempted on a busy machine).
+            preempted on a busy machine). A pan is each viewport moved 128 pixels east, read as a \
+            move (what enters and leaves the view) where the algorithm can.
             """)
 
     @Option(help: "Dataset file (.csv, .geojson or .ndjson).")
@@ -92,7 +93,8 @@ struct BenchCommand: ParsableCommand {
             let queryFields = results.map {
                 "\"\($0.zoom)\":{\"medianUs\":\(fixed($0.medianUs, 2)),\"p99Us\":\(fixed($0.p99Us, 2)),"
                     + "\"cpuMedianUs\":\(fixed($0.cpuMedianUs, 2)),\"cpuP99Us\":\(fixed($0.cpuP99Us, 2)),"
-                    + "\"featuresMedian\":\($0.featuresMedian)}"
+                    + "\"featuresMedian\":\($0.featuresMedian)"
+                    + ($0.panCPUMedianUs.map { ",\"panCPUMedianUs\":\(fixed($0, 2))" } ?? "") + "}"
             }.joined(separator: ",")
             var fields = [
                 "\"points\":\(dataset.count)", "\"algorithm\":\"\(algorithm.rawValue)\"",
@@ -126,12 +128,12 @@ struct BenchCommand: ParsableCommand {
                 + "\(fixed(bytesPerItem, 2)) bytes per item")
         print("items per zoom: " + items.keys.sorted().map { "\($0):\(items[$0]!)" }.joined(separator: " "))
         print("viewport 1280x800 px, 512-px tiles, \(queries) centres x \(rounds) rounds:")
-        print("zoom  median µs     p99 µs  CPU median  CPU p99  features (median)")
+        print("zoom  median µs     p99 µs  CPU median  CPU p99  features (median)  pan, CPU median")
         for r in results {
             print(
                 pad(String(r.zoom), 4) + pad(fixed(r.medianUs, 2), 11) + pad(fixed(r.p99Us, 2), 11)
                     + pad(fixed(r.cpuMedianUs, 2), 12) + pad(fixed(r.cpuP99Us, 2), 9)
-                    + pad(String(r.featuresMedian), 19))
+                    + pad(String(r.featuresMedian), 19) + pad(r.panCPUMedianUs.map { fixed($0, 2) } ?? "—", 17))
         }
         if liveChanges > 0, let base = clusterer as? ClusterIndex, dataset.count > 0 {
             let live = measureRefreshes(base: base, changes: liveChanges, changesEach: changesPerRefresh)
@@ -187,6 +189,8 @@ struct BenchCommand: ParsableCommand {
         var cpuMedianUs: Double
         var cpuP99Us: Double
         var featuresMedian: Int
+        /// CPU median of reading a pan as a move; nil when the clusterer reads only whole views.
+        var panCPUMedianUs: Double?
     }
 
     func measureQueries(_ clusterer: any Clusterer, _ dataset: Dataset) -> [ZoomResult] {
@@ -224,14 +228,42 @@ struct BenchCommand: ParsableCommand {
             return ZoomResult(
                 zoom: zoom, medianUs: micros[micros.count / 2], p99Us: micros[p99],
                 cpuMedianUs: cpuMicros[cpuMicros.count / 2], cpuP99Us: cpuMicros[p99],
-                featuresMedian: featureCounts[featureCounts.count / 2])
+                featuresMedian: featureCounts[featureCounts.count / 2],
+                panCPUMedianUs: measurePans(clusterer, from: boxes, centres: centres, dataset: dataset, zoom: zoom))
         }
     }
 
-    /// The box a `width`×`height`-pixel map on 512-pixel tiles shows around a centre at a zoom.
-    static func viewport(center: Coordinate, zoom: Int, width: Double, height: Double) -> BBox {
+    /// The CPU median of reading each box's pan by 128 pixels east as a move, or nil when the
+    /// clusterer reads only whole views (or no pan stays off the antimeridian).
+    func measurePans(_ clusterer: any Clusterer, from boxes: [BBox], centres: [Int], dataset: Dataset, zoom: Int)
+        -> Double?
+    {
+        let pans = centres.map {
+            BenchCommand.viewport(
+                center: Coordinate(lat: dataset.lat($0), lon: dataset.lon($0)), zoom: zoom, width: 1280, height: 800,
+                east: 128)
+        }
+        var entering: [Feature] = []
+        var leaving: [FeatureID] = []
+        var cpuMicros: [Double] = []
+        for _ in 0..<rounds {
+            for (box, pan) in zip(boxes, pans) {
+                let cpuStart = BenchCommand.threadCPUSeconds()
+                let answered = clusterer.viewMoved(
+                    from: box, zoom: Double(zoom), to: pan, zoom: Double(zoom), entering: &entering, leaving: &leaving)
+                if answered { cpuMicros.append((BenchCommand.threadCPUSeconds() - cpuStart) * 1e6) }
+            }
+        }
+        guard !cpuMicros.isEmpty else { return nil }
+        cpuMicros.sort()
+        return cpuMicros[cpuMicros.count / 2]
+    }
+
+    /// The box a `width`×`height`-pixel map on 512-pixel tiles shows around a centre at a zoom, its
+    /// centre moved `east` pixels.
+    static func viewport(center: Coordinate, zoom: Int, width: Double, height: Double, east: Double = 0) -> BBox {
         let world = 512 * pow(2, Double(zoom))
-        let cx = Mercator.x(lon: center.lon) * world
+        let cx = Mercator.x(lon: center.lon) * world + east
         let cy = Mercator.y(lat: center.lat) * world
         let north = Mercator.lat(y: max(0, cy - height / 2) / world)
         let south = Mercator.lat(y: min(world, cy + height / 2) / world)
