@@ -236,31 +236,31 @@ public struct SessionMachine<Clock: PinwheelClock> {
         }
     }
 
-    /// Clusters a viewport and hands it to the pacer, which drops the unsent rest of the previous one
-    /// and diffs against what was actually sent. Past `maxFeatures`, keeps those nearest the centre.
+    /// Clusters a viewport (or reads it as a move of the view the client has) and hands it to the
+    /// pacer, which drops the unsent rest of the previous one and diffs against what was actually
+    /// sent. Past `maxFeatures`, keeps those nearest the centre.
     private mutating func show(
         _ viewport: ViewportMessage, receivedAt: Clock.Instant, actions: inout SessionActions<Clock>
     ) {
         served = viewport
         actions.served = viewport
-        if moveShownView(to: viewport) {
-            actions.servedAsMove = true
-            firstBatch = .running(elapsed: .zero, since: receivedAt)
-            carryOut(
-                pacer.show(seq: viewport.seq, entering: features, leaving: leaving, viewport: viewport.bbox),
-                actions: &actions)
-            return
-        }
-        query(viewport)
-        shownView = capped == nil ? (viewport.bbox, viewport.indexZoom) : nil
-        if !held.isEmpty {
-            pacer.adopt(
-                held: held, current: features, sameData: heldVersion == servedVersion,
-                encoding: binaryEncoder != nil ? .binary : .json)
-            held = []
+        actions.servedAsMove = moveShownView(to: viewport)
+        if !actions.servedAsMove {
+            query(viewport)
+            shownView = capped == nil ? (viewport.bbox, viewport.indexZoom) : nil
+            if !held.isEmpty {
+                pacer.adopt(
+                    held: held, current: features, sameData: heldVersion == servedVersion,
+                    encoding: binaryEncoder != nil ? .binary : .json)
+                held = []
+            }
         }
         firstBatch = .running(elapsed: .zero, since: receivedAt)
-        carryOut(pacer.show(seq: viewport.seq, features: features, viewport: viewport.bbox), actions: &actions)
+        let first =
+            actions.servedAsMove
+            ? pacer.show(seq: viewport.seq, entering: features, leaving: leaving, viewport: viewport.bbox)
+            : pacer.show(seq: viewport.seq, features: features, viewport: viewport.bbox)
+        carryOut(first, actions: &actions)
     }
 
     /// Reads what enters and leaves the view when the viewport moved within the zoom level of the
