@@ -28,15 +28,8 @@ extension LiveClusterIndex {
         }
         out.removeLast(out.count - kept)
 
-        let minY = Mercator.y(lat: bbox.north)
-        let maxY = Mercator.y(lat: bbox.south)
         var rects: [MercatorRect] = []
-        if bbox.crossesAntimeridian {
-            rects.append(MercatorRect(minX: Mercator.x(lon: bbox.west), minY: minY, maxX: 1, maxY: maxY))
-            rects.append(MercatorRect(minX: 0, minY: minY, maxX: Mercator.x(lon: bbox.east), maxY: maxY))
-        } else {
-            rects.append(MercatorRect(spanning: bbox))
-        }
+        _ = bbox.mercatorRects(into: &rects)
         for rect in rects {
             forEachStandalone(atLevel: li, in: rect) { entry, from in
                 let parent: FeatureID?
