@@ -37,6 +37,41 @@ struct JSONWriterTests {
         }
     }
 
+    @Test("positions are written to 7 decimals without trailing zeros, and read back as writtenAsJSON says")
+    func positions() throws {
+        func position(_ lat: Double, _ lon: Double) -> String {
+            var encoder = MessageEncoder()
+            encoder.position(Coordinate(lat: lat, lon: lon))
+            return encoder.writer.text
+        }
+        #expect(position(48.85, 2) == #""lat":48.85,"lon":2"#)
+        #expect(position(48.856_612_345_678, -33.868_820_4) == #""lat":48.8566123,"lon":-33.8688204"#)
+        #expect(position(-0.000_000_04, 179.999_999_999_999_97) == #""lat":0,"lon":180"#)
+        #expect(position(-0.000_000_06, -0.000_000_05) == #""lat":-0.0000001,"lon":0"#, "halves up, as the digest")
+        var rng = SeededRandom(seed: 11)
+        for k in 0..<50_000 {
+            let c =
+                k % 2 == 0
+                ? Coordinate(
+                    lat: (Double(rng.next() % 18_000_000) - 9_000_000) / 100_000,
+                    lon: (Double(rng.next() % 36_000_000) - 18_000_000) / 100_000)  // five decimals
+                : Coordinate(lat: .random(in: -90...90, using: &rng), lon: .random(in: -180...180, using: &rng))
+            let text = position(c.lat, c.lon)
+            let back = try JSONReader.parse("{\(text)}")
+            #expect(
+                back
+                    == .object(
+                        JSONObject(members: ["lat": .number(c.writtenAsJSON.lat), "lon": .number(c.writtenAsJSON.lon)])),
+                "\(text)")
+            #expect(
+                abs(c.writtenAsJSON.lat - c.lat) <= 0.5e-7 * (1 + 1e-9)
+                    && abs(c.writtenAsJSON.lon - c.lon) <= 0.5e-7 * (1 + 1e-9))
+            if k % 2 == 0 { #expect(c.writtenAsJSON == c, "five decimals are written exactly: \(text)") }
+            let numbers = text.split(separator: ",").map { $0.split(separator: ":")[1] }
+            #expect(numbers.allSatisfy { !($0.contains(".") && $0.hasSuffix("0")) } && text.count <= 36, "\(text)")
+        }
+    }
+
     @Test("integers cover the whole unsigned range")
     func integers() {
         var w = JSONWriter()

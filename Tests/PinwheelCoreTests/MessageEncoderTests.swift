@@ -43,8 +43,9 @@ struct MessageEncoderTests {
                             WireFeature(
                                 id: 18, lat: 1.5, lon: 2.5, count: 1, parent: 18,
                                 properties: ["name": "Paris", "cc": "FR"]),
+                            // Coordinates to 7 decimals: this longitude is written as 180.
                             WireFeature(
-                                id: 19, lat: -0.000123, lon: 179.99999999999997, count: 1,
+                                id: 19, lat: -0.000123, lon: 180, count: 1,
                                 properties: ["name": "Quote \"q\"\n", "cc": "X"]),
                             WireFeature(
                                 id: 20, lat: 10.25, lon: 20.5, count: 1, parent: 4_294_967_396,

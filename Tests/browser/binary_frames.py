@@ -52,6 +52,32 @@ def on_grid(feature):
     return f
 
 
+def on_a_grid_tie(feature):
+    """True when a coordinate of a feature received as JSON lies exactly half-way between two points
+    of the feature's binary grid. JSON rounds to 1e-7° first, so the exact position, and the binary
+    one, may be on either side."""
+    unit = grid_unit(feature["id"])
+    places = [feature] + ([feature["anchor"]] if "anchor" in feature else [])
+    return unit % 2 == 0 and any(fixed(p["lat"], 1, LAT_LIMIT) % unit == unit // 2
+                                 or fixed(p["lon"], 1) % unit == unit // 2 for p in places)
+
+
+def agrees_on_grid(decoded, sent):
+    """True when `decoded` (from a binary session) is `sent` (the same feature from a JSON session) on
+    its grid, or, where `sent` lies on a grid tie, a grid step below it on those coordinates."""
+    want = on_grid(sent)
+    if decoded == want:
+        return True
+    step = grid_unit(sent["id"]) / 1e7
+
+    def near(a, b):
+        return all(round((b[k] - a[k]) / step) in (0, 1) and abs(b[k] - a[k]) <= step * 1.000001 for k in ("lat", "lon"))
+    same_rest = {k: v for k, v in decoded.items() if k not in ("lat", "lon", "anchor")} == \
+        {k: v for k, v in want.items() if k not in ("lat", "lon", "anchor")}
+    anchors = ("anchor" in decoded) == ("anchor" in want) and ("anchor" not in want or near(decoded["anchor"], want["anchor"]))
+    return on_a_grid_tie(sent) and same_rest and near(decoded, want) and anchors
+
+
 def message_on_grid(msg):
     """A message as a binary decoder returns it: every feature `on_grid`."""
     return {k: ([on_grid(f) for f in v] if k in ("add", "update", "spread") else v) for k, v in msg.items()}

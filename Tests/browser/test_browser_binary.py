@@ -13,7 +13,7 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.asyncio.server import serve
 
-from binary_frames import Encoder, encode, message_on_grid, on_grid, varint
+from binary_frames import Encoder, agrees_on_grid, encode, message_on_grid, on_a_grid_tie, on_grid, varint
 from browser_support import (BINARY_PROTOCOL, PROTOCOL, ROOT, batch_frames, held_after_each_view, markers,
                              served_in_both_encodings, server_features, wait_settled)
 from decode import measure, open_blank
@@ -163,7 +163,8 @@ def test_the_servers_binary_batches_decode_to_the_json_it_sends_for_the_same_vie
     got_views, want_views = held_after_each_view(decoded), held_after_each_view(map(json.loads, texts))
     assert len(got_views) == len(want_views) == len(VIEWS)
     for got, want in zip(got_views, want_views):
-        assert got == {i: on_grid(f) for i, f in want.items()}
+        assert got.keys() == want.keys()
+        assert [i for i in want if not agrees_on_grid(got[i], want[i])] == []
     everything = [f for view in want_views for f in view.values()]
     assert any(f["count"] > 1 and "parent" in f for f in everything) and any("properties" in f for f in everything)
     assert any("anchor" in f for f in everything), "the mall's pins carry anchors"
@@ -189,10 +190,15 @@ def test_a_decoded_feature_has_the_digest_the_server_computes_for_it(blank, serv
     # The United States at zoom 4 adds clusters on the coarse grids of zooms 4 to 6.
     views = VIEWS + [{"bbox": [-126.0, 24.0, -70.0, 52.0], "zoom": 4, "width": 1280, "height": 800, "tileSize": 256}]
     binary = batch_frames(server, BINARY_PROTOCOL, views, algorithm="hierarchical")
-    text = [json.dumps(message_on_grid(json.loads(t))) for t in batch_frames(server, PROTOCOL, views, algorithm="hierarchical")]
+    sent = [json.loads(t) for t in batch_frames(server, PROTOCOL, views, algorithm="hierarchical")]
+    text = [json.dumps(message_on_grid(m)) for m in sent]
     decoded, parsed = blank.evaluate(DIGESTS, [[list(f) for f in binary], text])
     assert decoded.keys() == parsed.keys() and len(decoded) > 500
-    differ = {i: (decoded[i], parsed[i]) for i in decoded if decoded[i][0] != parsed[i][0]}
+    # JSON is written to 7 decimals: where that lands on a tie of the binary grid, the exact position
+    # (which the server's digest places) may have been on either side.
+    last_sent = {str(f["id"]): f for m in sent for f in m["add"] + m["update"]}
+    differ = {i: (decoded[i], parsed[i]) for i in decoded
+              if decoded[i][0] != parsed[i][0] and not on_a_grid_tie(last_sent[i])}
     assert differ == {}, "decoded [digest, lat, lon] against the server's"
 
 

@@ -91,6 +91,19 @@ public struct JSONWriter: Sendable {
         bytes.append(contentsOf: d.description.utf8)
     }
 
+    /// Appends fixed-point degrees (1e-7°, ``BinaryGrid/fixed(_:unit:limit:)``) as a decimal without
+    /// trailing zeros, e.g. 488566016 → 48.8566016.
+    public mutating func fixedPointDegrees(_ q: Int64) {
+        var m = q.magnitude
+        var k = 7
+        while k > 0 && m % 10 == 0 {
+            m /= 10
+            k -= 1
+        }
+        if q < 0 { bytes.append(UInt8(ascii: "-")) }
+        if k == 0 { integer(m) } else { fixedPoint(m, fractionDigits: k) }
+    }
+
     /// Writes m·10^-k as decimal text, e.g. (5, 2) → "0.05".
     mutating func fixedPoint(_ m: UInt64, fractionDigits k: Int) {
         let start = bytes.count

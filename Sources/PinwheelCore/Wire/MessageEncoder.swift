@@ -215,13 +215,21 @@ public struct MessageEncoder: Sendable {
         if !first { writer.byte(UInt8(ascii: "}")) }
     }
 
+    /// Writes `"lat":…,"lon":…` to 7 decimals, rounded as the `held` digest rounds them: a cluster's
+    /// centroid or a spread pin has no short exact form, and its 17 digits would cost bytes and zlib
+    /// time in every batch.
+    mutating func position(_ c: Coordinate) {
+        writer.raw("\"lat\":")
+        writer.fixedPointDegrees(BinaryGrid.fixed(c.lat, unit: 1, limit: BinaryGrid.latLimit))
+        writer.raw(",\"lon\":")
+        writer.fixedPointDegrees(BinaryGrid.fixed(c.lon, unit: 1, limit: BinaryGrid.lonLimit))
+    }
+
     mutating func feature(_ f: Feature, _ context: FeatureContext) {
         writer.raw("{\"id\":")
         writer.integer(f.id)
-        writer.raw(",\"lat\":")
-        writer.number(f.lat)
-        writer.raw(",\"lon\":")
-        writer.number(f.lon)
+        writer.byte(UInt8(ascii: ","))
+        position(Coordinate(lat: f.lat, lon: f.lon))
         writer.raw(",\"count\":")
         writer.integer(UInt64(f.count))
         if let parent = f.parent {
@@ -229,10 +237,8 @@ public struct MessageEncoder: Sendable {
             writer.integer(parent)
         }
         if let anchor = f.anchor {
-            writer.raw(",\"anchor\":{\"lat\":")
-            writer.number(anchor.lat)
-            writer.raw(",\"lon\":")
-            writer.number(anchor.lon)
+            writer.raw(",\"anchor\":{")
+            position(anchor)
             writer.byte(UInt8(ascii: "}"))
         }
         if let name = context.key(of: f) {
