@@ -197,9 +197,13 @@ final class LWSConnection {
     /// deflating them cost a sixth of the server's CPU (docs/performance.md, "CPU per viewport").
     static let uncompressedBinaryLimit = 4096
 
+    /// Text messages shorter than this go out uncompressed too: setting up zlib for one costs as much
+    /// as compressing a kilobyte, to save a few dozen bytes.
+    static let uncompressedTextLimit = 256
+
     /// Whether a message goes out without deflate on a connection that negotiated it.
     static func sendsUncompressed(payloadCount: Int, binary: Bool) -> Bool {
-        binary && payloadCount < uncompressedBinaryLimit
+        payloadCount < (binary ? uncompressedBinaryLimit : uncompressedTextLimit)
     }
 
     /// Makes the server's compressor start fresh for every message and free its zlib state once the

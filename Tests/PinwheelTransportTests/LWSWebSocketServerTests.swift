@@ -68,27 +68,31 @@ struct LWSWebSocketServerTests {
         try Self.expectDelivered(messages, by: server, opened: serverEvents, inflateWindowBits: 12)
     }
 
-    @Test("binary messages under 4 KiB go out uncompressed over permessage-deflate; longer ones and text do not")
-    func smallBinaryUncompressed() throws {
+    @Test(
+        "binary messages under 4 KiB and text under 256 bytes go out uncompressed over permessage-deflate; longer ones do not"
+    )
+    func smallMessagesUncompressed() throws {
         let (server, serverEvents) = try makeServer(echoPrefix: nil)
         defer { server.stop() }
         // Repeated bytes, which deflate would shrink: the size alone decides.
         let small = [UInt8](repeating: 7, count: 100)
         let large = [UInt8](repeating: 7, count: 5_000)
+        let (shortText, longText) = (String(repeating: "t", count: 255), String(repeating: "t", count: 256))
         Self.whenProbeReady(serverEvents) { id in
             let headroom = [UInt8](repeating: 0, count: WebSocketServer.headroom)
             _ = server.send(framed: headroom + small, binary: true, to: id)
             _ = server.send(framed: headroom + large, binary: true, to: id)
-            server.send(String(repeating: "t", count: 100), to: id)
+            server.send(shortText, to: id)
+            server.send(longText, to: id)
         }
-        let result = try probe(url: "ws://127.0.0.1:\(server.port)/", sends: [.text("ready")], receive: 3)
+        let result = try probe(url: "ws://127.0.0.1:\(server.port)/", sends: [.text("ready")], receive: 4)
         #expect(result.error == nil)
         let hex = { (bytes: [UInt8]) in "binary:" + bytes.map { String(format: "%02x", $0) }.joined() }
-        #expect(result.received == [hex(small), hex(large), String(repeating: "t", count: 100)])
+        #expect(result.received == [hex(small), hex(large), shortText, longText])
         #expect(
             result.frames == [
                 ProbeFrame(binary: true, compressed: false), ProbeFrame(binary: true, compressed: true),
-                ProbeFrame(binary: false, compressed: true),
+                ProbeFrame(binary: false, compressed: false), ProbeFrame(binary: false, compressed: true),
             ])
     }
 
