@@ -1,5 +1,6 @@
 import Foundation
 import PinwheelCore
+import Synchronization
 
 /// Posts changes to a server's `POST /v1/changes` at a steady rate, in requests of `batch` lines, and
 /// reports each answer: what a producer of live data does, for `pinwheel feed` and for the producer
@@ -37,13 +38,64 @@ public struct Producer: Sendable {
         self.options = options
     }
 
-    /// Sends changes from `source` until it runs dry or `until` passes; a 429 is waited out as its
-    /// Retry-After says and the request sent again.
+    /// Sends changes from `source` until it runs dry or `until` passes, one request at a time, in
+    /// order; a 429 is waited out as its Retry-After says and the request sent again.
     /// - Parameter onAck: gets every answer, on the calling thread.
     /// - Throws: ``HTTPExchange/Failure`` when the server cannot be reached or refuses a request
     ///   (its status and message).
     public func run(
         source: inout some IteratorProtocol<Change>, until: ContinuousClock.Instant, onAck: (Ack) -> Void
+    ) throws(HTTPExchange.Failure) {
+        try schedule(source: &source, until: until) { (body, lines) throws(HTTPExchange.Failure) in
+            try post(body, lines: lines, onAck: onAck)
+        }
+    }
+
+    /// Like ``run(source:until:onAck:)`` with up to `inFlight` requests at once, so answers that slow
+    /// down under load do not lower the rate asked (a producer that waits for each answer measures a
+    /// busy server at less than the load it was asked to give). Requests may be applied out of order.
+    /// - Parameter onAck: gets every answer, one at a time, on the thread that sent its request.
+    /// - Throws: the first request's failure, once the requests in flight are answered.
+    public func run(
+        source: inout some IteratorProtocol<Change>, until: ContinuousClock.Instant, inFlight: Int,
+        onAck: @escaping @Sendable (Ack) -> Void
+    ) throws(HTTPExchange.Failure) {
+        let requests = max(inFlight, 1)
+        let slots = DispatchSemaphore(value: requests)
+        let failure = Mutex<HTTPExchange.Failure?>(nil)
+        let answering = Mutex(())
+        var stopped: HTTPExchange.Failure?
+        do throws(HTTPExchange.Failure) {
+            try schedule(source: &source, until: until) { (body, lines) throws(HTTPExchange.Failure) in
+                slots.wait()
+                if let first = failure.withLock({ $0 }) {
+                    slots.signal()
+                    throw first
+                }
+                DispatchQueue.global().async {
+                    defer { slots.signal() }
+                    do throws(HTTPExchange.Failure) {
+                        try post(body, lines: lines) { ack in answering.withLock { _ in onAck(ack) } }
+                    } catch {
+                        failure.withLock { $0 = $0 ?? error }
+                    }
+                }
+            }
+        } catch {
+            stopped = error
+        }
+        // Every request answered; libdispatch requires a semaphore back at its first value when freed.
+        for _ in 0..<requests { slots.wait() }
+        for _ in 0..<requests { slots.signal() }
+        if let first = stopped ?? failure.withLock({ $0 }) { throw first }
+    }
+
+    /// Encodes `batch` changes at a time from `source` and hands each request to `send` at the rate
+    /// asked, until `source` runs dry or `until` passes. After a late send it catches up by at most one
+    /// request.
+    private func schedule(
+        source: inout some IteratorProtocol<Change>, until: ContinuousClock.Instant,
+        send: ([UInt8], Int) throws(HTTPExchange.Failure) -> Void
     ) throws(HTTPExchange.Failure) {
         let interval = Duration.seconds(Double(options.batch) / max(options.rate, 0.001))
         var next = ContinuousClock.now
@@ -59,7 +111,7 @@ public struct Producer: Sendable {
             if lines == 0 { return }
             Producer.sleep(until: next)
             next = max(next + interval, .now - interval)
-            try post(writer.bytes, lines: lines, onAck: onAck)
+            try send(writer.bytes, lines)
         }
     }
 
