@@ -202,9 +202,10 @@ extension Feature {
 
     /// This feature's version as a client on `encoding` draws it. A JSON session is sent any change of
     /// position, even one finer than the 7 decimals it is written to, so that is ``version``;
-    /// `pinwheel.v1+bin` carries a cluster's on its ``BinaryGrid``, so a cluster whose centroid moved less than a 32nd of a pixel at its zoom (a
-    /// few changes among its thousands of points) keeps its version and is not sent again. A point's
-    /// grid is 11 cm: a point moving less is rare, and it keeps ``version``, which costs a diff less.
+    /// `pinwheel.v1+bin` carries a cluster's on its ``BinaryGrid``, so a cluster whose centroid moved
+    /// less than a 32nd of a pixel at its zoom (a few changes among its thousands of points) keeps its
+    /// version and is not sent again. A point's grid is 11 cm: a point moving less is rare, and it
+    /// keeps ``version``, which costs a diff less.
     public func version(_ encoding: WireEncoding) -> FeatureVersion {
         guard encoding == .binary, id >> 32 != 0 else { return version }
         let unit = BinaryGrid.unit(of: id)
