@@ -28,6 +28,10 @@ final class LWSConnection {
     var compresses = false
     /// Binary frames are delivered (a client's connections) instead of closing with 1003 (a server's).
     var acceptsBinary = false
+    /// Text messages under ``uncompressedTextLimit`` go out uncompressed (a server's connections). A
+    /// client's compress every text message, as browsers do, so a server under `pinwheel load`
+    /// inflates what it would from browsers.
+    var leavesShortTextUncompressed = false
     /// The keepalive sweep during which the peer last sent anything, a pong included.
     private(set) var heardAtSweep: UInt32 = 0
     /// True once a ping was asked for since the peer was last heard from.
@@ -161,7 +165,7 @@ final class LWSConnection {
                 fragmenting = (buffer, payloadCount, 0, binary)
                 return writeFragment(wsi, counters: counters)
             case .message(var buffer, let payloadCount, let binary):
-                let plain = compresses && Self.sendsUncompressed(payloadCount: payloadCount, binary: binary)
+                let plain = compresses && sendsUncompressed(payloadCount: payloadCount, binary: binary)
                 if plain { deflate_guard_send_uncompressed(1) }
                 let written = buffer.withUnsafeMutableBufferPointer { storage in
                     lws_write(
@@ -197,13 +201,15 @@ final class LWSConnection {
     /// deflating them cost a sixth of the server's CPU (docs/performance.md, "CPU per viewport").
     static let uncompressedBinaryLimit = 4096
 
-    /// Text messages shorter than this go out uncompressed too: setting up zlib for one costs as much
-    /// as compressing a kilobyte, to save a few dozen bytes.
+    /// A server's text messages shorter than this go out uncompressed too: setting up zlib for one
+    /// costs as much as compressing a kilobyte, to save a few dozen bytes.
     static let uncompressedTextLimit = 256
 
     /// Whether a message goes out without deflate on a connection that negotiated it.
-    static func sendsUncompressed(payloadCount: Int, binary: Bool) -> Bool {
-        payloadCount < (binary ? uncompressedBinaryLimit : uncompressedTextLimit)
+    func sendsUncompressed(payloadCount: Int, binary: Bool) -> Bool {
+        binary
+            ? payloadCount < Self.uncompressedBinaryLimit
+            : leavesShortTextUncompressed && payloadCount < Self.uncompressedTextLimit
     }
 
     /// Makes the server's compressor start fresh for every message and free its zlib state once the

@@ -130,6 +130,7 @@ extension WebSocketServer {
         connections[id]?.compresses =
             configuration.permessageDeflate
             && LWSConnection.header(wsi, WSI_TOKEN_EXTENSIONS)?.contains("permessage-deflate") == true
+        connections[id]?.leavesShortTextUncompressed = true
         connections[id]?.freeCompressorAfterEachMessage(wsi)
         if deflatePromised.remove(UInt(bitPattern: wsi)) != nil {
             connections[id]?.freeDecompressorAfterEachMessage(wsi)
