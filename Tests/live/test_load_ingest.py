@@ -4,6 +4,7 @@ beside the viewers at the rate asked, and the report tells how stale the viewers
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
@@ -28,7 +29,11 @@ def test_load_gives_the_rate_asked_and_reports_the_viewers_staleness(live_server
     # Ramp and tour, 5 s at the rate asked.
     assert 0.8 * RATE * 5 <= ingest["accepted"] <= 1.2 * RATE * 5, ingest
     assert ingest["requests"] == ingest["answerMs"]["count"] >= ingest["accepted"] // 100
-    # Every accepted change is in the server's log: its version counts them.
+    # Every accepted change reaches the server's index: the version it serves counts them (once the
+    # next refresh, every 100 ms, has laid the last request's changes).
+    deadline = time.monotonic() + 10
+    while metric(live_server.port, "pinwheel_data_version") < ingest["accepted"] and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert metric(live_server.port, "pinwheel_data_version") >= ingest["accepted"]
     staleness = ingest["staleness"]
     assert staleness["count"] > 0, "viewers received batches bringing the producer's changes"
