@@ -71,7 +71,8 @@ def agrees_on_grid(decoded, sent):
     step = grid_unit(sent["id"]) / 1e7
 
     def near(a, b):
-        return all(round((b[k] - a[k]) / step) in (0, 1) and abs(b[k] - a[k]) <= step * 1.000001 for k in ("lat", "lon"))
+        """Each coordinate of `a` is that of `b`, or one grid step below it."""
+        return all(a[k] == b[k] or abs(b[k] - a[k] - step) <= step * 1e-6 for k in ("lat", "lon"))
     same_rest = {k: v for k, v in decoded.items() if k not in ("lat", "lon", "anchor")} == \
         {k: v for k, v in want.items() if k not in ("lat", "lon", "anchor")}
     anchors = ("anchor" in decoded) == ("anchor" in want) and ("anchor" not in want or near(decoded["anchor"], want["anchor"]))

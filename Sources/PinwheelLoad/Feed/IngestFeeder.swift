@@ -34,7 +34,6 @@ final class IngestFeeder: @unchecked Sendable {
             let points = (try? MetricsScrape.fetch(host: url.host, port: url.port))?.value("pinwheel_dataset_points")
             var mix = ChangeMix(points: Int(points ?? 1000), seed: options.seed)
             do {
-                // One answer at a time (the producer serialises them); read after `done`.
                 try producer.run(source: &mix, until: until, inFlight: Self.inFlight) { [self] ack in
                     let accepted = UInt64(ack.answer.accepted)
                     if accepted > 0 {
