@@ -34,8 +34,9 @@ let package = Package(
             pkgConfig: "libnats",
             providers: [.apt(["libnats-dev"])]
         ),
-        // lws's permessage-deflate assertions that a peer can reach, contained (see deflate_guard.c).
-        .target(name: "CDeflateGuard"),
+        // lws's permessage-deflate assertions that a peer can reach, contained (see deflate_guard.c),
+        // and messages compressed off the service thread (message_deflate.c).
+        .target(name: "CDeflateGuard", linkerSettings: [.linkedLibrary("z")]),
         // Persistent maps let a live index publish its changes without copying them.
         .target(
             name: "PinwheelCore",

@@ -79,18 +79,29 @@ int deflateInit2_(z_streamp stream, int level, int method, int windowBits, int m
     return zlib(stream, level, method, windowBits, memLevel, strategy, version, streamSize);
 }
 
-// Set around the write of a message the transport sends uncompressed.
-static _Thread_local int uncompressed;
+// Set around the write of a message the transport sends uncompressed or compressed itself.
+static _Thread_local enum deflate_guard_send_mode send_mode;
 
-void deflate_guard_send_uncompressed(int yes) { uncompressed = yes; }
+void deflate_guard_set_send_mode(enum deflate_guard_send_mode mode) { send_mode = mode; }
 
 int deflate_guard_callback(struct lws_context *context, const struct lws_extension *ext, struct lws *wsi,
                            enum lws_extension_callback_reasons reason, void *user, void *in, size_t len) {
+    // PRESEND gets the frame, header first. Compressed output of the extension's own marks its first
+    // frame with RSV1 there; so does a message that arrives compressed. (Frames lws sends on its
+    // own, control frames and the rest of a buffered send, come with no send mode set.)
+    if (reason == LWS_EXT_CB_PACKET_TX_PRESEND && send_mode == DEFLATE_GUARD_PRECOMPRESSED) {
+        struct lws_tokens *frame = in;
+        if (!frame || !frame->token || frame->len < 2) return 0;
+        // Text (1) or binary (2): RSV1 goes on a message's first frame only.
+        unsigned char opcode = frame->token[0] & 0x0f;
+        if (opcode == 1 || opcode == 2) frame->token[0] |= 0x40;
+        return 0;
+    }
     if (reason != LWS_EXT_CB_PAYLOAD_RX && reason != LWS_EXT_CB_PAYLOAD_TX)
         return lws_extension_callback_pm_deflate(context, ext, wsi, reason, user, in, len);
-    // Leaving the payload as lws handed it sends the frame as it is; with nothing compressed, the
-    // extension's PRESEND leaves RSV1 clear.
-    if (reason == LWS_EXT_CB_PAYLOAD_TX && uncompressed) return 0;
+    // Leaving the payload as lws handed it sends the frame as it is; with nothing compressed by the
+    // extension, its PRESEND leaves RSV1 clear.
+    if (reason == LWS_EXT_CB_PAYLOAD_TX && send_mode != DEFLATE_GUARD_LWS_COMPRESSES) return 0;
     sigjmp_buf recovery;
     if (sigsetjmp(recovery, 0)) {
         compressing = 0;

@@ -23,15 +23,11 @@ final class LWSConnection {
     /// payload bytes already written and whether it is binary.
     private var fragmenting: (buffer: [UInt8], payloadCount: Int, written: Int, binary: Bool)?
     /// True when permessage-deflate may be active on this connection (negotiated, or offered and
-    /// not known to be refused); `writeQueued` then ends a callback after any message over
-    /// `deflateSafePayload` bytes.
+    /// not known to be refused); `writeQueued` then ends a callback after any message lws compresses
+    /// that is over `deflateSafePayload` bytes.
     var compresses = false
     /// Binary frames are delivered (a client's connections) instead of closing with 1003 (a server's).
     var acceptsBinary = false
-    /// Text messages under ``uncompressedTextLimit`` go out uncompressed (a server's connections). A
-    /// client's compress every text message, as browsers do, so a server under `pinwheel load`
-    /// inflates what it would from browsers.
-    var leavesShortTextUncompressed = false
     /// The keepalive sweep during which the peer last sent anything, a pong included.
     private(set) var heardAtSweep: UInt32 = 0
     /// True once a ping was asked for since the peer was last heard from.
@@ -160,23 +156,22 @@ final class LWSConnection {
                 Self.setCloseReason(wsi, code: code, reason: reason)
                 closeIssued = true
                 return -1
-            case .message(let buffer, let payloadCount, let binary)
-            where compresses && payloadCount > Self.deflateFragment:
-                fragmenting = (buffer, payloadCount, 0, binary)
+            case .message(let message)
+            where compresses && message.deflate == .byLWS && message.payloadCount > Self.deflateFragment:
+                fragmenting = (message.buffer, message.payloadCount, 0, message.binary)
                 return writeFragment(wsi, counters: counters)
-            case .message(var buffer, let payloadCount, let binary):
-                let plain = compresses && sendsUncompressed(payloadCount: payloadCount, binary: binary)
-                if plain { deflate_guard_send_uncompressed(1) }
-                let written = buffer.withUnsafeMutableBufferPointer { storage in
-                    lws_write(
-                        wsi, storage.baseAddress! + Int(SHIM_LWS_PRE), payloadCount,
-                        binary ? LWS_WRITE_BINARY : LWS_WRITE_TEXT)
+            case .message(var message):
+                let lwsCompresses = compresses && message.deflate == .byLWS
+                if compresses { deflate_guard_set_send_mode(message.deflate.sendMode) }
+                let (payloadCount, kind) = (message.payloadCount, message.binary ? LWS_WRITE_BINARY : LWS_WRITE_TEXT)
+                let written = message.buffer.withUnsafeMutableBufferPointer { storage in
+                    lws_write(wsi, storage.baseAddress! + Int(SHIM_LWS_PRE), payloadCount, kind)
                 }
-                if plain { deflate_guard_send_uncompressed(0) }
-                inFlight = buffer
+                if compresses { deflate_guard_set_send_mode(DEFLATE_GUARD_LWS_COMPRESSES) }
+                inFlight = message.buffer
                 if written < 0 { return -1 }
                 counters.messagesSent.add(1, ordering: .relaxed)
-                counters.bytesSent.add(payloadCount, ordering: .relaxed)
+                counters.bytesSent.add(message.sourceCount, ordering: .relaxed)
                 if !more { return 0 }
                 // With permessage-deflate, a message that may not fit in one deflate output
                 // buffer (1 KiB, lws's default tx_buf_size) ends this callback. Its compressed
@@ -187,7 +182,7 @@ final class LWSConnection {
                 // but no document promises it, so we do not rely on it. Payloads up to
                 // `deflateSafePayload` compress to less than the buffer even when incompressible,
                 // so small messages keep being batched.
-                if compresses && !plain && payloadCount > Self.deflateSafePayload { break }
+                if lwsCompresses && message.payloadCount > Self.deflateSafePayload { break }
             }
             if lws_partial_buffered(wsi) != 0 || lws_send_pipe_choked(wsi) != 0 { break }
         }
@@ -195,21 +190,11 @@ final class LWSConnection {
         return 0
     }
 
-    /// Binary messages shorter than this go out uncompressed even when permessage-deflate is on.
-    /// Pinwheel's binary batches are varints and deltas that per-message deflate cannot shrink: over a
-    /// pan trace, frames under 1 KiB came out 1–21 % larger and the 1–4 KiB ones 3 % smaller, while
-    /// deflating them cost a sixth of the server's CPU (docs/performance.md, "CPU per viewport").
-    static let uncompressedBinaryLimit = 4096
-
-    /// A server's text messages shorter than this go out uncompressed too: setting up zlib for one
-    /// costs as much as compressing a kilobyte, to save a few dozen bytes.
-    static let uncompressedTextLimit = 256
-
-    /// Whether a message goes out without deflate on a connection that negotiated it.
-    func sendsUncompressed(payloadCount: Int, binary: Bool) -> Bool {
-        binary
-            ? payloadCount < Self.uncompressedBinaryLimit
-            : leavesShortTextUncompressed && payloadCount < Self.uncompressedTextLimit
+    /// Whether permessage-deflate was negotiated on `wsi`. lws 4.1.6 has no call that says so, but
+    /// setting an extension's option answers -1 exactly when the extension is not active. The option
+    /// set here is the compression level lws starts with, 1. Lws service thread only.
+    static func deflateIsActive(_ wsi: OpaquePointer) -> Bool {
+        lws_set_extension_option(wsi, "permessage-deflate", "compression_level", "1") >= 0
     }
 
     /// Makes the server's compressor start fresh for every message and free its zlib state once the

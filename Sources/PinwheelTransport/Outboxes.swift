@@ -9,19 +9,32 @@ import Synchronization
 final class Outboxes: Sendable {
     /// What the service thread should do next for one connection.
     enum Item {
-        /// Write this message, as a binary frame or a text frame; the buffer starts with
-        /// `SHIM_LWS_PRE` bytes of headroom for lws.
-        case message(buffer: [UInt8], payloadCount: Int, binary: Bool)
+        /// Write this message.
+        case message(Message)
         /// Close the connection with this code and reason.
         case close(CloseCode, String)
     }
 
+    /// One queued message.
+    struct Message {
+        /// The payload as it goes to lws_write, behind `SHIM_LWS_PRE` bytes of headroom for lws.
+        var buffer: [UInt8]
+        /// A binary frame rather than a text one.
+        var binary: Bool
+        var deflate: MessageDeflate
+        /// Payload bytes before any compression.
+        var sourceCount: Int
+
+        /// Payload bytes handed to lws_write.
+        var payloadCount: Int { buffer.count - Int(SHIM_LWS_PRE) }
+    }
+
     private struct Queue {
-        // Messages with lws headroom and whether each is binary, oldest at `head`; slots before
-        // `head` are already written.
-        var messages: [(buffer: [UInt8], binary: Bool)] = []
+        let deflate: DeflatePolicy
+        // Oldest at `head`; slots before `head` are already written.
+        var messages: [Message] = []
         var head = 0
-        // Payload bytes waiting, headroom excluded.
+        // Payload bytes waiting as they will be written (compressed, if compressed when queued).
         var bytes = 0
         // Set by close or by hitting the cap; written after the messages still queued.
         var close: (code: CloseCode, reason: String)?
@@ -30,10 +43,14 @@ final class Outboxes: Sendable {
 
         var hasMessages: Bool { head < messages.count }
 
-        mutating func popMessage() -> (buffer: [UInt8], binary: Bool)? {
+        init(deflate: DeflatePolicy) {
+            self.deflate = deflate
+        }
+
+        mutating func popMessage() -> Message? {
             guard hasMessages else { return nil }
             let message = messages[head]
-            messages[head] = ([], false)
+            messages[head].buffer = []
             head += 1
             // Compact once the written prefix dominates, so the array does not grow forever.
             if head == messages.count {
@@ -43,7 +60,7 @@ final class Outboxes: Sendable {
                 messages.removeFirst(head)
                 head = 0
             }
-            bytes -= message.buffer.count - Int(SHIM_LWS_PRE)
+            bytes -= message.payloadCount
             return message
         }
 
@@ -76,14 +93,15 @@ final class Outboxes: Sendable {
     private let state = Mutex(State())
     private let capacity: Int
 
-    /// - Parameter capacity: most payload bytes one connection may have queued.
+    /// - Parameter capacity: most payload bytes one connection may have queued, counted as they will
+    ///   be written.
     init(capacity: Int) {
         self.capacity = capacity
     }
 
-    /// Starts accepting messages for `id`. Any thread.
-    func register(_ id: ConnectionID) {
-        state.withLock { $0.queues[id] = Queue() }
+    /// Starts accepting messages for `id`, meeting permessage-deflate as `deflate` says. Any thread.
+    func register(_ id: ConnectionID, deflate: DeflatePolicy) {
+        state.withLock { $0.queues[id] = Queue(deflate: deflate) }
     }
 
     /// Forgets `id` and frees whatever it still had queued. Any thread.
@@ -111,12 +129,29 @@ final class Outboxes: Sendable {
         return enqueue(framed: buffer, to: id)
     }
 
-    /// Queues one message already behind `SHIM_LWS_PRE` bytes of headroom, as it is: a text frame, or
-    /// a binary one when `binary`. Any thread.
+    /// Queues one message already behind `SHIM_LWS_PRE` bytes of headroom: a text frame, or a binary
+    /// one when `binary`. Compresses it first when the connection's policy says so. Any thread.
     /// - Returns: what happened, and whether the service thread must be woken to notice.
     func enqueue(framed buffer: [UInt8], binary: Bool = false, to id: ConnectionID) -> (result: SendResult, wake: Bool)
     {
-        let payloadCount = buffer.count - Int(SHIM_LWS_PRE)
+        let sourceCount = buffer.count - Int(SHIM_LWS_PRE)
+        // Compress before taking the lock for the append; a connection that goes meanwhile drops it.
+        let policy = state.withLock { $0.queues[id]?.deflate } ?? .off
+        var message = Message(
+            buffer: buffer, binary: binary, deflate: policy.treatment(payloadCount: sourceCount, binary: binary),
+            sourceCount: sourceCount)
+        if message.deflate == .compressed, case .beforeQueueing(let windowBits) = policy {
+            let compressed = buffer.withUnsafeBytes { bytes in
+                MessageDeflate.compress(
+                    UnsafeRawBufferPointer(rebasing: bytes[Int(SHIM_LWS_PRE)...]), windowBits: windowBits)
+            }
+            if let compressed {
+                message.buffer = compressed
+            } else {
+                message.deflate = .none
+            }
+        }
+        let payloadCount = message.payloadCount
         return state.withLock { state in
             // Work on the stored queue through its index: a copy would duplicate the message array.
             guard let index = state.queues.index(forKey: id), state.queues.values[index].close == nil else {
@@ -131,7 +166,7 @@ final class Outboxes: Sendable {
                 state.overCapacityCloses += 1
                 return (.overCapacity, state.list(at: index))
             }
-            state.queues.values[index].messages.append((buffer, binary))
+            state.queues.values[index].messages.append(message)
             state.queues.values[index].bytes += payloadCount
             state.totalBytes += payloadCount
             return (.queued(queuedBytes: waiting + payloadCount), state.list(at: index))
@@ -176,13 +211,9 @@ final class Outboxes: Sendable {
                 guard let close = state.queues.values[index].close else { return (nil, false) }
                 return (.close(close.code, close.reason), false)
             }
-            let payloadCount = message.buffer.count - Int(SHIM_LWS_PRE)
-            state.totalBytes -= payloadCount
+            state.totalBytes -= message.payloadCount
             let queue = state.queues.values[index]
-            return (
-                .message(buffer: message.buffer, payloadCount: payloadCount, binary: message.binary),
-                queue.hasMessages || queue.close != nil
-            )
+            return (.message(message), queue.hasMessages || queue.close != nil)
         }
     }
 

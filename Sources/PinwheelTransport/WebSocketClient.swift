@@ -90,7 +90,7 @@ public final class WebSocketClient: WebSocketEndpoint, @unchecked Sendable {
             throw TransportError.notRunning
         }
         let id = ConnectionID(rawValue: lastID.add(1, ordering: .relaxed).newValue)
-        outboxes.register(id)
+        outboxes.register(id, deflate: configuration.permessageDeflate ? .byLWS : .off)
         pendingConnects.withLock {
             $0.append(
                 PendingConnect(

@@ -126,16 +126,13 @@ extension WebSocketServer {
             maxMessageBytes: configuration.otherSubprotocols[subprotocol] ?? configuration.maxMessageBytes,
             closeGrace: configuration.closeTimeout)
         connections[id]?.heard(atSweep: keepalive?.count ?? 0)
-        // lws accepts permessage-deflate whenever the client offers it and the vhost has it.
-        connections[id]?.compresses =
-            configuration.permessageDeflate
-            && LWSConnection.header(wsi, WSI_TOKEN_EXTENSIONS)?.contains("permessage-deflate") == true
-        connections[id]?.leavesShortTextUncompressed = true
+        let offer = LWSConnection.header(wsi, WSI_TOKEN_EXTENSIONS)
+        connections[id]?.compresses = configuration.permessageDeflate && LWSConnection.deflateIsActive(wsi)
         connections[id]?.freeCompressorAfterEachMessage(wsi)
         if deflatePromised.remove(UInt(bitPattern: wsi)) != nil {
             connections[id]?.freeDecompressorAfterEachMessage(wsi)
         }
-        outboxes.register(id)
+        outboxes.register(id, deflate: .server(compresses: connections[id]?.compresses == true, offer: offer))
         counters.openConnections.add(1, ordering: .relaxed)
         counters.totalConnections.add(1, ordering: .relaxed)
         var peer = [CChar](repeating: 0, count: 64)

@@ -47,10 +47,12 @@ enum ProbeSend {
 /// Connects with Python `websockets`, sends `sends`, reads `receive` messages (or until closed; a
 /// binary one as `binary:` and its hex), and reports what happened. With `waitForClose` it keeps reading until the server closes. With
 /// `inflateWindowBits` the probe inflates with a window of that size instead of the negotiated one,
-/// so a message compressed with a larger window fails to decode.
+/// so a message compressed with a larger window fails to decode. With `serverWindowBits` its deflate
+/// offer limits the server's window to that size (`server_max_window_bits`).
 func probe(
     url: String, subprotocols: [String]? = ["pinwheel.v1"], origin: String? = nil, deflate: Bool = true,
-    inflateWindowBits: Int? = nil, sends: [ProbeSend] = [], receive: Int = 0, waitForClose: Bool = false,
+    inflateWindowBits: Int? = nil, serverWindowBits: Int? = nil, sends: [ProbeSend] = [], receive: Int = 0,
+    waitForClose: Bool = false,
     timeout: Double = 10
 ) throws -> ProbeResult {
     let arguments: [String: Any] = [
@@ -58,6 +60,7 @@ func probe(
         "compression": deflate ? "deflate" : NSNull(), "send": sends.map(\.json), "receive": receive,
         "wait_for_close": waitForClose, "timeout": timeout,
         "inflate_window_bits": inflateWindowBits as Any? ?? NSNull(),
+        "server_window_bits": serverWindowBits as Any? ?? NSNull(),
     ]
     let json = String(decoding: try JSONSerialization.data(withJSONObject: arguments), as: UTF8.self)
     let run = try runPython(probeScript, arguments: [json])
@@ -75,6 +78,7 @@ private let probeScript = #"""
     import json, ssl, sys, zlib
     from websockets.sync.client import connect
     from websockets.exceptions import ConnectionClosed
+    from websockets.extensions.permessage_deflate import ClientPerMessageDeflateFactory
 
     args = json.loads(sys.argv[1])
     out = {"opened": False, "subprotocol": None, "received": [], "frames": [],
@@ -127,9 +131,21 @@ private let probeScript = #"""
         tls = ssl.create_default_context()
         tls.check_hostname = False
         tls.verify_mode = ssl.CERT_NONE
+    class WindowLimitingFactory(ClientPerMessageDeflateFactory):
+        # lws 4.1.6 compresses within the server_max_window_bits a client offers but leaves the
+        # parameter out of its answer, which websockets would refuse.
+        def process_response_params(self, params, accepted):
+            if all(name != "server_max_window_bits" for name, _ in params):
+                params = list(params) + [("server_max_window_bits", str(self.server_max_window_bits))]
+            return super().process_response_params(params, accepted)
+
+    compression, extensions = args["compression"], None
+    if args["server_window_bits"]:
+        compression = None
+        extensions = [WindowLimitingFactory(server_max_window_bits=args["server_window_bits"])]
     try:
         with connect(args["url"], ssl=tls, subprotocols=args["subprotocols"], origin=args["origin"],
-                     compression=args["compression"], proxy=None, max_size=None,
+                     compression=compression, extensions=extensions, proxy=None, max_size=None,
                      open_timeout=args["timeout"], close_timeout=args["timeout"], ping_interval=None) as ws:
             exchange(ws)
     except Exception as e:

@@ -68,6 +68,17 @@ struct LWSWebSocketServerTests {
         try Self.expectDelivered(messages, by: server, opened: serverEvents, inflateWindowBits: 12)
     }
 
+    @Test("a client that limits the server's window to 1 KiB gets messages compressed within it")
+    func limitedServerWindow() throws {
+        let (server, serverEvents) = try makeServer(echoPrefix: nil)
+        defer { server.stop() }
+        var generator = SplitMix64(seed: 6)
+        // A 3,000-letter run twice: the second copy is a match 3,000 bytes back, out of a 1 KiB window.
+        let run = String((0..<3_000).map { _ in Character(UnicodeScalar(UInt8(97 + generator.next() % 26))) })
+        try Self.expectDelivered(
+            [run + run, "short", run], by: server, opened: serverEvents, inflateWindowBits: 10, serverWindowBits: 10)
+    }
+
     @Test(
         "binary messages under 4 KiB and text under 256 bytes go out uncompressed over permessage-deflate; longer ones do not"
     )
@@ -136,7 +147,7 @@ struct LWSWebSocketServerTests {
     /// the Python probe to receive exactly them.
     static func expectDelivered(
         _ messages: [String], by server: WebSocketServer, opened: RecordingServerDelegate,
-        inflateWindowBits: Int? = nil
+        inflateWindowBits: Int? = nil, serverWindowBits: Int? = nil
     ) throws {
         whenProbeReady(opened) { id in
             for message in messages {
@@ -144,7 +155,8 @@ struct LWSWebSocketServerTests {
             }
         }
         let result = try probe(
-            url: "ws://127.0.0.1:\(server.port)/", inflateWindowBits: inflateWindowBits, sends: [.text("ready")],
+            url: "ws://127.0.0.1:\(server.port)/", inflateWindowBits: inflateWindowBits,
+            serverWindowBits: serverWindowBits, sends: [.text("ready")],
             receive: messages.count)
         #expect(result.error == nil)
         #expect(result.received.map(\.count) == messages.map(\.count))

@@ -15,9 +15,30 @@
 int deflate_guard_callback(struct lws_context *context, const struct lws_extension *ext, struct lws *wsi,
                            enum lws_extension_callback_reasons reason, void *user, void *in, size_t len);
 
-/// While `yes` is 1, messages written on this thread go out uncompressed (RSV1 clear), which RFC 7692
-/// allows on any message; set it around one lws_write of a whole message, on the lws service thread.
-void deflate_guard_send_uncompressed(int yes);
+/// How the next lws_write on this thread goes out on a connection with permessage-deflate: set it
+/// around one lws_write of a whole message, on the lws service thread, and back to
+/// DEFLATE_GUARD_LWS_COMPRESSES after.
+enum deflate_guard_send_mode {
+    /// lws compresses the message (its own default).
+    DEFLATE_GUARD_LWS_COMPRESSES = 0,
+    /// The message goes out as it is, RSV1 clear, which RFC 7692 allows on any message.
+    DEFLATE_GUARD_UNCOMPRESSED = 1,
+    /// The payload is already a compressed message (deflate_guard_compress_message): it goes out as
+    /// it is, with RSV1 set.
+    DEFLATE_GUARD_PRECOMPRESSED = 2,
+};
+void deflate_guard_set_send_mode(enum deflate_guard_send_mode mode);
+
+/// Room `deflate_guard_compress_message` may need for a message of `length` bytes.
+size_t deflate_guard_message_bound(size_t length);
+
+/// Compresses `length` bytes of `message` as one permessage-deflate message with a window of
+/// 2^`window_bits` bytes (9 to DEFLATE_GUARD_WINDOW_BITS), without the sync-flush tail the wire leaves
+/// off, into `out`. Any thread; each keeps a compressor per window size.
+/// - Returns: bytes written, or -1 (no memory, a window size out of range, or `capacity` below the
+///   bound).
+long deflate_guard_compress_message(const unsigned char *message, size_t length, int window_bits,
+                                    unsigned char *out, size_t capacity);
 
 /// 1 when the guard failed `wsi` (and forgets it), else 0. Call on that connection's CLOSED, on the
 /// lws service thread.
