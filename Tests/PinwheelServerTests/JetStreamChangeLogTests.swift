@@ -190,6 +190,43 @@ struct JetStreamChangeLogTests {
         try c.saveSnapshot(LogSnapshot(version: 0, bytes: [1, 2, 3]))
     }
 
+    @Test("starting, NATS errors are tried again until the time is up; other errors are not")
+    func retriesNATSErrorsWhileStarting() throws {
+        let timeout = ChangeLogError.nats(function: "js_Subscribe", reason: "Timeout")
+        var attempts = 0
+        var pauses = 0
+        let value = try JetStreamChangeLog.retryingNATSErrors(
+            for: .seconds(30), pause: { pauses += 1 },
+            attempt: { () throws(ChangeLogError) in
+                attempts += 1
+                if attempts < 3 { throw timeout }
+                return 7
+            })
+        #expect(value == 7 && attempts == 3 && pauses == 2)
+
+        attempts = 0
+        #expect(throws: ChangeLogError.closed) {
+            try JetStreamChangeLog.retryingNATSErrors(
+                for: .seconds(30), pause: {},
+                attempt: { () throws(ChangeLogError) in
+                    attempts += 1
+                    throw ChangeLogError.closed
+                })
+        }
+        #expect(attempts == 1)
+
+        attempts = 0
+        #expect(throws: timeout) {
+            try JetStreamChangeLog.retryingNATSErrors(
+                for: .milliseconds(50), pause: { usleep(10_000) },
+                attempt: { () throws(ChangeLogError) in
+                    attempts += 1
+                    throw timeout
+                })
+        }
+        #expect(attempts >= 2 && attempts < 10)
+    }
+
     @Test("with no NATS server answering, the error names the C function that failed")
     func noServer() {
         let dir = Directory()

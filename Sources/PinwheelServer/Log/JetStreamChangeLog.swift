@@ -102,17 +102,9 @@ public final class JetStreamChangeLog: ChangeLog, @unchecked Sendable {
         }
         connection = try NATSConnection(servers: options.servers, name: options.name, events: options.connectionEvents)
         let wanted = options.replicas ?? min(3, max(options.servers.count, connection.knownServers))
-        // A NATS cluster that is starting answers before it has elected its JetStream leader: retry a while.
-        let deadline = ContinuousClock.now + options.startTimeout
-        while true {
-            do {
-                replicas = try connection.ensureStream(
-                    options.stream, subject: options.subject, replicas: max(1, wanted))
-                break
-            } catch {
-                if ContinuousClock.now > deadline { throw error }
-                Thread.sleep(forTimeInterval: 0.25)
-            }
+        let (connection, stream, subject) = (connection, options.stream, options.subject)
+        replicas = try Self.retryingNATSErrors(for: options.startTimeout) { () throws(ChangeLogError) in
+            try connection.ensureStream(stream, subject: subject, replicas: max(1, wanted))
         }
         var random = SystemRandomNumberGenerator()
         node = String(random.next(), radix: 36)
@@ -158,17 +150,29 @@ public final class JetStreamChangeLog: ChangeLog, @unchecked Sendable {
         for (_, old) in try snapshotFiles().dropLast(Self.keptSnapshots) { unlink("\(options.directory)/\(old)") }
     }
 
-    /// ``checkInitialData(_:)``, again while it fails for NATS reasons, for at most `startTimeout`: a
-    /// NATS cluster that is starting answers before its JetStream has a leader, and nodes starting at
-    /// once update the stream at once.
+    /// ``checkInitialData(_:)``, again while it fails for NATS reasons, for at most `startTimeout`:
+    /// nodes starting at once update the stream at once.
     private func checkInitialDataRetrying(_ bytes: [UInt8]) throws(ChangeLogError) {
-        let deadline = ContinuousClock.now + options.startTimeout
+        try Self.retryingNATSErrors(for: options.startTimeout) { () throws(ChangeLogError) in
+            try checkInitialData(bytes)
+        }
+    }
+
+    /// Runs `body` again, a quarter second apart, while it fails for NATS reasons, until `time` has
+    /// passed: a NATS cluster that is starting answers before its JetStream has a leader, and one
+    /// busy creating a replicated stream may let a request time out (seen: creating a node's consumer
+    /// while two others started at once).
+    static func retryingNATSErrors<T>(
+        for time: Duration, pause: () -> Void = { Thread.sleep(forTimeInterval: 0.25) },
+        attempt body: () throws(ChangeLogError) -> T
+    ) throws(ChangeLogError) -> T {
+        let deadline = ContinuousClock.now + time
         while true {
             do {
-                return try checkInitialData(bytes)
+                return try body()
             } catch {
                 guard case .nats = error, ContinuousClock.now < deadline else { throw error }
-                Thread.sleep(forTimeInterval: 0.25)
+                pause()
             }
         }
     }
@@ -272,9 +276,11 @@ public final class JetStreamChangeLog: ChangeLog, @unchecked Sendable {
             throw .streamTrimmed(stream: options.stream, firstSequence: first, snapshotSequence: start)
         }
         if last > start { state.withLock { $0.catchingUpTo = last } }
-        try connection.subscribeOrdered(stream: options.stream, subject: options.subject, after: start) {
-            [weak self] message in
-            self?.receive(message, apply: apply)
+        let (connection, name, subject) = (connection, options.stream, options.subject)
+        try Self.retryingNATSErrors(for: options.startTimeout) { () throws(ChangeLogError) in
+            try connection.subscribeOrdered(stream: name, subject: subject, after: start) { [weak self] message in
+                self?.receive(message, apply: apply)
+            }
         }
         if last > start { caughtUp.wait() }
         return state.withLock { $0.version }
