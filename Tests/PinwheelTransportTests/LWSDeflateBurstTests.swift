@@ -65,7 +65,7 @@ struct LWSDeflateBurstTests {
     /// `count` numbered messages: many small ones, and medium and large ones (some over
     /// `txPacketSize`) of random letters, so they compress to far more than deflate's 1 KiB tx buffer.
     static func burst(seed: UInt64, count: Int, txPacketSize: Int) -> [String] {
-        var random = PinwheelCore.SplitMix64(seed: seed)
+        var random = SplitMix64(seed: seed)
         let alphabet = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789,.:[]{}".utf8)
         return (0..<count).map { index in
             let size: Int

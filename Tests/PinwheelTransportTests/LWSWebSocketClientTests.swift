@@ -1,4 +1,5 @@
 import Foundation
+import PinwheelCore
 import PinwheelTestSupport
 import PinwheelTransport
 import Testing
@@ -79,7 +80,7 @@ struct LWSWebSocketClientTests {
             let id = try client.connect(to: "ws://127.0.0.1:\(server.port)/", subprotocol: "pinwheel.v1")
             // Varied text so deflate cannot shrink it to nothing.
             var generator = SplitMix64(seed: 7)
-            let big = String((0..<(1 << 20)).map { _ in Character(UnicodeScalar(UInt8(97 + generator.next() % 26))) })
+            let big = generator.letters(1 << 20)
             client.send(big, to: id)
             #expect(eventually(timeout: .seconds(20)) { events.messages(id).count == 1 })
             let received = Array((events.messages(id).first ?? "").utf8)
@@ -125,19 +126,9 @@ struct LWSWebSocketClientTests {
     }
 }
 
-/// SplitMix64: small seeded generator for test input.
-struct SplitMix64 {
-    private var state: UInt64
-
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
+extension SplitMix64 {
+    /// `count` random lowercase letters: text that deflate shrinks only to about 60 %.
+    mutating func letters(_ count: Int) -> String {
+        String((0..<count).map { _ in Character(UnicodeScalar(UInt8(97 + next() % 26))) })
     }
 }

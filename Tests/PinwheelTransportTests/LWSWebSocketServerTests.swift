@@ -1,4 +1,5 @@
 import Foundation
+import PinwheelCore
 import PinwheelTestSupport
 import PinwheelTransport
 import Synchronization
@@ -63,7 +64,7 @@ struct LWSWebSocketServerTests {
         var generator = SplitMix64(seed: 5)
         // Random letters, each 20,000-letter run twice: a 32 KiB window would refer 20 kB back, which an
         // inflater with a 4 KiB window rejects ("invalid distance too far back").
-        let run = String((0..<20_000).map { _ in Character(UnicodeScalar(UInt8(97 + generator.next() % 26))) })
+        let run = generator.letters(20_000)
         let messages = [run + run, String(run.prefix(3_000)) + String(run.prefix(3_000))]
         try Self.expectDelivered(messages, by: server, opened: serverEvents, inflateWindowBits: 12)
     }
@@ -74,7 +75,7 @@ struct LWSWebSocketServerTests {
         defer { server.stop() }
         var generator = SplitMix64(seed: 6)
         // A 3,000-letter run twice: the second copy is a match 3,000 bytes back, out of a 1 KiB window.
-        let run = String((0..<3_000).map { _ in Character(UnicodeScalar(UInt8(97 + generator.next() % 26))) })
+        let run = generator.letters(3_000)
         try Self.expectDelivered(
             [run + run, "short", run], by: server, opened: serverEvents, inflateWindowBits: 10, serverWindowBits: 10)
     }
@@ -125,10 +126,8 @@ struct LWSWebSocketServerTests {
         let (server, serverEvents) = try makeServer(echoPrefix: nil) { $0.maxQueuedBytesPerConnection = 64 << 20 }
         defer { server.stop() }
         var generator = SplitMix64(seed: 3)
-        // Random letters: deflate shrinks them only to about 60 %, so lws must send many packets.
-        let messages = [3 << 20, 2 << 20, 5, 70_000, 1 << 20, 3].map { count in
-            String((0..<count).map { _ in Character(UnicodeScalar(UInt8(97 + generator.next() % 26))) })
-        }
+        // Random letters, which deflate shrinks only to about 60 %: many packets each.
+        let messages = [3 << 20, 2 << 20, 5, 70_000, 1 << 20, 3].map { generator.letters($0) }
         try Self.expectDelivered(messages, by: server, opened: serverEvents)
     }
 
