@@ -15,8 +15,9 @@
 // one connection (it sends no Close frame after a failed extension) and every other session goes on.
 // Every other assertion in the process goes to glibc's __assert_fail unchanged.
 //
-// It also sizes the compressor lws makes for every message it sends (lws frees it after each one,
-// see LWSConnection.freeCompressorAfterEachMessage): lws asks zlib for a 32 KiB window and memLevel
+// It also sizes the compressor lws makes for every message a `pinwheel load` client sends (lws frees
+// it after each one, as the client offers no context takeover; a server compresses its own messages,
+// see message_deflate.c): lws asks zlib for a 32 KiB window and memLevel
 // 8, 256 KiB of state set up and torn down per message, for batches of a few KiB. The process's
 // deflateInit2_, resolved here before zlib's like __assert_fail, lowers both while lws's send path
 // runs: a 4 KiB window and memLevel 7 (80 KiB). The peer is unaffected (a compressor may always use

@@ -197,18 +197,6 @@ final class LWSConnection {
         lws_set_extension_option(wsi, "permessage-deflate", "compression_level", "1") >= 0
     }
 
-    /// Makes the server's compressor start fresh for every message and free its zlib state once the
-    /// message is out, before the first write (lws creates that state lazily, from these options).
-    /// lws's option named `client_no_context_takeover` is the one that frees the server's own
-    /// compressor; a peer may always inflate messages that do not refer to earlier ones, so nothing is
-    /// negotiated. An idle browser-like session (hello sent) fell from 37.1 KB to 14.0 KB of server
-    /// RSS; the lws load client, which offers no context takeover itself, always got this. Does nothing
-    /// without deflate.
-    func freeCompressorAfterEachMessage(_ wsi: OpaquePointer) {
-        guard compresses else { return }
-        _ = lws_set_extension_option(wsi, "permessage-deflate", "client_no_context_takeover", nil)
-    }
-
     /// Has lws free the server's decompressor after each message, once the upgrade response promised
     /// `client_no_context_takeover` (``DeflateNegotiation``): 7 KiB of zlib state and a 32 KiB window
     /// per connection that sends now and then. lws 4.1.6 calls this option `server_no_context_takeover`,

@@ -128,7 +128,6 @@ extension WebSocketServer {
         connections[id]?.heard(atSweep: keepalive?.count ?? 0)
         let offer = LWSConnection.header(wsi, WSI_TOKEN_EXTENSIONS)
         connections[id]?.compresses = configuration.permessageDeflate && LWSConnection.deflateIsActive(wsi)
-        connections[id]?.freeCompressorAfterEachMessage(wsi)
         if deflatePromised.remove(UInt(bitPattern: wsi)) != nil {
             connections[id]?.freeDecompressorAfterEachMessage(wsi)
         }

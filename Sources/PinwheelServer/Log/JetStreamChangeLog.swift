@@ -276,9 +276,9 @@ public final class JetStreamChangeLog: ChangeLog, @unchecked Sendable {
             throw .streamTrimmed(stream: options.stream, firstSequence: first, snapshotSequence: start)
         }
         if last > start { state.withLock { $0.catchingUpTo = last } }
-        let (connection, name, subject) = (connection, options.stream, options.subject)
         try Self.retryingNATSErrors(for: options.startTimeout) { () throws(ChangeLogError) in
-            try connection.subscribeOrdered(stream: name, subject: subject, after: start) { [weak self] message in
+            try connection.subscribeOrdered(stream: options.stream, subject: options.subject, after: start) {
+                [weak self] message in
                 self?.receive(message, apply: apply)
             }
         }
