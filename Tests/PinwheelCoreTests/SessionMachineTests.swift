@@ -423,6 +423,24 @@ struct LiveSessionMachineTests {
         #expect(hello.dataset.points == 20_001)
     }
 
+    @Test("a viewer that moves to where data changed sees the changes it was never told of")
+    func movesToUntoldChanges() throws {
+        var table = PointTable(SyntheticGenerator(seed: 11).dataset(count: 20_000))
+        let shared = Shared(try Self.index(table))
+        var h = SessionMachineTests.Harness(clusterers: { _ in shared.get() })
+        try h.turn([h.viewport(Self.europe, zoom: 6)])
+        try h.settle()
+        // A change far from the view: the server does not tell this session (no `dataChanged`).
+        table.apply(.upsert(.name("far away"), lat: -40, lon: 150, properties: [:]), version: 1)
+        shared.set(try Self.index(table))
+        h.clock.advance(by: .seconds(1))
+        h.batches = []
+        try h.turn([h.viewport(BBox(west: 149.99, south: -40.01, east: 150.01, north: -39.99), zoom: 17)])
+        try h.settle()
+        #expect(h.page.values.contains { $0.key == "far away" })
+        #expect(!h.batches.isEmpty && h.batches.allSatisfy { $0.version == 1 })
+    }
+
     @Test("a burst of changes while the window is full ends with the latest state only")
     func burstCoalesces() throws {
         var table = PointTable(SyntheticGenerator(seed: 11).dataset(count: 20_000))

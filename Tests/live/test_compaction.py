@@ -5,10 +5,10 @@ data folder builds one)."""
 import random
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
+from cluster import metric  # noqa: E402
 from live_patch import TOKEN  # noqa: E402
 from ingest import post_changes  # noqa: E402
 from pinwheel_process import PinwheelServer, pinwheel_binary  # noqa: E402
@@ -34,14 +34,6 @@ def random_changes(count, seed):
     return changes
 
 
-def metric(server, name):
-    body = urllib.request.urlopen(f"{server.url}/metrics", timeout=10).read().decode()
-    for line in body.splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[1])
-    return 0.0
-
-
 def views(server):
     """What a fresh session is shown in each view: id -> (count, lat, lon), centroids to 1e-7 degrees
     (a different summation order may change their last bits)."""
@@ -65,13 +57,13 @@ def changed_then_restarted(live_args, compaction_interval):
         version = answer["version"]
         # Served once a refresh took the last change; compactions then run until the delta is empty.
         deadline = time.monotonic() + 30
-        while metric(server, "pinwheel_data_version") < version:
+        while metric(server.port, "pinwheel_data_version") < version:
             assert time.monotonic() < deadline, "the index never reached the last change's version"
             time.sleep(0.05)
-        stable_since, rebuilds = time.monotonic(), metric(server, "pinwheel_index_rebuild_seconds_count")
+        stable_since, rebuilds = time.monotonic(), metric(server.port, "pinwheel_index_rebuild_seconds_count")
         while time.monotonic() - stable_since < 2:
             time.sleep(0.2)
-            now = metric(server, "pinwheel_index_rebuild_seconds_count")
+            now = metric(server.port, "pinwheel_index_rebuild_seconds_count")
             if now != rebuilds:
                 stable_since, rebuilds = time.monotonic(), now
         live = views(server)

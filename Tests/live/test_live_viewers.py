@@ -2,11 +2,14 @@
 and the viewer gets exactly those updates, adds and removes, ending with what a fresh session sees."""
 
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
-from live_patch import TOKEN, grid_point, patch_box  # noqa: E402
+from live_patch import SOUTH, TOKEN, WEST, grid_point, patch_box  # noqa: E402
+from pinwheel_process import PinwheelServer, pinwheel_binary  # noqa: E402
+from cluster import metric  # noqa: E402
 from ingest import post_changes  # noqa: E402
 from viewer import Watcher  # noqa: E402
 
@@ -63,3 +66,24 @@ def test_moves_adds_and_deletes_reach_a_watching_viewer(live_server):
     assert 'pinwheel_turns_total{thread="service"} 0' in metrics.splitlines()
     assert int(next(line.split()[1] for line in metrics.splitlines()
                     if line.startswith('pinwheel_turns_total{thread="worker"}'))) > 0
+
+
+def test_a_viewer_that_pans_sees_changes_made_outside_its_view(live_args):
+    # No compaction during the test: the change reaches viewers through the live index alone.
+    server = PinwheelServer(pinwheel_binary(), live_args + ["--compaction-interval", "3600"]).start()
+    try:
+        far = [WEST + 10, SOUTH + 10, WEST + 10.01, SOUTH + 10.01]
+        with Watcher(server.ws_url) as viewer:
+            viewer.watch(BOX, ZOOM)
+            assert viewer.keyed() == {}
+            # A change far from the view: no refresh of this viewer is needed.
+            version = post(server, [{"op": "upsert", "id": "ferry-1", "lat": SOUTH + 10.005, "lon": WEST + 10.005}])
+            deadline = time.monotonic() + 10
+            while metric(server.port, "pinwheel_data_version") < version:
+                assert time.monotonic() < deadline, "the index never took the change"
+                time.sleep(0.02)
+            viewer.watch(far, ZOOM)
+            viewer.wait_for(lambda w: set(w.keyed()) == {"ferry-1"}, timeout_s=1.5)
+    finally:
+        server.stop()
+        server.log.close()

@@ -144,9 +144,7 @@ public struct SessionMachine<Clock: PinwheelClock> {
             actions.presence = settings.presence
             guard let newAlgorithm = settings.algorithm else { return "settings" }
             algorithm = newAlgorithm
-            clusterer = clusterers(algorithm)
-            context = FeatureContext(clusterer: clusterer)
-            shownView = nil
+            adopt(clusterers(algorithm))
             hello(actions: &actions)
             // Re-serve the current view with the new algorithm, diffed against what the client has,
             // through the limiter like a viewport, so flipping algorithms costs no more than panning.
@@ -184,10 +182,23 @@ public struct SessionMachine<Clock: PinwheelClock> {
     /// one turn cost one refresh; a viewport released meanwhile is served with the new data anyway.
     @_specialize(exported:true,where Clock == ContinuousClock)
     public mutating func dataChanged() {
-        clusterer = clusterers(algorithm)
-        context = FeatureContext(clusterer: clusterer)
-        shownView = nil
+        adopt(clusterers(algorithm))
         refreshDue = served != nil
+    }
+
+    /// Serves views from `newest` from now on; what the client has is no longer a view of it.
+    private mutating func adopt(_ newest: any Clusterer) {
+        clusterer = newest
+        context = FeatureContext(clusterer: newest)
+        shownView = nil
+    }
+
+    /// Takes up newer data before reading a viewport. A server tells only the sessions whose served
+    /// view a change reaches (``dataChanged()``): the view this one moves to may hold changes it was
+    /// never told of.
+    private mutating func takeNewerData() {
+        let newest = clusterers(algorithm)
+        if newest.dataset.version != clusterer.dataset.version { adopt(newest) }
     }
 
     /// The end of a turn: clusters and plans the latest viewport released during it, or refreshes the
@@ -244,6 +255,7 @@ public struct SessionMachine<Clock: PinwheelClock> {
     ) {
         served = viewport
         actions.served = viewport
+        takeNewerData()
         actions.servedAsMove = moveShownView(to: viewport)
         if !actions.servedAsMove {
             query(viewport)
