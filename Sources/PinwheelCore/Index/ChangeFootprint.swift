@@ -18,7 +18,7 @@ public struct ChangeFootprint: Sendable {
     /// points lie within about two of its zoom's radii of its centroid.
     /// - Parameters:
     ///   - bbox: the view.
-    ///   - zoom: its map zoom.
+    ///   - zoom: its zoom in the index's levels (``ViewportMessage/indexZoom``).
     ///   - options: the clustering options (radius, extent).
     public func touches(_ bbox: BBox, zoom: Double, options: ClusterOptions) -> Bool {
         let z = zoom.isFinite ? Int(max(0, min(zoom.rounded(.down), Double(ClusterOptions.zoomLimit)))) : 0
