@@ -73,9 +73,18 @@ extension WebSocketServer {
             authorization: LWSConnection.header(wsi, WSI_TOKEN_HTTP_AUTHORIZATION),
             peer: String(decoding: peer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
         guard ["POST", "PUT", "PATCH"].contains(method) else { return dispatch(wsi, request) }
+        // Bodies are read as sent: lws 4.1 decodes neither chunked transfer nor compressed content.
+        if let coding = LWSConnection.header(wsi, WSI_TOKEN_HTTP_CONTENT_ENCODING),
+            coding.lowercased() != "identity"
+        {
+            return respond(
+                wsi, HTTPResponse(status: 415, text: "a body in Content-Encoding \(coding) is not read: send it as it is\n"))
+        }
         guard let length = LWSConnection.header(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH).flatMap({ Int($0) }), length >= 0
         else {
-            return respond(wsi, HTTPResponse(status: 411, text: "a \(method) needs a Content-Length\n"))
+            let chunked = LWSConnection.header(wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING)?.lowercased().contains("chunked")
+            let why = chunked == true ? "; a chunked body is not read" : ""
+            return respond(wsi, HTTPResponse(status: 411, text: "a \(method) needs a Content-Length\(why)\n"))
         }
         if length == 0 { return dispatch(wsi, request) }
         // Lws hands the body over in HTTP_BODY calls and ends it with HTTP_BODY_COMPLETION.

@@ -1,6 +1,8 @@
 """`POST /v1/changes`: producers' changes are checked line by line, answered once durable, and
 refused with a clear status and message when the token, the body or the rate is wrong."""
 
+import gzip
+import http.client
 import json
 import sys
 from pathlib import Path
@@ -80,6 +82,29 @@ def test_an_oversized_body_gets_413_and_nothing_applied(live_server):
     status, answer, _ = post_changes(live_server.port, TOKEN, None, raw_body=line * 20_000)
     assert status == 413
     assert "bytes" in str(answer)
+    assert version_now(live_server) == before
+
+
+def test_a_compressed_body_gets_415_and_nothing_applied(live_server):
+    before = version_now(live_server)
+    body = gzip.compress(json.dumps(upsert("zipped")).encode() + b"\n")
+    status, answer, _ = post_changes(live_server.port, TOKEN, None, raw_body=body, headers={"Content-Encoding": "gzip"})
+    assert status == 415
+    assert "Content-Encoding gzip" in answer
+    assert version_now(live_server) == before
+
+
+def test_a_chunked_body_gets_411_naming_it_and_nothing_applied(live_server):
+    before = version_now(live_server)
+    connection = http.client.HTTPConnection("127.0.0.1", live_server.port, timeout=10)
+    try:
+        connection.request("POST", "/v1/changes", body=iter([json.dumps(upsert("chunked")).encode() + b"\n"]),
+                           headers={"Authorization": f"Bearer {TOKEN}"}, encode_chunked=True)
+        response = connection.getresponse()
+        assert response.status == 411
+        assert "chunked" in response.read().decode()
+    finally:
+        connection.close()
     assert version_now(live_server) == before
 
 
