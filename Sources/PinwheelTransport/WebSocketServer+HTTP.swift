@@ -78,7 +78,8 @@ extension WebSocketServer {
             coding.lowercased() != "identity"
         {
             return respond(
-                wsi, HTTPResponse(status: 415, text: "a body in Content-Encoding \(coding) is not read: send it as it is\n"))
+                wsi,
+                HTTPResponse(status: 415, text: "a body in Content-Encoding \(coding) is not read: send it as it is\n"))
         }
         guard let length = LWSConnection.header(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH).flatMap({ Int($0) }), length >= 0
         else {
