@@ -50,4 +50,15 @@ struct ChangeCodecTests {
             #expect(try Change.decode(w.bytes) == change)
         }
     }
+
+    @Test("an ingest body is read line by line, with CRLF endings, blank lines and a byte order mark")
+    func bodyLines() {
+        let body = Array(
+            "\u{FEFF}{\"op\":\"delete\",\"id\":7}\r\n\n{\"op\":\"nap\",\"id\":1}\n{\"op\":\"delete\",\"id\":\"a\"}".utf8
+        )
+        let read = ChangeLines.parse(body)
+        #expect(read.changes == [.delete(.number(7)), .delete(.name("a"))])
+        #expect(read.lines == [1, 4])
+        #expect(read.rejected.map(\.line) == [3])
+    }
 }

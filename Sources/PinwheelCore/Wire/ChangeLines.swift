@@ -22,11 +22,12 @@ public struct ChangeLines: Sendable, Equatable {
 
     public init() {}
 
-    /// Reads a body. Blank lines (and a final newline) are skipped; `\r\n` endings are accepted.
+    /// Reads a body. Blank lines (and a final newline) are skipped; `\r\n` endings are accepted, and
+    /// so is a UTF-8 byte order mark at the start, which editors on Windows write.
     public static func parse(_ body: [UInt8]) -> ChangeLines {
         var out = ChangeLines()
         body.withUnsafeBufferPointer { bytes in
-            var start = 0
+            var start = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
             var line = 1
             while start < bytes.count {
                 var end = start
