@@ -47,6 +47,8 @@ public final class ServerMetrics: Sendable {
     private let workerTurns: CoreMetrics.Counter
     private let wholeReads: CoreMetrics.Counter
     private let moveReads: CoreMetrics.Counter
+    /// Served views computed again because the data changed.
+    private let viewRefreshes: CoreMetrics.Counter
     private let serviceTurns: CoreMetrics.Counter
     private let closes: Mutex<[Int: CoreMetrics.Counter]> = Mutex([:])
     /// Viewport → first batch latency in microseconds, kept exactly for the benchmark's percentiles.
@@ -116,6 +118,7 @@ public final class ServerMetrics: Sendable {
         serviceTurns = Counter(label: "pinwheel_turns_total", dimensions: [("thread", "service")], factory: factory)
         wholeReads = Counter(label: "pinwheel_viewport_reads_total", dimensions: [("read", "whole")], factory: factory)
         moveReads = Counter(label: "pinwheel_viewport_reads_total", dimensions: [("read", "moved")], factory: factory)
+        viewRefreshes = Counter(label: "pinwheel_view_refreshes_total", factory: factory)
     }
 
     // pinwheel_viewport_first_batch_<statistic>_seconds
@@ -183,6 +186,9 @@ public final class ServerMetrics: Sendable {
 
     /// A viewport was served from a whole query, or as a move of the view its client had.
     func viewportRead(asMove: Bool) { (asMove ? moveReads : wholeReads).increment() }
+
+    /// A session's served view was computed again over changed data.
+    func viewRefreshed() { viewRefreshes.increment() }
 
     /// Records how long a viewport's first batch waited for the client's acks (its window was full).
     func windowWait(_ wait: Duration) {

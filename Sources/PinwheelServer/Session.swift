@@ -219,6 +219,7 @@ final class Session: WorkerJob, @unchecked Sendable {
         }
         for latency in actions.firstBatchLatencies { server.metrics.firstBatch(after: latency) }
         for wait in actions.windowWaits { server.metrics.windowWait(wait) }
+        if actions.refreshed { server.metrics.viewRefreshed() }
         if let viewport = actions.served {
             server.metrics.viewportRead(asMove: actions.servedAsMove)
             served.withLock { $0 = (viewport.bbox, viewport.indexZoom) }

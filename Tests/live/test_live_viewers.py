@@ -64,6 +64,7 @@ def test_moves_adds_and_deletes_reach_a_watching_viewer(live_server):
     # With live data every turn runs on a worker: the service thread keeps its time for producers.
     metrics = urllib.request.urlopen(f"{live_server.url}/metrics", timeout=10).read().decode()
     assert 'pinwheel_turns_total{thread="service"} 0' in metrics.splitlines()
+    assert metric(live_server.port, "pinwheel_view_refreshes_total") >= 1, "the watched view was refreshed"
     assert int(next(line.split()[1] for line in metrics.splitlines()
                     if line.startswith('pinwheel_turns_total{thread="worker"}'))) > 0
 

@@ -295,6 +295,7 @@ public struct SessionMachine<Clock: PinwheelClock> {
 
     /// Computes the served viewport again over changed data and sends the difference.
     private mutating func refresh(_ viewport: ViewportMessage, actions: inout SessionActions<Clock>) {
+        actions.refreshed = true
         query(viewport)
         shownView = nil
         carryOut(pacer.refresh(features: features, viewport: viewport.bbox), actions: &actions)
