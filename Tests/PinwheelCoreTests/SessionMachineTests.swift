@@ -401,8 +401,8 @@ struct LiveSessionMachineTests {
         #expect(h.page[moved]?.lat == Coordinate(lat: lat + 0.002, lon: lon).writtenAsJSON.lat)
     }
 
-    @Test("a change outside the view sends nothing")
-    func changeOutsideView() throws {
+    /// A session shown Europe, and the shared index after a point was added far from it.
+    func europeThenAFarChange() throws -> (SessionMachineTests.Harness, Shared) {
         var table = PointTable(SyntheticGenerator(seed: 11).dataset(count: 20_000))
         let shared = Shared(try Self.index(table))
         var h = SessionMachineTests.Harness(clusterers: { _ in shared.get() })
@@ -411,6 +411,13 @@ struct LiveSessionMachineTests {
         table.apply(.upsert(.name("far away"), lat: -40, lon: 150, properties: [:]), version: 1)
         shared.set(try Self.index(table))
         h.batches = []
+        return (h, shared)
+    }
+
+    @Test("a change outside the view sends nothing")
+    func changeOutsideView() throws {
+        let (session, shared) = try europeThenAFarChange()
+        var h = session
         try h.dataChanged()
         try h.settle()
         #expect(h.batches.isEmpty)
@@ -425,16 +432,9 @@ struct LiveSessionMachineTests {
 
     @Test("a viewer that moves to where data changed sees the changes it was never told of")
     func movesToUntoldChanges() throws {
-        var table = PointTable(SyntheticGenerator(seed: 11).dataset(count: 20_000))
-        let shared = Shared(try Self.index(table))
-        var h = SessionMachineTests.Harness(clusterers: { _ in shared.get() })
-        try h.turn([h.viewport(Self.europe, zoom: 6)])
-        try h.settle()
         // A change far from the view: the server does not tell this session (no `dataChanged`).
-        table.apply(.upsert(.name("far away"), lat: -40, lon: 150, properties: [:]), version: 1)
-        shared.set(try Self.index(table))
+        var (h, _) = try europeThenAFarChange()
         h.clock.advance(by: .seconds(1))
-        h.batches = []
         try h.turn([h.viewport(BBox(west: 149.99, south: -40.01, east: 150.01, north: -39.99), zoom: 17)])
         try h.settle()
         #expect(h.page.values.contains { $0.key == "far away" })
