@@ -19,6 +19,8 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
     public let presence = PresenceBoard()
     let logger: Logger
     private let current: Mutex<Clusterers>
+    /// Index thread only: the data version of the index published last.
+    private var publishedVersion: UInt64
     /// When each algorithm was last asked for: while data changes, only those in use are rebuilt.
     private let lastAsked = Mutex<[Algorithm: ContinuousClock.Instant]>([:])
     /// The changing points and their log; nil when the data never changes.
@@ -91,6 +93,7 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
         self.dataset = dataset
         self.logger = logger
         current = Mutex(clusterers)
+        publishedVersion = clusterers.clusterer(for: configuration.algorithm).dataset.version
         self.live = live
         if let live, configuration.aggregates.isEmpty,
             let base = clusterers.clusterer(for: .hierarchical) as? ClusterIndex
@@ -272,6 +275,7 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
             Set(asked.filter { now - $0.value < .seconds(60) }.keys).union([configuration.algorithm])
         }
         var footprint: ChangeFootprint?
+        let previous = publishedVersion
         if let keeper {
             guard let published = keeper.refresh(inUse: inUse) else { return }
             current.withLock { $0 = $0.replacing(published.clusterers) }
@@ -280,12 +284,14 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
                 took: now.duration(to: .now),
                 rebuilt: published.compaction)
             footprint = published.footprint
+            publishedVersion = published.version
         } else if let live {
             let data = live.datasetTakingChanges().dataset
             guard data.version != clusterers.clusterer(for: configuration.algorithm).dataset.version else { return }
             do {
                 let next = try clusterers.rebuilt(over: data, algorithms: inUse)
                 current.withLock { $0 = next }
+                publishedVersion = data.version
             } catch {
                 logger.error("rebuilding the index at version \(data.version) failed: \(error)")
                 return
@@ -294,13 +300,8 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
             metrics.indexServes(version: data.version, points: data.count, delta: 0, took: took, rebuilt: took)
         }
         let options = configuration.clusterOptions
-        for session in sessions.withLock({ Array($0.values) }) {
-            // A session whose view no change reaches has nothing to refresh.
-            if let footprint, let view = session.servedView,
-                !footprint.touches(view.bbox, zoom: view.zoom, options: options)
-            {
-                continue
-            }
+        for session in sessions.withLock({ Array($0.values) })
+        where session.needsTelling(of: footprint, previous: previous, now: publishedVersion, options: options) {
             session.post(.dataChanged)
         }
     }

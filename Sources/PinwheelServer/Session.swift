@@ -59,8 +59,9 @@ final class Session: WorkerJob, @unchecked Sendable {
     private let inbox = Mutex(Inbox())
     /// Counts messages as they arrive on the service thread, so a flood is judged by arrival time.
     private let flood = Mutex(FloodDetector(clock: ContinuousClock()))
-    /// The view last served, read by the index thread to skip sessions no change reaches.
-    private let served = Mutex<(bbox: BBox, zoom: Double)?>(nil)
+    /// The view last served and the data version it was read at, for the index thread to skip the
+    /// sessions no change reaches.
+    private let served = Mutex<ServedView?>(nil)
     /// Worker-only: touched inside ``run()`` alone, which never runs on two threads at once.
     private var machine: SessionMachine<ContinuousClock>
     /// Worker-only: set once the connection is gone or the transport refused a message.
@@ -199,9 +200,16 @@ final class Session: WorkerJob, @unchecked Sendable {
         }
     }
 
-    /// The view last served, its zoom in the index's levels (see ``ViewportMessage/indexZoom``); nil
-    /// before the first.
-    var servedView: (bbox: BBox, zoom: Double)? { served.withLock { $0 } }
+    /// Whether the data published at version `now` may change what this session shows (see
+    /// ``ServedView/needsTelling(of:previous:now:options:)``); a session that served no view yet is
+    /// told. Index thread.
+    func needsTelling(
+        of footprint: ChangeFootprint?, previous: UInt64, now: UInt64, options: ClusterOptions
+    ) -> Bool {
+        served.withLock { view in
+            view?.needsTelling(of: footprint, previous: previous, now: now, options: options) ?? true
+        }
+    }
 
     /// Carries out what the state machine decided: sends, measurements, presence, timers.
     private func carryOut(_ actions: SessionActions<ContinuousClock>) {
@@ -222,8 +230,12 @@ final class Session: WorkerJob, @unchecked Sendable {
         if actions.refreshed { server.metrics.viewRefreshed() }
         if let viewport = actions.served {
             server.metrics.viewportRead(asMove: actions.servedAsMove)
-            served.withLock { $0 = (viewport.bbox, viewport.indexZoom) }
+            let version = actions.servedVersion ?? 0
+            served.withLock { $0 = ServedView(bbox: viewport.bbox, zoom: viewport.indexZoom, version: version) }
             server.presence.update(connection: connection, bbox: viewport.bbox, zoom: viewport.zoom)
+        } else if let version = actions.servedVersion {
+            // A refresh: the same view, read anew.
+            served.withLock { $0?.version = version }
         }
         if let presence = actions.presence { server.presence.watch(connection: connection, enabled: presence) }
         if let deadline = actions.wakeAt { server.wake(self, at: deadline) }

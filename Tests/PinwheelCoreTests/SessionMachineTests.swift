@@ -28,6 +28,8 @@ struct SessionMachineTests {
         var windowWaits: [Duration] = []
         /// Each turn's ``SessionActions/acknowledgementsCanWait``, in the order the turns ended.
         var acknowledgementsCouldWait: [Bool] = []
+        /// The data version each served viewport was read at (``SessionActions/servedVersion``).
+        var servedVersions: [UInt64] = []
         var acks = true
         /// Planning memory lent to every turn, as a server's worker lends its own; nil: the machine
         /// keeps its own.
@@ -80,6 +82,7 @@ struct SessionMachineTests {
             firstBatchLatencies += actions.firstBatchLatencies
             windowWaits += actions.windowWaits
             acknowledgementsCouldWait.append(actions.acknowledgementsCanWait)
+            if let version = actions.servedVersion { servedVersions.append(version) }
             let messages = try actions.messages.map { try ServerMessage.decode(Array($0.payload)) }
             var acksToSend: [ClientMessage] = []
             for case .batch(let b) in messages {
@@ -439,6 +442,8 @@ struct LiveSessionMachineTests {
         try h.settle()
         #expect(h.page.values.contains { $0.key == "far away" })
         #expect(!h.batches.isEmpty && h.batches.allSatisfy { $0.version == 1 })
+        // What the server compares with the newest version, to tell a session a refresh skipped.
+        #expect(h.servedVersions == [0, 1])
     }
 
     @Test("a burst of changes while the window is full ends with the latest state only")

@@ -27,6 +27,8 @@ public struct SessionActions<Clock: PinwheelClock>: Sendable {
     public var served: ViewportMessage?
     /// It was read as a move of the view the client had: only what entered and left the view.
     public var servedAsMove = false
+    /// The data version the served view's features were read at: a viewport's, or a refresh's.
+    public var servedVersion: UInt64?
     /// The served view was computed again over changed data.
     public var refreshed = false
     /// A `settings` opted in to (true) or out of (false) presence.

@@ -267,6 +267,7 @@ public struct SessionMachine<Clock: PinwheelClock> {
                 held = []
             }
         }
+        actions.servedVersion = servedVersion
         firstBatch = .running(elapsed: .zero, since: receivedAt)
         let first =
             actions.servedAsMove
@@ -297,6 +298,7 @@ public struct SessionMachine<Clock: PinwheelClock> {
     private mutating func refresh(_ viewport: ViewportMessage, actions: inout SessionActions<Clock>) {
         actions.refreshed = true
         query(viewport)
+        actions.servedVersion = servedVersion
         shownView = nil
         carryOut(pacer.refresh(features: features, viewport: viewport.bbox), actions: &actions)
     }
