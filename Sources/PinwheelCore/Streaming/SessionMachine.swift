@@ -279,15 +279,16 @@ public struct SessionMachine<Clock: PinwheelClock> {
     /// Reads what enters and leaves the view when the viewport moved within the zoom level of the
     /// view the client has exactly, into `features` and `leaving`.
     /// - Returns: false when the viewport needs a whole query: another level, a jump, a plan still
-    ///   being sent, live data (whose points carry revisions), or a view that would pass
+    ///   being sent, a live index with changes laid over its build, or a view that would pass
     ///   `maxFeatures`.
     private mutating func moveShownView(to viewport: ViewportMessage) -> Bool {
-        guard let shown = shownView, pacer.isDone, held.isEmpty, clusterer.dataset.revisions.isEmpty,
+        guard let shown = shownView, pacer.isDone, held.isEmpty,
             clusterer.viewMoved(
                 from: shown.bbox, zoom: shown.zoom, to: viewport.bbox, zoom: viewport.indexZoom,
                 entering: &features, leaving: &leaving),
             pacer.client.count - leaving.count + features.count <= options.maxFeatures
         else { return false }
+        stampRevisions()
         shownView = (viewport.bbox, viewport.indexZoom)
         servedVersion = clusterer.dataset.version
         capped = nil
@@ -303,19 +304,22 @@ public struct SessionMachine<Clock: PinwheelClock> {
         carryOut(pacer.refresh(features: features, viewport: viewport.bbox), actions: &actions)
     }
 
+    /// Gives the points in `features` the revision of their row, with which a later difference sees
+    /// their properties change. A live index's added points come with theirs.
+    private mutating func stampRevisions() {
+        let revisions = clusterer.dataset.revisions
+        guard !revisions.isEmpty else { return }
+        let firstChanged = context.changedRows?.start ?? .max
+        for i in features.indices where features[i].isPoint && features[i].row < firstChanged {
+            features[i].revision = revisions[Int(features[i].row)]
+        }
+    }
+
     /// Fills `features` with the viewport's features, at most `maxFeatures` of them, nearest the centre.
     private mutating func query(_ viewport: ViewportMessage) {
         servedVersion = clusterer.dataset.version
         clusterer.features(in: viewport.bbox, zoom: viewport.indexZoom, into: &features)
-        let revisions = clusterer.dataset.revisions
-        let changed = context.changedRows
-        if !revisions.isEmpty {
-            for i in features.indices where features[i].isPoint {
-                // A live index's added points come with their revision.
-                let row = features[i].row
-                if !revisions.isEmpty && row < changed?.start ?? .max { features[i].revision = revisions[Int(row)] }
-            }
-        }
+        stampRevisions()
         let available = FeatureCap.keepNearest(&features, limit: options.maxFeatures, centre: viewport.bbox.center)
         capped = available > features.count ? (viewport.seq, available) : nil
     }
