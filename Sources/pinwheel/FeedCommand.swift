@@ -55,16 +55,17 @@ struct FeedCommand: ParsableCommand {
         var report = FeedReport()
         do {
             if let file {
-                let lines = try String(contentsOfFile: file, encoding: .utf8).split(separator: "\n")
-                var changes: [Change] = []
-                for (k, line) in lines.enumerated() where !line.allSatisfy(\.isWhitespace) {
-                    do {
-                        changes.append(try Change.decode(String(line)))
-                    } catch {
-                        throw ValidationError("\(file):\(k + 1): \(error.message)")
-                    }
+                guard let bytes = FileManager.default.contents(atPath: file) else {
+                    FileHandle.standardError.write(Data("pinwheel feed: cannot read \(file)\n".utf8))
+                    throw ExitCode(1)
                 }
-                var source = changes.makeIterator()
+                // Read as the server reads a request: CRLF endings, blank lines and a byte order mark.
+                let lines = ChangeLines.parse(Array(bytes))
+                if let bad = lines.rejected.first {
+                    FileHandle.standardError.write(Data("pinwheel feed: \(file):\(bad.line): \(bad.error)\n".utf8))
+                    throw ExitCode(1)
+                }
+                var source = lines.changes.makeIterator()
                 try producer.run(source: &source, until: until) { report.record($0) }
             } else {
                 var movers = Movers(count: movers, seed: seed)
