@@ -56,15 +56,11 @@ struct FeedCommand: ParsableCommand {
         do {
             if let file {
                 guard let bytes = FileManager.default.contents(atPath: file) else {
-                    FileHandle.standardError.write(Data("pinwheel feed: cannot read \(file)\n".utf8))
-                    throw ExitCode(1)
+                    throw Self.failure("cannot read \(file)")
                 }
                 // Read as the server reads a request: CRLF endings, blank lines and a byte order mark.
                 let lines = ChangeLines.parse(Array(bytes))
-                if let bad = lines.rejected.first {
-                    FileHandle.standardError.write(Data("pinwheel feed: \(file):\(bad.line): \(bad.error)\n".utf8))
-                    throw ExitCode(1)
-                }
+                if let bad = lines.rejected.first { throw Self.failure("\(file):\(bad.line): \(bad.error)") }
                 var source = lines.changes.makeIterator()
                 try producer.run(source: &source, until: until) { report.record($0) }
             } else {
@@ -76,10 +72,15 @@ struct FeedCommand: ParsableCommand {
             }
         } catch let failure as HTTPExchange.Failure {
             report.flush()
-            FileHandle.standardError.write(Data("pinwheel feed: \(failure.reason)\n".utf8))
-            throw ExitCode(1)
+            throw Self.failure(failure.reason)
         }
         report.flush()
+    }
+
+    /// Writes why the feed stops to standard error; the exit status to throw.
+    private static func failure(_ reason: String) -> ExitCode {
+        FileHandle.standardError.write(Data("pinwheel feed: \(reason)\n".utf8))
+        return ExitCode(1)
     }
 }
 
