@@ -32,7 +32,7 @@ struct ServiceThreadTurns {
     ///   - workersWaiting: jobs queued for the workers.
     ///   - lastTurn: how long the session's previous turn took.
     mutating func runsHere(workersWaiting: Int, lastTurn: Duration) -> Bool {
-        measure(now: .now, threadCPU: Self.threadCPUTime)
+        measure(now: .now, threadCPU: ThreadCPUClock.now)
         return workersWaiting == 0 && lastTurn <= Self.longestTurn && busyShare < Self.busiestShare
     }
 
@@ -50,12 +50,5 @@ struct ServiceThreadTurns {
         busyShare = (cpu - cpuAtWindowStart) / wall
         windowStart = now
         cpuAtWindowStart = cpu
-    }
-
-    /// CPU time the calling thread has used.
-    static func threadCPUTime() -> Duration {
-        var t = timespec()
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t)
-        return .seconds(t.tv_sec) + .nanoseconds(t.tv_nsec)
     }
 }

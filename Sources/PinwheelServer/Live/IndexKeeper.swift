@@ -7,8 +7,9 @@ import Synchronization
 /// last full build are laid over it (``ClusterDelta``) and published as a ``LiveClusterIndex`` at
 /// every refresh, which costs time in proportion to the changes, not the points. In the background a
 /// compaction rebuilds the index whole from a copy of the points, exactly as a fresh build; its thread
-/// then lays over it the changes made meanwhile, and the new build replaces the old base. After the
-/// changes stop, the last compaction leaves exactly a fresh build of the points.
+/// then lays over it the changes made meanwhile, as long as it is catching up with them, and the new
+/// build replaces the old base. After the changes stop, the last compaction leaves exactly a fresh
+/// build of the points.
 ///
 /// `pca-tree` has no delta: it is rebuilt whole by the compactions, while sessions use it.
 ///
@@ -17,7 +18,9 @@ import Synchronization
 final class IndexKeeper: @unchecked Sendable {
     struct Options: Sendable {
         /// Least time between the end of one compaction and the start of the next; at least twice the
-        /// last compaction's time is left between them, so compactions run at most a third of the time.
+        /// last compaction's CPU time is left between them, so compactions take at most a third of a
+        /// core. CPU time, not the time it took: on a busy machine a compaction waits for a core, and
+        /// spacing them by that wait would let the delta, and every query's cost, grow.
         var compactionInterval: Duration = .seconds(2)
         /// A delta this large is compacted without waiting for the interval.
         var largestDelta = 200_000
@@ -50,7 +53,7 @@ final class IndexKeeper: @unchecked Sendable {
     /// thread the few that came after, when it installs the build.
     private let sinceCompaction = Mutex<[ChangedPoint]?>(nil)
     private var lastCompactionEnd = ContinuousClock.now
-    private var lastCompactionTook: Duration = .zero
+    private var lastCompactionCPU: Duration = .zero
     /// The data version `pca-tree` was last built at.
     private var pcaVersion: UInt64
     private let compacted = Mutex<Compaction?>(nil)
@@ -61,7 +64,9 @@ final class IndexKeeper: @unchecked Sendable {
         var delta: ClusterDelta? = nil
         var failure: String? = nil
         var pcaTree: (any Clusterer)? = nil
-        var took: Duration
+        var took: Duration = .zero
+        /// The compaction thread's CPU time.
+        var cpu: Duration = .zero
     }
 
     /// - Parameter base: the full build of the points `live` holds now.
@@ -89,13 +94,15 @@ final class IndexKeeper: @unchecked Sendable {
             }
             compacting = false
             lastCompactionEnd = .now
-            lastCompactionTook = done.took
+            lastCompactionCPU = done.cpu
             guard var next = done.delta else {
                 // Nothing to install: the changes stay in the delta, and a later compaction tries again.
                 logger.error("compacting the index failed: \(done.failure ?? "unknown error")")
                 return nil
             }
             for change in rest { next.apply(change) }
+            logger.debug(
+                "compaction installed: \(done.took) (\(done.cpu) of CPU), \(rest.count) changes laid at install")
             delta = next
             installed = done.took
             if let tree = done.pcaTree {
@@ -104,7 +111,7 @@ final class IndexKeeper: @unchecked Sendable {
             }
         }
         let pcaStale = inUse.contains(.pcaTree) && pcaVersion < version
-        let wait = max(options.compactionInterval, lastCompactionTook * 2)
+        let wait = max(options.compactionInterval, lastCompactionCPU * 2)
         let due =
             !compacting && (!delta.isEmpty || pcaStale)
             && (ContinuousClock.now - lastCompactionEnd >= wait || delta.size >= options.largestDelta)
@@ -138,18 +145,19 @@ final class IndexKeeper: @unchecked Sendable {
         let options = clusterOptions
         let thread = Thread { [self] in
             let started = ContinuousClock.now
-            var result = Compaction(took: .zero)
+            let cpuAtStart = ThreadCPUClock.now()
+            var result = Compaction()
             do {
                 // Built exactly as a fresh build is (the sweep's order depends on how it is split).
                 var next = ClusterDelta(base: try ClusterIndex(dataset: data, options: options))
-                // Until few are left, so the index thread's share at install is small.
+                var chase = CompactionChase()
                 while true {
                     let batch = sinceCompaction.withLock { taken in
                         defer { taken = [] }
                         return taken ?? []
                     }
                     for change in batch { next.apply(change) }
-                    if batch.count < 256 { break }
+                    if !chase.continues(after: batch.count) { break }
                 }
                 result.delta = next
                 if pcaTree { result.pcaTree = try ClustererFactory.make(.pcaTree, dataset: data, options: options) }
@@ -157,6 +165,7 @@ final class IndexKeeper: @unchecked Sendable {
                 result.failure = "\(error)"
             }
             result.took = started.duration(to: .now)
+            result.cpu = ThreadCPUClock.now() - cpuAtStart
             compacted.withLock { [result] in $0 = result }
             live.wakeIndexThread()
         }
