@@ -111,7 +111,11 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
         }
         metrics.datasetLoaded(points: dataset.dataset.count, unlocated: dataset.unlocated, skipped: dataset.skipped)
         if live != nil { metrics.dataVersionLoaded(dataset.dataset.version) }
-        workers = Workers(count: configuration.workers, metrics: metrics)
+        // A viewer whose turn waits is answered late once, and its next viewport supersedes it; a refresh
+        // or a compaction that waits holds every viewer's changes back and lets the delta under their
+        // queries grow. So when the index follows live data, its threads go first on a busy machine.
+        workers = Workers(
+            count: configuration.workers, niceness: keeper == nil ? 0 : Workers.liveNiceness, metrics: metrics)
         transport = WebSocketServer(configuration: transportConfiguration())
     }
 
