@@ -4,8 +4,9 @@
 // separate POLLOUTs, each its own frame and send, and sets up and tears down zlib for every message
 // (Pinwheel had it free the stream after each one, to keep idle sessions small). Here each thread
 // keeps one compressor and resets it per message, the message leaves as one frame in one lws_write,
-// and the service thread is left to write. The parameters are those the guard gives lws's own compressor (deflate_guard.h) at
-// lws's level 1, so the output is what lws would send; a client may ask for a smaller window.
+// and the service thread is left to write. The parameters are those the guard gives lws's own
+// compressor (deflate_guard.h) at lws's level 1, so the output is what lws would send; a client may
+// ask for a smaller window.
 #include "deflate_guard.h"
 
 #include <pthread.h>

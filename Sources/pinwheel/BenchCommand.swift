@@ -281,9 +281,8 @@ struct BenchCommand: ParsableCommand {
 
     /// CPU time used by the calling thread so far, in seconds.
     static func threadCPUSeconds() -> Double {
-        var now = timespec()
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
-        return Double(now.tv_sec) + Double(now.tv_nsec) * 1e-9
+        let now = ThreadCPUClock.now().components
+        return Double(now.seconds) + Double(now.attoseconds) * 1e-18
     }
 
     /// The one-minute load average, so a reader can tell a busy machine's figures; 0 where unknown.
