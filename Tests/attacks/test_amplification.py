@@ -11,7 +11,7 @@ import time
 import urllib.request
 
 import pytest
-from viewer import Viewer, percentile
+from viewer import Viewer, assert_not_starved, percentile
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
@@ -85,19 +85,11 @@ def test_expensive_viewports_do_not_starve_a_viewer_and_sigterm_stays_prompt(ser
         code = server.process.wait(10)
         exit_seconds = time.monotonic() - started
         attack.join()
-    p95 = percentile(latencies, 95)
     print(f"viewer during the attack: {len(latencies)} viewports, p50 {percentile(latencies, 50) * 1000:.1f} ms, "
-          f"p95 {p95 * 1000:.1f} ms, max {max(latencies) * 1000:.1f} ms; SIGTERM -> exit {exit_seconds:.2f} s; "
+          f"p99 {percentile(latencies, 99) * 1000:.1f} ms; SIGTERM -> exit {exit_seconds:.2f} s; "
           f"attackers {dict(outcome)}")
     assert outcome["batches"] > 0, "the attack was not served at all"
-    assert len(latencies) >= 50
-    # A starved viewer waits behind a queue of heavy turns: seconds, growing as the attack goes on.
-    # A fair server makes it wait at most for the turns already running (about 50 ms each on a slow
-    # two-core machine). With some 90 samples p99 is the single slowest one, and one scheduling hiccup
-    # of a machine the attackers' own Python shares (131 ms once) is not starvation, so the tail is
-    # bounded by p95 and the maximum by a margin that a queue would still exceed.
-    assert p95 < 0.1, sorted(latencies)[-5:]
-    assert max(latencies) < 0.5, sorted(latencies)[-5:]
+    assert_not_starved(latencies, at_least=50)
     assert code == 0
     assert exit_seconds < 2
 

@@ -10,7 +10,7 @@ import re
 import time
 import urllib.request
 
-from viewer import Viewer, percentile
+from viewer import Viewer, assert_not_starved, percentile
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
@@ -89,7 +89,6 @@ def test_deflate_flood_fails_the_attackers_and_the_server_keeps_serving(server):
     # The well-behaved viewer was served throughout, and still is.
     print(f"viewer during the attack: {len(latencies)} viewports, p99 {percentile(latencies, 99) * 1000:.1f} ms; "
           f"{dict(outcome)}")
-    assert len(latencies) >= 20
-    assert percentile(latencies, 99) < 0.1, sorted(latencies)[-5:]
+    assert_not_starved(latencies)
     assert after < 0.1
     assert urllib.request.urlopen(f"{server.url}/healthz", timeout=5).read().strip() == b"ok"

