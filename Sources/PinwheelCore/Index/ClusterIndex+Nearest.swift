@@ -1,16 +1,16 @@
-/// Lookups a live index needs of its base: the cluster nearest a spot at a level, and the items
-/// holding a point.
+/// Lookups a live index needs of its base: the cluster nearest a spot at a level, the raw item
+/// holding each point, and where an item is.
 extension ClusterIndex {
     /// The cluster item of level `li` nearest to (x, y) within `reach` times the radius its zoom
     /// clusters with.
     /// - Parameters:
     ///   - reach: how far to look, in radii.
-    ///   - accepts: whether a candidate item may take the spot (a live index refuses clusters emptied
-    ///     by changes).
+    ///   - accepts: whether a candidate item, of the given count, may take the spot (a live index
+    ///     refuses clusters emptied by changes).
     /// - Returns: the item's index, nil when no cluster is that near.
     /// - Complexity: O(r · log g + k) for the r grid rows the radius reaches, cell-directory groups
     ///   of g items, and the k items in the cells it reaches.
-    func nearestCluster(level li: Int, x: Double, y: Double, reach: Double, accepts: (Int) -> Bool) -> Int? {
+    func nearestCluster(level li: Int, x: Double, y: Double, reach: Double, accepts: (Int, Int) -> Bool) -> Int? {
         guard levels[li].count > 0 else { return nil }
         let r = options.radius(atZoom: levels[li].zoom) * reach
         var best: Int?
@@ -22,7 +22,8 @@ extension ClusterIndex {
                     let dx = level.xy[2 * i] - x
                     let dy = level.xy[2 * i + 1] - y
                     let d = dx * dx + dy * dy
-                    if d <= bestDistance && ItemMeta.isCluster(level.meta[i]) && accepts(i)
+                    if d <= bestDistance && ItemMeta.isCluster(level.meta[i])
+                        && accepts(i, Int(ItemMeta.count(level.meta[i])))
                         && (d < bestDistance || best == nil || i < best!)
                     {
                         best = i
@@ -51,14 +52,21 @@ extension ClusterIndex {
         return items
     }
 
-    /// The item holding raw item `raw` at every level, finest (the raw level) first.
-    func holders(ofRawItem raw: Int) -> [Int32] {
-        var chain = [Int32](repeating: 0, count: levels.count)
-        var item = raw
-        for li in stride(from: levels.count - 1, through: 0, by: -1) {
-            chain[levels.count - 1 - li] = Int32(item)
-            if li > 0 { item = Int(levels[li].parents[item]) }
-        }
-        return chain
+    // Item lookups that read one field of a level in place (`levels[li]` would copy the level, with a
+    // retain of each of its arrays).
+
+    /// Item i's mercator position at level li.
+    func position(level li: Int, item i: Int) -> (x: Double, y: Double) {
+        levels.withUnsafeBufferPointer { ($0[li].xy[2 * i], $0[li].xy[2 * i + 1]) }
+    }
+
+    /// The item holding item i of level li at level li - 1.
+    func parent(level li: Int, item i: Int) -> Int {
+        levels.withUnsafeBufferPointer { Int($0[li].parents[i]) }
+    }
+
+    /// Item i's ``ItemMeta`` at level li.
+    func meta(level li: Int, item i: Int) -> UInt64 {
+        levels.withUnsafeBufferPointer { $0[li].meta[i] }
     }
 }
