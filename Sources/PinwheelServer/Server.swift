@@ -115,7 +115,7 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
         // or a compaction that waits holds every viewer's changes back and lets the delta under their
         // queries grow. So when the index follows live data, its threads go first on a busy machine.
         workers = Workers(
-            count: configuration.workers, niceness: keeper == nil ? 0 : Workers.liveNiceness, metrics: metrics)
+            count: configuration.workers, niceness: keeper == nil ? 0 : ThreadNiceness.yielding, metrics: metrics)
         transport = WebSocketServer(configuration: transportConfiguration())
     }
 

@@ -45,10 +45,6 @@ final class Workers: Sendable {
         var depth: Int { urgent.count + background.count }
     }
 
-    /// The workers' niceness when the index follows live data: at 5 a thread gets about a third of the
-    /// share of one at 0 when both wait for a core.
-    static let liveNiceness: Int32 = 5
-
     private let queue = Mutex(Queue())
     /// Counts queued jobs plus one wake-up per thread at stop.
     private let available = DispatchSemaphore(value: 0)
@@ -65,7 +61,7 @@ final class Workers: Sendable {
         for index in 0..<self.count {
             finished.enter()
             let thread = Thread { [self] in
-                if niceness != 0 { Self.addToNiceValue(niceness) }
+                if niceness != 0 { ThreadNiceness.raise(by: niceness) }
                 loop()
                 finished.leave()
             }
@@ -103,16 +99,6 @@ final class Workers: Sendable {
         guard !alreadyStopping else { return }
         for _ in 0..<count { available.signal() }
         finished.wait()
-    }
-
-    /// Adds to the calling thread's nice value (`who` 0 is the calling thread on Linux); a failure
-    /// leaves the thread as it was.
-    private static func addToNiceValue(_ niceness: Int32) {
-        let which = __priority_which_t(PRIO_PROCESS.rawValue)
-        errno = 0
-        let current = getpriority(which, 0)
-        guard errno == 0 else { return }
-        _ = setpriority(which, 0, min(19, current + niceness))
     }
 
     private func loop() {

@@ -31,7 +31,7 @@ struct WorkersTests {
     @Test("with live data the workers' nice value is raised by the live niceness, the calling thread's left alone")
     func liveNiceness() {
         let own = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0)
-        #expect(niceValueOfAWorker(niceness: Workers.liveNiceness) == min(19, own + Workers.liveNiceness))
+        #expect(niceValueOfAWorker(niceness: ThreadNiceness.yielding) == min(19, own + ThreadNiceness.yielding))
         #expect(getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0) == own)
         #expect(niceValueOfAWorker(niceness: 0) == own)
     }

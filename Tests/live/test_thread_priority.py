@@ -1,10 +1,13 @@
-"""With live data the server's two workers yield the cores to its index, compaction and service
-threads on a busy machine (a nice value 5 above the process's); without live data none does.
+"""With live data the server's two workers and its compactions yield the cores to its index and
+service threads on a busy machine (a nice value 5 above the process's); without live data none does.
 (Dispatch's own threads keep a nice value of their own.)"""
 
 import os
+import time
 from pathlib import Path
 
+from ingest import post_changes
+from live_patch import TOKEN
 from pinwheel_process import running_server
 
 WORKERS = 2
@@ -33,3 +36,20 @@ def test_without_live_data_the_workers_keep_the_process_nice_value():
     with running_server(["--synthetic", "2000"]) as server:
         values = nice_values(server.process.pid)
     assert values.count(own + LIVE_NICENESS) == 0 and values.count(own) > WORKERS, values
+
+
+def test_a_compaction_runs_at_the_higher_nice_value(live_args):
+    own = os.nice(0)
+    # Enough points that a compaction's build takes a while to catch.
+    args = [*live_args]
+    args[args.index("--synthetic") + 1] = "300000"
+    with running_server(args) as server:
+        status, answer, _ = post_changes(server.port, TOKEN, [
+            {"op": "upsert", "id": k, "lat": 50 + k / 1000, "lon": 4 + k / 1000} for k in range(1000)])
+        assert status == 200 and answer["accepted"] == 1000, answer
+        most = WORKERS
+        deadline = time.monotonic() + 20
+        while most == WORKERS and time.monotonic() < deadline:
+            most = max(most, nice_values(server.process.pid).count(own + LIVE_NICENESS))
+            time.sleep(0.005)
+    assert most == WORKERS + 1, "no compaction thread seen at the higher nice value"

@@ -144,6 +144,7 @@ final class IndexKeeper: @unchecked Sendable {
         sinceCompaction.withLock { $0 = [] }
         let options = clusterOptions
         let thread = Thread { [self] in
+            ThreadNiceness.raise(by: ThreadNiceness.yielding)
             let started = ContinuousClock.now
             let cpuAtStart = ThreadCPUClock.now()
             var result = Compaction()
