@@ -26,10 +26,13 @@ public struct ClusterDelta: Sendable {
     /// The items of each level a change reached: a query tests a bit, and looks further only for
     /// those (at the zooms most views are at, a few percent of the clusters).
     var adjusted: [BitSet]
-    /// Base points changed since the base was built: their base features are left out.
-    var removed: TreeSet<UInt32> = []
-    /// The base rows of `removed`, for queries, whose base points carry their row.
+    /// The rows of the base points changed since the base was built: their base features are left
+    /// out (base features carry their row). Bits rather than a persistent map: a publication's first
+    /// change copies them whole (125 kB at 1M points), where a map would copy a path per change and
+    /// free it with the index it was published in.
     var removedRows: BitSet
+    /// How many rows `removedRows` holds.
+    private(set) var removedCount = 0
     /// Points changed since the base was built that exist now.
     var added: TreeDictionary<UInt32, AddedPoint> = [:]
     /// The added points by the coarsest level at which they are drawn as points (no cluster holds
@@ -56,10 +59,10 @@ public struct ClusterDelta: Sendable {
 
     /// How far the delta has drifted from its base: base points it leaves out plus points it adds (a
     /// moved point counts twice).
-    public var size: Int { removed.count + added.count }
+    public var size: Int { removedCount + added.count }
 
     /// True when nothing changed since the base was built.
-    public var isEmpty: Bool { removed.isEmpty && added.isEmpty }
+    public var isEmpty: Bool { removedCount == 0 && added.isEmpty }
 
     /// Lays one change over the base, where nothing needs to know where it happened.
     public mutating func apply(_ change: ChangedPoint) {
@@ -72,9 +75,9 @@ public struct ClusterDelta: Sendable {
     /// - Parameter footprint: receives the places the point left and reached.
     public mutating func apply(_ change: ChangedPoint, footprint: inout ChangeFootprint) {
         let id = change.id
-        if !removed.contains(id), let row = base.row(ofID: FeatureID(id)), rawItemByRow[row] >= 0 {
-            removed.insert(id)
+        if let row = base.row(ofID: FeatureID(id)), !removedRows.contains(row), rawItemByRow[row] >= 0 {
             removedRows.insert(row)
+            removedCount += 1
             let rawLevel = base.levels.count - 1
             let item = Int(rawItemByRow[row])
             // A same-coordinate group stands at its centre: that is what its members brought to clusters.

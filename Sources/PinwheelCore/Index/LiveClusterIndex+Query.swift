@@ -56,7 +56,7 @@ extension LiveClusterIndex {
         // One point left: a base point (unless the one is a changed point that joined).
         if count == 1,
             let leaf = base.leaves(level: level, item: item, limit: Int(f.count), offset: 0).first(where: {
-                !delta.removed.contains(UInt32($0.id))
+                !delta.removedRows.contains(Int($0.row))
             })
         {
             var point = leaf

@@ -82,7 +82,7 @@ public final class LiveClusterIndex: Clusterer {
 
     /// Features of the base without the points changed since it was built.
     func withoutRemoved(_ features: [Feature]) -> [Feature] {
-        delta.removed.isEmpty ? features : features.filter { !($0.isPoint && delta.removed.contains(UInt32($0.id))) }
+        delta.removedCount == 0 ? features : features.filter { !delta.removedRows.contains(Int($0.row)) }
     }
 
     /// An added point as a feature.
