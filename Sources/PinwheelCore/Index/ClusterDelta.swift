@@ -126,8 +126,7 @@ public struct ClusterDelta: Sendable {
             // This level's adjustments alone: a closure over `self` would copy the whole delta.
             let (touched, dense, sparse) = (adjusted[li], denseAdjustments[li], adjustments[li])
             let accepts = { (item: Int, count: Int) in
-                guard touched.contains(item) else { return count > 0 }
-                return count + Int(dense.isEmpty ? sparse[Int32(item)]?.count ?? 0 : dense[item].count) > 0
+                count + Int(Self.adjustment(of: item, touched: touched, dense: dense, sparse: sparse)?.count ?? 0) > 0
             }
             if let item = base.nearestCluster(level: li, x: x, y: y, reach: Self.reach, accepts: accepts) {
                 found = (li, item)
@@ -175,8 +174,15 @@ public struct ClusterDelta: Sendable {
 
     /// What a base cluster gained and lost, if a change reached it.
     func adjustment(level li: Int, item: Int) -> ItemAdjustment? {
-        guard adjusted[li].contains(item) else { return nil }
-        return denseAdjustments[li].isEmpty ? adjustments[li][Int32(item)] : denseAdjustments[li][item]
+        Self.adjustment(of: item, touched: adjusted[li], dense: denseAdjustments[li], sparse: adjustments[li])
+    }
+
+    /// What item `item` of a level gained and lost, from that level's bits and adjustments.
+    static func adjustment(
+        of item: Int, touched: BitSet, dense: [ItemAdjustment], sparse: TreeDictionary<Int32, ItemAdjustment>
+    ) -> ItemAdjustment? {
+        guard touched.contains(item) else { return nil }
+        return dense.isEmpty ? sparse[Int32(item)] : dense[item]
     }
 
     /// Bits per axis of the cells of level li's standalone list: a 512-pixel tile at its zoom, so a
