@@ -112,8 +112,8 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
         metrics.datasetLoaded(points: dataset.dataset.count, unlocated: dataset.unlocated, skipped: dataset.skipped)
         if live != nil { metrics.dataVersionLoaded(dataset.dataset.version) }
         // A viewer whose turn waits is answered late once, and its next viewport supersedes it; a refresh
-        // or a compaction that waits holds every viewer's changes back and lets the delta under their
-        // queries grow. So when the index follows live data, its threads go first on a busy machine.
+        // that waits holds every viewer's changes back. So when the index follows live data, the
+        // workers (and compactions, see IndexKeeper) yield the cores to the index thread on a busy machine.
         workers = Workers(
             count: configuration.workers, niceness: keeper == nil ? 0 : ThreadNiceness.yielding, metrics: metrics)
         transport = WebSocketServer(configuration: transportConfiguration())
