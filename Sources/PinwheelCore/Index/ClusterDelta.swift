@@ -35,6 +35,9 @@ public struct ClusterDelta: Sendable {
     private(set) var removedCount = 0
     /// Points changed since the base was built that exist now.
     var added: TreeDictionary<UInt32, AddedPoint> = [:]
+    /// The property values of those that have any. Apart from `added`, whose values then hold no
+    /// reference: copying a path of it is a copy of bytes, and freeing one releases nothing.
+    var addedValues: TreeDictionary<UInt32, [String]> = [:]
     /// The added points by the coarsest level at which they are drawn as points (no cluster holds
     /// them there or at any finer level; the raw level for every point a cluster holds below it), then
     /// by grid cell (``cellBits(level:)`` per axis, cells about a map tile wide at that level's zoom):
@@ -86,6 +89,7 @@ public struct ClusterDelta: Sendable {
             adjustChain(from: rawLevel, item: item, by: -1, x: x, y: y)
         }
         if let old = added.removeValue(forKey: id) {
+            addedValues[id] = nil
             footprint.add(x: old.x, y: old.y)
             if old.finest >= 0 { adjustChain(from: Int(old.finest), item: Int(old.holder), by: -1, x: old.x, y: old.y) }
             let from = old.standaloneFrom
@@ -95,8 +99,8 @@ public struct ClusterDelta: Sendable {
         }
         guard let now = change.now else { return }
         var point = AddedPoint(
-            x: Mercator.x(lon: now.position.lon), y: Mercator.y(lat: now.position.lat), record: now, finest: -1,
-            holder: -1)
+            x: Mercator.x(lon: now.position.lon), y: Mercator.y(lat: now.position.lat), position: now.position,
+            revision: now.revision, finest: -1, holder: -1)
         if let (level, item) = finestHolder(x: point.x, y: point.y) {
             point.finest = Int32(level)
             point.holder = Int32(item)
@@ -109,6 +113,7 @@ public struct ClusterDelta: Sendable {
                 id: id, parentHolder: point.holder, revision: now.revision, x: point.x, y: point.y,
                 position: now.position))
         added[id] = point
+        if !now.values.isEmpty { addedValues[id] = now.values }
     }
 
     /// The finest level below the raw one where a cluster the delta has not emptied lies within
@@ -223,12 +228,14 @@ struct StandaloneEntry: Sendable {
     var position: Coordinate
 }
 
-/// A point changed since the base was built, as it is now.
+/// A point changed since the base was built, as it is now (its properties are apart, in
+/// ``ClusterDelta/addedValues``).
 struct AddedPoint: Sendable {
     /// Mercator position.
     var x: Double
     var y: Double
-    var record: PointRecord
+    var position: Coordinate
+    var revision: UInt32
     /// The finest level below the raw one at which a base cluster holds it, -1 for none; the
     /// clusters holding it at coarser levels are that one's ancestors.
     var finest: Int32

@@ -31,9 +31,8 @@ public final class LiveClusterIndex: Clusterer {
         dataset.version = version
         dataset.names = names
         self.dataset = dataset
-        let added = delta.added
-        changedRows = ChangedRows(
-            start: Int32(base.dataset.count), columns: columns, values: { added[$0]?.record.values ?? [] })
+        let values = delta.addedValues
+        changedRows = ChangedRows(start: Int32(base.dataset.count), columns: columns, values: { values[$0] ?? [] })
     }
 
     /// A live index with nothing changed over `base`, at the base's version.
@@ -87,8 +86,8 @@ public final class LiveClusterIndex: Clusterer {
 
     /// An added point as a feature.
     func point(_ id: UInt32, parent: FeatureID?) -> Feature {
-        let record = delta.added[id]!.record
-        return feature(id, at: record.position, revision: record.revision, parent: parent)
+        let point = delta.added[id]!
+        return feature(id, at: point.position, revision: point.revision, parent: parent)
     }
 
     func feature(_ id: UInt32, at position: Coordinate, revision: UInt32, parent: FeatureID?) -> Feature {
