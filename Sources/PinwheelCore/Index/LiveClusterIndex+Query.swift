@@ -90,15 +90,15 @@ extension LiveClusterIndex {
             // Through the cells in view, or over every cell holding one when there are fewer of those.
             if (rowHi - rowLo + 1) * (columnHi - columnLo + 1) > cells.count {
                 for (key, entries) in cells {
-                    let row = Int(key) >> bits
-                    let column = Int(key) & (side - 1)
+                    let row = Int(key.value) >> bits
+                    let column = Int(key.value) & (side - 1)
                     if row >= rowLo && row <= rowHi && column >= columnLo && column <= columnHi { visit(entries) }
                 }
                 continue
             }
             for row in rowLo...rowHi {
                 for column in columnLo...columnHi {
-                    if let entries = cells[UInt32(row << bits | column)] { visit(entries) }
+                    if let entries = cells[PlainKey(row << bits | column)] { visit(entries) }
                 }
             }
         }
