@@ -75,7 +75,9 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "PinwheelCoreTests", dependencies: ["PinwheelCore"]),
+        .testTarget(
+            name: "PinwheelCoreTests",
+            dependencies: ["PinwheelCore", .product(name: "HashTreeCollections", package: "swift-collections")]),
         .testTarget(
             name: "PinwheelTransportTests", dependencies: ["PinwheelTransport", "PinwheelCore", "PinwheelTestSupport"]),
         // A real server on a free port, for the server's and the load tool's tests.

@@ -22,7 +22,7 @@ public struct ClusterDelta: Sendable {
     /// coarse levels, where changes reach nearly every cluster, an array by item (empty at the
     /// others); at the fine ones a persistent map, which a change copies only a path of.
     var denseAdjustments: [[ItemAdjustment]]
-    var adjustments: [TreeDictionary<PlainKey, ItemAdjustment>]
+    var adjustments: [TreeDictionary<TrieKey, ItemAdjustment>]
     /// The items of each level a change reached: a query tests a bit, and looks further only for
     /// those (at the zooms most views are at, a few percent of the clusters).
     var adjusted: [BitSet]
@@ -43,7 +43,7 @@ public struct ClusterDelta: Sendable {
     /// by grid cell (``cellBits(level:)`` per axis, cells about a map tile wide at that level's zoom):
     /// a query at level li reads lists 0...li, a dozen cells of each, and a change moves a point in
     /// one list.
-    var standalone: [TreeDictionary<PlainKey, [StandaloneEntry]>]
+    var standalone: [TreeDictionary<TrieKey, [StandaloneEntry]>]
     /// The base's raw item holding each of its rows (``ClusterIndex/rawItemsByRow()``).
     let rawItemByRow: [Int32]
 
@@ -159,7 +159,7 @@ public struct ClusterDelta: Sendable {
         // In place: one walk down the persistent map. An entry that comes back to nothing stays; the
         // next compaction drops it.
         if denseAdjustments[li].isEmpty {
-            ItemAdjustment.add(count, x, y, to: &adjustments[li][PlainKey(item), default: ItemAdjustment()])
+            ItemAdjustment.add(count, x, y, to: &adjustments[li][TrieKey(item), default: ItemAdjustment()])
         } else {
             ItemAdjustment.add(count, x, y, to: &denseAdjustments[li][Int(item)])
         }
@@ -184,10 +184,10 @@ public struct ClusterDelta: Sendable {
 
     /// What item `item` of a level gained and lost, from that level's bits and adjustments.
     static func adjustment(
-        of item: Int, touched: BitSet, dense: [ItemAdjustment], sparse: TreeDictionary<PlainKey, ItemAdjustment>
+        of item: Int, touched: BitSet, dense: [ItemAdjustment], sparse: TreeDictionary<TrieKey, ItemAdjustment>
     ) -> ItemAdjustment? {
         guard touched.contains(item) else { return nil }
-        return dense.isEmpty ? sparse[PlainKey(item)] : dense[item]
+        return dense.isEmpty ? sparse[TrieKey(item)] : dense[item]
     }
 
     /// Bits per axis of the cells of level li's standalone list: a 512-pixel tile at its zoom, so a
@@ -197,8 +197,8 @@ public struct ClusterDelta: Sendable {
     }
 
     /// The cell of a mercator position in level li's standalone list.
-    func cellKey(level li: Int, x: Double, y: Double) -> PlainKey {
-        PlainKey(GridOrder.key(x: x, y: y, bits: cellBits(level: li)))
+    func cellKey(level li: Int, x: Double, y: Double) -> TrieKey {
+        TrieKey(GridOrder.key(x: x, y: y, bits: cellBits(level: li)))
     }
 }
 

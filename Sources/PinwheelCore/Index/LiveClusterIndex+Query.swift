@@ -98,7 +98,7 @@ extension LiveClusterIndex {
             }
             for row in rowLo...rowHi {
                 for column in columnLo...columnHi {
-                    if let entries = cells[PlainKey(row << bits | column)] { visit(entries) }
+                    if let entries = cells[TrieKey(row << bits | column)] { visit(entries) }
                 }
             }
         }

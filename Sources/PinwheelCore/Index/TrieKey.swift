@@ -4,8 +4,10 @@
 /// miss at each. The hash here is the key's bits reversed, so the trie branches on its highest bits
 /// first and keys close together share the upper nodes. A query reads items close together (a
 /// level's items are numbered in grid order), and the nodes its lookups share stay in the cache.
-/// Distinct keys keep distinct hashes, and a trie of them is at most seven levels deep.
-struct PlainKey: Hashable, Sendable {
+/// Distinct keys keep distinct hashes, and a trie of them is at most seven levels deep. Not a key
+/// for Swift's `Dictionary` or `Set`: they take a bucket from a hash's low bits, which for small
+/// numbers reversed are all zero.
+struct TrieKey: Hashable, Sendable {
     let value: UInt32
 
     init(_ value: some BinaryInteger) {
