@@ -123,7 +123,7 @@ struct LoadClient {
 }
 
 /// One client's counts, for the report.
-struct ClientFigures: Sendable {
+struct ClientFigures: Sendable, Codable {
     var connectMicros: UInt32?
     var viewportsSent = 0
     var answered = 0

@@ -8,6 +8,8 @@ public enum LoadError: Error, Equatable, CustomStringConvertible {
     case scrapeFailed(url: String, reason: String)
     /// The WebSocket client could not start.
     case clientFailed(String)
+    /// A process of a test run as several (`--processes`) failed.
+    case partFailed(String)
 
     public var description: String {
         switch self {
@@ -15,6 +17,7 @@ public enum LoadError: Error, Equatable, CustomStringConvertible {
         case .invalidURL(let url): "invalid URL \(url): expected ws://host:port/ or wss://host:port/"
         case .scrapeFailed(let url, let reason): "could not read \(url): \(reason)"
         case .clientFailed(let reason): "WebSocket client failed to start: \(reason)"
+        case .partFailed(let reason): "a process of the tool failed: \(reason)"
         }
     }
 }

@@ -25,6 +25,11 @@ public struct LoadOptions: Sendable {
     public var seed: UInt64 = 1
     /// lws client contexts, each with its own service thread, sharing the connections.
     public var threads: Int = 2
+    /// Processes of the tool sharing the clients, each with its own contexts (one libev loop per
+    /// process), their figures merged into one report.
+    public var processes: Int = 1
+    /// The clients this process runs: those whose index leaves `index` divided by `count`.
+    public var share = ClientShare(index: 0, count: 1)
     /// After the tour ends, how long to wait for the last viewports' `done`.
     public var drainTimeout: Duration = .seconds(5)
     /// Map size every client reports, pixels.
@@ -85,6 +90,18 @@ public struct LoadOptions: Sendable {
                 name: "threads", value: String(threads),
                 expected: "1 with the libev event loop (one libev context per process), or --event-loop poll")
         }
+        if processes < 1 || processes > 64 {
+            throw .invalidOption(name: "processes", value: String(processes), expected: "1 to 64")
+        }
+        if processes > 1 && ingestRate > 0 {
+            throw .invalidOption(
+                name: "processes", value: String(processes),
+                expected:
+                    "1 with --ingest-rate (staleness needs the producer's acknowledgements in the viewers' process)")
+        }
+        if !(share.count >= 1 && share.index >= 0 && share.index < share.count) {
+            throw .invalidOption(name: "part", value: "\(share.index)/\(share.count)", expected: "I/N with 0 <= I < N")
+        }
         if !(ingestRate >= 0 && ingestRate.isFinite) {
             throw .invalidOption(name: "ingest-rate", value: String(ingestRate), expected: "0 or more")
         }
@@ -97,5 +114,16 @@ public struct LoadOptions: Sendable {
         if width < 1 || width > 16384 || height < 1 || height > 16384 {
             throw .invalidOption(name: "size", value: "\(width)x\(height)", expected: "1 to 16384 pixels each")
         }
+    }
+}
+
+/// One process's share of a load test's clients.
+public struct ClientShare: Sendable, Equatable {
+    public var index: Int
+    public var count: Int
+
+    public init(index: Int, count: Int) {
+        self.index = index
+        self.count = count
     }
 }

@@ -1,5 +1,5 @@
 /// Running totals, sampled once a second for the progress line and the per-second rates.
-public struct LoadProgress: Sendable, Equatable {
+public struct LoadProgress: Sendable, Equatable, Codable {
     public var elapsed: Duration = .zero
     public var open = 0
     public var viewportsSent = 0
@@ -20,6 +20,17 @@ public struct LoadProgress: Sendable, Equatable {
         markers += client.figures.markers
         bytes += client.figures.bytes
         errors += client.figures.errors.values.reduce(0, +)
+    }
+
+    /// Adds another process's totals at the same second (its `elapsed` is left out).
+    mutating func add(_ other: LoadProgress) {
+        open += other.open
+        viewportsSent += other.viewportsSent
+        viewportsAnswered += other.viewportsAnswered
+        batches += other.batches
+        markers += other.markers
+        bytes += other.bytes
+        errors += other.errors
     }
 
     /// One line for stderr, e.g. `12s  1000 open  9.8k vp/s  …` given the sample a second before.

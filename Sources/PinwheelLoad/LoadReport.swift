@@ -64,6 +64,8 @@ public struct LoadReport: Codable, Sendable {
         public var gestureHz: Double
         public var seed: UInt64
         public var threads: Int
+        /// Processes of the tool that shared the clients.
+        public var processes: Int
         /// Whether the clients offered permessage-deflate.
         public var deflate: Bool
         /// The subprotocol asked for: `pinwheel.v1` (JSON) or `pinwheel.v1+bin`.

@@ -4,7 +4,7 @@ import struct Histogram.Histogram
 /// one summary per client.
 struct LoadReportBuilder {
     let options: LoadOptions
-    let clients: [LoadClient]
+    let clients: [LoadPart.Client]
 
     func build(
         elapsed: Duration, steadySeconds: Double, rates: RateHistograms, server: LoadReport.ServerSide?,
@@ -84,7 +84,7 @@ struct LoadReportBuilder {
             url: options.url, clients: options.clients, durationSeconds: LoadRunner.seconds(options.duration),
             rampSeconds: LoadRunner.seconds(options.ramp), viewportHz: options.viewportHz,
             trace: options.trace.rawValue, pacing: options.pacing.rawValue, gestureHz: options.gestureHz,
-            seed: options.seed, threads: options.threads, deflate: options.deflate,
+            seed: options.seed, threads: options.threads, processes: options.processes, deflate: options.deflate,
             encoding: options.encoding.rawValue,
             elapsedSeconds: LoadRunner.seconds(elapsed), steadySeconds: steadySeconds)
         return LoadReport(

@@ -17,19 +17,39 @@ public final class LoadRunner: Sendable {
     /// - Throws: `LoadError` for bad options or a client that cannot start.
     public func run(progress: (LoadProgress) -> Void = { _ in }) throws(LoadError) -> LoadReport {
         try options.validate()
-        let url: WebSocketURL
-        do { url = try WebSocketURL(options.url) } catch { throw .invalidURL(options.url) }
-        let origin = options.origin ?? "\(url.secure ? "https" : "http")://\(url.hostHeader)"
+        let url = try Self.url(options)
         var server = ServerSideReader(url: url, enabled: options.scrapeMetrics)
         server.readBefore()
+        let (part, ingest) = try tour(url: url, progress: progress) { server.readAfter() }
+        return report(part, server: server.report(), ingest: ingest)
+    }
 
+    /// Runs this process's share of the clients (`options.share`) and returns what it measured, for
+    /// the process that started it to merge. Blocks the calling thread.
+    /// - Parameter whileOpen: called after the drain, before the connections close.
+    func runPart(whileOpen: () -> Void) throws(LoadError) -> LoadPart {
+        try options.validate()
+        return try tour(url: try Self.url(options), progress: { _ in }, whileOpen: whileOpen).part
+    }
+
+    static func url(_ options: LoadOptions) throws(LoadError) -> WebSocketURL {
+        do { return try WebSocketURL(options.url) } catch { throw .invalidURL(options.url) }
+    }
+
+    /// Opens this process's clients over the ramp, lets them tour for the duration, waits for the last
+    /// answers, calls `whileOpen`, and closes them.
+    private func tour(
+        url: WebSocketURL, progress: (LoadProgress) -> Void, whileOpen: () -> Void
+    ) throws(LoadError) -> (part: LoadPart, ingest: LoadReport.Ingest?) {
+        let origin = options.origin ?? "\(url.secure ? "https" : "http")://\(url.hostHeader)"
         let start = ContinuousClock.now + .milliseconds(20)
-        let threads = min(options.threads, options.clients)
+        let mine = Array(stride(from: options.share.index, to: options.clients, by: options.share.count))
+        let threads = min(options.threads, mine.count)
         let acks = options.ingestRate > 0 ? AckLog() : nil
         let groups = (0..<threads).map { g in
             LoadGroup(
-                indices: Array(stride(from: g, to: options.clients, by: threads)), options: options, origin: origin,
-                start: start, acks: acks)
+                indices: stride(from: g, to: mine.count, by: threads).map { mine[$0] }, options: options,
+                origin: origin, start: start, acks: acks)
         }
         for group in groups {
             do { try group.start() } catch {
@@ -42,9 +62,8 @@ public final class LoadRunner: Sendable {
         let tourEnd = start + options.ramp + options.duration
         let feeder = acks.map { IngestFeeder(url: url, options: options, acks: $0, until: tourEnd) }
         let steadyStart = start + options.ramp
-        var rates = RateHistograms()
+        var samples: [LoadProgress] = []
         var previous = LoadProgress()
-        var steadySeconds = 0.0
         var usageAtSteady: ToolUsage.Sample?
         while ContinuousClock.now < tourEnd {
             let next = min(tourEnd, ContinuousClock.now + .seconds(1))
@@ -55,9 +74,9 @@ public final class LoadRunner: Sendable {
             progress(sample)
             if now > steadyStart + .milliseconds(500) {
                 if usageAtSteady == nil { usageAtSteady = ToolUsage.sample() }
-                let seconds = Self.seconds(sample.elapsed - previous.elapsed)
-                rates.record(sample, since: previous, seconds: seconds)
-                steadySeconds += seconds
+                // The second before the steady part's first is the baseline of its rate.
+                if samples.isEmpty { samples.append(previous) }
+                samples.append(sample)
             }
             previous = sample
         }
@@ -70,21 +89,30 @@ public final class LoadRunner: Sendable {
         while ContinuousClock.now < drainEnd, groups.contains(where: { $0.inFlight > 0 }) {
             Thread.sleep(forTimeInterval: 0.02)
         }
-        server.readAfter()
+        whileOpen()
         let ingest = feeder?.finish()
         let elapsed = ContinuousClock.now - start
         for group in groups { group.stop() }
 
-        var clients = groups.flatMap { g in g.state.withLock { $0.clients } }
-        clients.sort { $0.index < $1.index }
-        var report = LoadReportBuilder(options: options, clients: clients).build(
-            elapsed: elapsed, steadySeconds: steadySeconds, rates: rates, server: server.report(),
-            wireBytes: groups.reduce(0) { $0 + $1.wireBytes })
-        report.tool = tool
+        let clients = groups.flatMap { g in g.state.withLock { $0.clients } }
+            .map { LoadPart.Client(index: $0.index, session: $0.session, figures: $0.figures) }
+            .sorted { $0.index < $1.index }
+        let part = LoadPart(
+            clients: clients, samples: samples, wireBytes: groups.reduce(0) { $0 + $1.wireBytes }, elapsed: elapsed,
+            tool: tool)
+        return (part, ingest)
+    }
+
+    /// The report of what `part` measured, with the server's side and the producer's.
+    func report(_ part: LoadPart, server: LoadReport.ServerSide?, ingest: LoadReport.Ingest?) -> LoadReport {
+        var report = LoadReportBuilder(options: options, clients: part.clients).build(
+            elapsed: part.elapsed, steadySeconds: part.steadySeconds, rates: part.rates, server: server,
+            wireBytes: part.wireBytes)
+        report.tool = part.tool
         report.ingest = ingest.map { summary in
             var with = summary
             var staleness = LoadReportBuilder.latencyHistogram()
-            for client in clients { for v in client.figures.stalenessMicros { _ = staleness.record(UInt64(v)) } }
+            for client in part.clients { for v in client.figures.stalenessMicros { _ = staleness.record(UInt64(v)) } }
             with.staleness = .init(staleness, divisor: 1000)
             return with
         }

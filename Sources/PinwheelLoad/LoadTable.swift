@@ -11,7 +11,7 @@ public enum LoadTable {
         if r.pacing == TourPacing.people.rawValue {
             out += " on average (bursts at \(number(r.gestureHz))/s while people drag or zoom)"
         }
-        out += ", seed \(r.seed)\n"
+        out += ", seed \(r.seed)" + (r.processes > 1 ? ", \(r.processes) tool processes\n" : "\n")
         out += "elapsed \(fixed(r.elapsedSeconds, 1)) s, rates over \(fixed(r.steadySeconds, 1)) steady s\n\n"
         out +=
             pad("", 18) + ["count", "mean", "p50", "p90", "p99", "p99.9", "max"].map { padLeft($0, 10) }.joined() + "\n"

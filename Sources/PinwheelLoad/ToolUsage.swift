@@ -57,13 +57,32 @@ struct ToolUsage {
         let cores = ProcessInfo.processInfo.activeProcessorCount
         let machineTotal = b.machineTotal - a.machineTotal
         let idlePercent = machineTotal > 0 ? 100 * (b.machineIdle - a.machineIdle) / machineTotal : 100
-        var tool = LoadReport.Tool(
-            cpuPercent: percent(process), busiestThreadPercent: percent(busiest), machineIdlePercent: idlePercent,
-            cores: cores, warnings: [])
+        return warned(
+            LoadReport.Tool(
+                cpuPercent: percent(process), busiestThreadPercent: percent(busiest), machineIdlePercent: idlePercent,
+                cores: cores, warnings: []))
+    }
+
+    /// Several processes of the tool over the same run: their CPU added, the busiest thread of any,
+    /// the machine's idle share as they saw it on average.
+    static func together(_ tools: [LoadReport.Tool]) -> LoadReport.Tool {
+        let count = Double(max(1, tools.count))
+        return warned(
+            LoadReport.Tool(
+                cpuPercent: tools.reduce(0) { $0 + $1.cpuPercent },
+                busiestThreadPercent: tools.map(\.busiestThreadPercent).max() ?? 0,
+                machineIdlePercent: tools.reduce(0) { $0 + $1.machineIdlePercent } / count,
+                cores: tools.first?.cores ?? ProcessInfo.processInfo.activeProcessorCount, warnings: []))
+    }
+
+    /// `tool` with a warning for each bottleneck it shows.
+    private static func warned(_ tool: LoadReport.Tool) -> LoadReport.Tool {
+        var tool = tool
+        let (cores, idlePercent) = (tool.cores, tool.machineIdlePercent)
         if tool.busiestThreadPercent >= saturatedThreadPercent {
             tool.warnings.append(
                 "pinwheel load's busiest thread used \(Int(tool.busiestThreadPercent.rounded())) % of a core: client-side "
-                    + "latencies include its own queueing. Use fewer clients or a lower --viewport-hz per tool, "
+                    + "latencies include its own queueing. Use --processes, fewer clients or a lower --viewport-hz per tool, "
                     + "or run the tool on another machine.")
         }
         if idlePercent < busyMachineIdlePercent {

@@ -60,6 +60,21 @@ struct LoadCommand: ParsableCommand {
         help: "lws event loop of the clients: libev (one context per process, so --threads 1) or poll.")
     var eventLoop: EventLoopBackend = .libev
 
+    @Option(
+        help: """
+            Processes of the tool sharing the clients, each with its own event loop, their figures merged \
+            into one report: one libev loop is the tool's limit near 10,000 clients. Not with --ingest-rate.
+            """)
+    var processes = 1
+
+    /// Set by `--processes` for the processes it starts: which share of the clients this one runs.
+    @Option(help: .hidden)
+    var part: String?
+
+    /// Set with `--part`: where that process writes its figures.
+    @Option(help: .hidden)
+    var partFile: String?
+
     @Option(help: "Write the report as JSON to this file.")
     var json: String?
 
@@ -110,6 +125,7 @@ struct LoadCommand: ParsableCommand {
         options.gestureHz = gestureHz
         options.seed = seed
         options.threads = threads
+        options.processes = processes
         options.eventLoop = eventLoop
         options.drainTimeout = drain.value
         options.deflate = !noDeflate
@@ -121,12 +137,26 @@ struct LoadCommand: ParsableCommand {
         } catch {
             throw ValidationError(error.description)
         }
-        let quiet = self.quiet
-        var previous = LoadProgress()
-        let report = try LoadRunner(options: options).run { sample in
-            guard !quiet else { return }
-            FileHandle.standardError.write(Data((sample.line(since: previous, clients: options.clients) + "\n").utf8))
-            previous = sample
+        if let part, let partFile {
+            options.share = try Self.share(part)
+            options.processes = 1
+            try LoadProcesses.runPart(options: options, writingTo: partFile)
+            return
+        }
+        let report: LoadReport
+        if processes > 1 {
+            report = try LoadProcesses(options: options).run(executable: "/proc/self/exe") { share, file in
+                partArguments(share: share, file: file)
+            }
+        } else {
+            let quiet = self.quiet
+            var previous = LoadProgress()
+            report = try LoadRunner(options: options).run { sample in
+                guard !quiet else { return }
+                FileHandle.standardError.write(
+                    Data((sample.line(since: previous, clients: options.clients) + "\n").utf8))
+                previous = sample
+            }
         }
         print(LoadTable.render(report), terminator: "")
         if let json {
@@ -137,6 +167,39 @@ struct LoadCommand: ParsableCommand {
         if report.errorCount > 0 {
             throw ExitCode(1)
         }
+    }
+}
+
+extension LoadCommand {
+    /// The command line of one process `--processes` starts: this one's tour, its share of the
+    /// clients, no progress line and no /metrics of its own (the starting process reads them).
+    func partArguments(share: ClientShare, file: String) -> [String] {
+        var arguments = [
+            "load", "--url", url, "--clients", String(clients), "--duration", Self.seconds(duration.value),
+            "--ramp", Self.seconds(ramp.value), "--viewport-hz", String(viewportHz), "--trace", trace.rawValue,
+            "--pacing", pacing.rawValue, "--gesture-hz", String(gestureHz), "--seed", String(seed),
+            "--threads", String(threads), "--event-loop", eventLoop.rawValue, "--drain", Self.seconds(drain.value),
+            "--encoding", encoding.rawValue, "--part", "\(share.index)/\(share.count)", "--part-file", file,
+            "--quiet", "--no-metrics",
+        ]
+        if noDeflate { arguments.append("--no-deflate") }
+        if presence { arguments.append("--presence") }
+        return arguments
+    }
+
+    /// `--part I/N`.
+    static func share(_ text: String) throws -> ClientShare {
+        let fields = text.split(separator: "/")
+        guard fields.count == 2, let index = Int(fields[0]), let count = Int(fields[1]) else {
+            throw ValidationError("--part \(text): expected I/N")
+        }
+        return ClientShare(index: index, count: count)
+    }
+
+    /// A duration as `pinwheel load` reads it back: bare seconds.
+    static func seconds(_ duration: Duration) -> String {
+        let (s, a) = duration.components
+        return String(Double(s) + Double(a) * 1e-18)
     }
 }
 

@@ -1,0 +1,93 @@
+import Foundation
+
+/// A load test run as several processes of the tool, each running a share of the clients with client
+/// contexts of its own: lws's libev loop allows one per process, and near 10,000 clients that one
+/// thread, not the server, sets the clients' tail. The parts start together; each, once drained and
+/// still connected, waits until the server's /metrics has been read (so its side counts every
+/// session), then closes and writes what it measured to a file that this process merges.
+public struct LoadProcesses: Sendable {
+    public let options: LoadOptions
+
+    public init(options: LoadOptions) {
+        self.options = options
+    }
+
+    /// Runs the parts and merges them into one report; blocks the calling thread.
+    /// - Parameters:
+    ///   - executable: the tool's executable.
+    ///   - arguments: a part's command line, given its share and the file it writes.
+    /// - Throws: `LoadError` for bad options, or a part that failed (naming it).
+    public func run(executable: String, arguments: (ClientShare, String) -> [String]) throws(LoadError) -> LoadReport {
+        try options.validate()
+        let url = try LoadRunner.url(options)
+        let count = options.processes
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("pinwheel-load-\(getpid())")
+        do { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) } catch {
+            throw .partFailed("cannot make \(folder.path): \(error)")
+        }
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var server = ServerSideReader(url: url, enabled: options.scrapeMetrics)
+        server.readBefore()
+
+        let files = (0..<count).map { folder.appendingPathComponent("part-\($0).json").path }
+        var parts: [Process] = []
+        for (k, file) in files.enumerated() {
+            let part = Process()
+            part.executableURL = URL(fileURLWithPath: executable)
+            part.arguments = arguments(ClientShare(index: k, count: count), file)
+            part.standardOutput = FileHandle.nullDevice
+            do { try part.run() } catch {
+                for started in parts { started.terminate() }
+                throw .partFailed("part \(k + 1) of \(count) did not start: \(error)")
+            }
+            parts.append(part)
+        }
+
+        // Every part drained and still connected, or one gone: the server's side now.
+        let open = files.map(Self.openMarker)
+        let deadline = ContinuousClock.now + options.ramp + options.duration + options.drainTimeout + .seconds(60)
+        while ContinuousClock.now < deadline, parts.allSatisfy(\.isRunning),
+            !open.allSatisfy(FileManager.default.fileExists(atPath:))
+        {
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        server.readAfter()
+        for marker in open { try? FileManager.default.removeItem(atPath: marker) }
+
+        var measured: [LoadPart] = []
+        for (k, part) in parts.enumerated() {
+            part.waitUntilExit()
+            guard part.terminationStatus == 0,
+                let data = FileManager.default.contents(atPath: files[k]),
+                let read = try? JSONDecoder().decode(LoadPart.self, from: data)
+            else {
+                for other in parts where other.isRunning { other.terminate() }
+                throw .partFailed(
+                    "part \(k + 1) of \(count) exited with status \(part.terminationStatus) and no figures")
+            }
+            measured.append(read)
+        }
+        return LoadRunner(options: options).report(LoadPart.merged(measured), server: server.report(), ingest: nil)
+    }
+
+    /// Runs one part (`options.share`) as `run` starts it: tours, then waits with its connections open
+    /// until the starting process has read the server's side (at most a minute), then writes its
+    /// figures to `file`.
+    public static func runPart(options: LoadOptions, writingTo file: String) throws(LoadError) {
+        let marker = openMarker(file)
+        let part = try LoadRunner(options: options).runPart {
+            _ = FileManager.default.createFile(atPath: marker, contents: nil)
+            let deadline = ContinuousClock.now + .seconds(60)
+            while ContinuousClock.now < deadline, FileManager.default.fileExists(atPath: marker) {
+                Thread.sleep(forTimeInterval: 0.02)
+            }
+        }
+        do { try JSONEncoder().encode(part).write(to: URL(fileURLWithPath: file)) } catch {
+            throw .partFailed("cannot write \(file): \(error)")
+        }
+    }
+
+    /// The file a part makes once drained, which the starting process removes once it has read the
+    /// server's side.
+    private static func openMarker(_ file: String) -> String { file + ".open" }
+}

@@ -1,0 +1,56 @@
+"""`pinwheel load --processes N`: the clients shared by N processes of the tool, one report as if one
+process had run them all, with the server's side read while every part was still connected."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
+from pinwheel_process import pinwheel_binary, running_server  # noqa: E402
+
+
+def load(url, *args):
+    return subprocess.run(
+        [pinwheel_binary(), "load", "--url", url, "--duration", "3s", "--ramp", "1s", "--quiet", *args],
+        capture_output=True, text=True, timeout=120)
+
+
+def test_two_processes_report_every_client_once_and_the_server_saw_them_all(tmp_path):
+    report_file = tmp_path / "load.json"
+    with running_server(["--synthetic", "50000"]) as server:
+        done = load(server.ws_url, "--clients", "30", "--processes", "2", "--encoding", "binary",
+                    "--json", str(report_file))
+    assert done.returncode == 0, done.stderr
+    report = json.loads(report_file.read_text())
+    assert report["run"]["processes"] == 2
+    assert report["run"]["clients"] == 30
+    assert sorted(c["index"] for c in report["clients"]) == list(range(30))
+    assert len({c["session"] for c in report["clients"]}) == 30, "every client its own session"
+    totals = report["totals"]
+    assert totals["connected"] == 30 and totals["failedToConnect"] == 0
+    assert totals["viewportsSent"] > 0 and totals["viewportsAnswered"] == totals["viewportsSent"]
+    assert report["errors"] == {}
+    assert report["latency"]["firstBatch"]["count"] == totals["viewportsAnswered"]
+    # Read before the parts closed: the server held all 30 sessions.
+    assert report["server"]["sessionsAfter"] == 30, report["server"]
+    assert report["rates"]["viewports"]["count"] >= 2, "per-second rates merged from both parts"
+    assert report["tool"]["cpuPercent"] > 0
+    assert "2 tool processes" in done.stdout
+
+
+def test_processes_refuse_a_producer_naming_why(tmp_path):
+    token = tmp_path / "token"
+    token.write_text("secret-token-0123456789")
+    done = load("ws://127.0.0.1:9/", "--clients", "4", "--processes", "2", "--ingest-rate", "100",
+                "--ingest-token-file", str(token))
+    assert done.returncode != 0
+    assert "--processes 2: expected 1 with --ingest-rate" in done.stderr, done.stderr
+
+
+def test_clients_that_cannot_connect_are_counted_from_every_part():
+    # Nothing listens on port 9: each part's clients fail to connect, and the merged report counts all.
+    done = load("ws://127.0.0.1:9/", "--clients", "4", "--processes", "2", "--no-metrics")
+    assert done.returncode == 1, done.stderr
+    assert "connections 0 opened, 4 failed" in done.stdout, done.stdout
+    assert "connect failed ×4" in done.stdout, done.stdout
