@@ -35,8 +35,8 @@ public struct ClusterDelta: Sendable {
     private(set) var removedCount = 0
     /// Points changed since the base was built that exist now.
     var added: TreeDictionary<UInt32, AddedPoint> = [:]
-    /// The property values of those that have any. Apart from `added`, whose values then hold no
-    /// reference: copying a path of it is a copy of bytes, and freeing one releases nothing.
+    /// The property values of those that have any, kept apart so that `added`'s values hold no
+    /// reference: copying a path of `added` copies bytes, and freeing one releases nothing in it.
     var addedValues: TreeDictionary<UInt32, [String]> = [:]
     /// The added points by the coarsest level at which they are drawn as points (no cluster holds
     /// them there or at any finer level; the raw level for every point a cluster holds below it), then
