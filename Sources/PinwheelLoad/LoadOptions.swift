@@ -1,8 +1,9 @@
 import PinwheelCore
 import PinwheelTransport
 
-/// What `pinwheel load` runs: how many clients, for how long, moving how.
-public struct LoadOptions: Sendable {
+/// What `pinwheel load` runs: how many clients, for how long, moving how. Codable: `--processes`
+/// hands each part its options as a file.
+public struct LoadOptions: Sendable, Codable {
     /// The server's WebSocket URL, e.g. `ws://127.0.0.1:8080/`.
     public var url: String
     /// Simulated people, each one WebSocket connection.
@@ -118,7 +119,7 @@ public struct LoadOptions: Sendable {
 }
 
 /// One process's share of a load test's clients.
-public struct ClientShare: Sendable, Equatable {
+public struct ClientShare: Sendable, Equatable, Codable {
     public var index: Int
     public var count: Int
 

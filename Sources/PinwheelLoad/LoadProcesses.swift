@@ -15,9 +15,12 @@ public struct LoadProcesses: Sendable {
     /// Runs the parts and merges them into one report; blocks the calling thread.
     /// - Parameters:
     ///   - executable: the tool's executable.
-    ///   - arguments: a part's command line, given its share and the file it writes.
+    ///   - arguments: a part's command line, given the file holding its options (these options with
+    ///     its share of the clients; see ``readPartOptions(_:)``) and the file it writes its figures to.
     /// - Throws: `LoadError` for bad options, or a part that failed (naming it).
-    public func run(executable: String, arguments: (ClientShare, String) -> [String]) throws(LoadError) -> LoadReport {
+    public func run(
+        executable: String, arguments: (_ optionsFile: String, _ figuresFile: String) -> [String]
+    ) throws(LoadError) -> LoadReport {
         try options.validate()
         let url = try LoadRunner.url(options)
         let count = options.processes
@@ -32,9 +35,11 @@ public struct LoadProcesses: Sendable {
         let files = (0..<count).map { folder.appendingPathComponent("part-\($0).json").path }
         var parts: [Process] = []
         for (k, file) in files.enumerated() {
+            let optionsFile = folder.appendingPathComponent("part-\(k).options.json").path
+            try writePartOptions(share: ClientShare(index: k, count: count), to: optionsFile)
             let part = Process()
             part.executableURL = URL(fileURLWithPath: executable)
-            part.arguments = arguments(ClientShare(index: k, count: count), file)
+            part.arguments = arguments(optionsFile, file)
             part.standardOutput = FileHandle.nullDevice
             do { try part.run() } catch {
                 for started in parts { started.terminate() }
@@ -82,6 +87,27 @@ public struct LoadProcesses: Sendable {
                 Thread.sleep(forTimeInterval: 0.02)
             }
         }
+        do { try JSONEncoder().encode(part).write(to: URL(fileURLWithPath: file)) } catch {
+            throw .partFailed("cannot write \(file): \(error)")
+        }
+    }
+
+    /// The options of a part that `run` started, from the file it wrote.
+    /// - Throws: `LoadError.partFailed` naming the file when it cannot be read.
+    public static func readPartOptions(_ file: String) throws(LoadError) -> LoadOptions {
+        guard let data = FileManager.default.contents(atPath: file),
+            let options = try? JSONDecoder().decode(LoadOptions.self, from: data)
+        else { throw .partFailed("cannot read the part's options from \(file)") }
+        return options
+    }
+
+    /// Writes what the part for `share` runs: these options, that share, one process, and no /metrics of
+    /// its own (this process reads them). Every option reaches the parts without being listed here.
+    private func writePartOptions(share: ClientShare, to file: String) throws(LoadError) {
+        var part = options
+        part.share = share
+        part.processes = 1
+        part.scrapeMetrics = false
         do { try JSONEncoder().encode(part).write(to: URL(fileURLWithPath: file)) } catch {
             throw .partFailed("cannot write \(file): \(error)")
         }

@@ -1,5 +1,5 @@
 /// The kind of movement a simulated tourist makes.
-public enum TourTrace: String, CaseIterable, Sendable {
+public enum TourTrace: String, CaseIterable, Sendable, Codable {
     /// Drags of 100–600 pixels in random directions.
     case pan
     /// Zoom steps in and out around where the tourist stands.

@@ -99,7 +99,7 @@ public struct TLSFiles: Sendable, Equatable {
 }
 
 /// The event loop under lws.
-public enum EventLoopBackend: String, Sendable, Equatable, CaseIterable {
+public enum EventLoopBackend: String, Sendable, Equatable, CaseIterable, Codable {
     /// lws's built-in poll(2) loop; fine for hundreds of connections.
     case poll
     /// libev (Debian package libwebsockets-evlib-ev); epoll underneath, for thousands.

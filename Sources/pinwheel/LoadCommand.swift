@@ -67,11 +67,12 @@ struct LoadCommand: ParsableCommand {
             """)
     var processes = 1
 
-    /// Set by `--processes` for the processes it starts: which share of the clients this one runs.
+    /// Set by `--processes` for the processes it starts: the file holding this one's options (those of
+    /// the starting process, with its share of the clients); every other option is ignored.
     @Option(help: .hidden)
-    var part: String?
+    var partOptions: String?
 
-    /// Set with `--part`: where that process writes its figures.
+    /// Set with `--part-options`: where that process writes its figures.
     @Option(help: .hidden)
     var partFile: String?
 
@@ -109,6 +110,10 @@ struct LoadCommand: ParsableCommand {
     var ingestBatch = 500
 
     func run() throws {
+        if let partOptions, let partFile {
+            try LoadProcesses.runPart(options: LoadProcesses.readPartOptions(partOptions), writingTo: partFile)
+            return
+        }
         var options = LoadOptions(url: url)
         options.ingestRate = ingestRate
         options.ingestBatch = ingestBatch
@@ -137,16 +142,10 @@ struct LoadCommand: ParsableCommand {
         } catch {
             throw ValidationError(error.description)
         }
-        if let part, let partFile {
-            options.share = try Self.share(part)
-            options.processes = 1
-            try LoadProcesses.runPart(options: options, writingTo: partFile)
-            return
-        }
         let report: LoadReport
         if processes > 1 {
-            report = try LoadProcesses(options: options).run(executable: "/proc/self/exe") { share, file in
-                partArguments(share: share, file: file)
+            report = try LoadProcesses(options: options).run(executable: "/proc/self/exe") { optionsFile, figuresFile in
+                ["load", "--part-options", optionsFile, "--part-file", figuresFile]
             }
         } else {
             let quiet = self.quiet
@@ -167,39 +166,6 @@ struct LoadCommand: ParsableCommand {
         if report.errorCount > 0 {
             throw ExitCode(1)
         }
-    }
-}
-
-extension LoadCommand {
-    /// The command line of one process `--processes` starts: this one's tour, its share of the
-    /// clients, no progress line and no /metrics of its own (the starting process reads them).
-    func partArguments(share: ClientShare, file: String) -> [String] {
-        var arguments = [
-            "load", "--url", url, "--clients", String(clients), "--duration", Self.seconds(duration.value),
-            "--ramp", Self.seconds(ramp.value), "--viewport-hz", String(viewportHz), "--trace", trace.rawValue,
-            "--pacing", pacing.rawValue, "--gesture-hz", String(gestureHz), "--seed", String(seed),
-            "--threads", String(threads), "--event-loop", eventLoop.rawValue, "--drain", Self.seconds(drain.value),
-            "--encoding", encoding.rawValue, "--part", "\(share.index)/\(share.count)", "--part-file", file,
-            "--quiet", "--no-metrics",
-        ]
-        if noDeflate { arguments.append("--no-deflate") }
-        if presence { arguments.append("--presence") }
-        return arguments
-    }
-
-    /// `--part I/N`.
-    static func share(_ text: String) throws -> ClientShare {
-        let fields = text.split(separator: "/")
-        guard fields.count == 2, let index = Int(fields[0]), let count = Int(fields[1]) else {
-            throw ValidationError("--part \(text): expected I/N")
-        }
-        return ClientShare(index: index, count: count)
-    }
-
-    /// A duration as `pinwheel load` reads it back: bare seconds.
-    static func seconds(_ duration: Duration) -> String {
-        let (s, a) = duration.components
-        return String(Double(s) + Double(a) * 1e-18)
     }
 }
 

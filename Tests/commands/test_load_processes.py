@@ -54,3 +54,16 @@ def test_clients_that_cannot_connect_are_counted_from_every_part():
     assert done.returncode == 1, done.stderr
     assert "connections 0 opened, 4 failed" in done.stdout, done.stdout
     assert "connect failed ×4" in done.stdout, done.stdout
+
+
+def test_the_parts_run_the_options_they_were_not_told_on_their_command_line(tmp_path):
+    # A part gets the starting process's options as a file: 2 viewports a second, not the default 10,
+    # each client from its hello (within the 1 s ramp) to the tour's end 3 s after the ramp.
+    report_file = tmp_path / "load.json"
+    with running_server(["--synthetic", "50000"]) as server:
+        done = load(server.ws_url, "--clients", "20", "--processes", "2", "--viewport-hz", "2",
+                    "--trace", "pan", "--json", str(report_file))
+    assert done.returncode == 0, done.stderr
+    report = json.loads(report_file.read_text())
+    sent = report["totals"]["viewportsSent"]
+    assert 20 * 2 * 2 <= sent <= 20 * (2 * 4 + 1), sent
