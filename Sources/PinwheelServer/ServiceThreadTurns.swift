@@ -17,8 +17,11 @@
 struct ServiceThreadTurns {
     /// How often the thread's busy share is measured.
     static let window: Duration = .milliseconds(100)
-    /// Busy share of a window above which the next window's turns go to workers.
-    static let busiestShare = 0.6
+    /// Busy share of a window above which the next window's turns go to workers. At 60 % the thread
+    /// ran nearly every turn of 10,000 viewers itself and every other connection's reads and writes
+    /// queued behind them: their first batch p99 was twice what it is at 30 %, for about the same CPU
+    /// (docs/performance.md).
+    static let busiestShare = 0.3
     /// A session whose last turn took longer has its next one on a worker.
     static let longestTurn: Duration = .microseconds(500)
 
