@@ -4,8 +4,8 @@
 
 /// Decides whether the lws service thread runs a viewer's turn itself, as the message arrives,
 /// instead of handing it to a worker: a worker's turn costs two thread hops (waking the worker, then
-/// the service thread again for the batch); running it here saved 3–9 % of the server's CPU per
-/// viewport (docs/performance.md).
+/// the service thread again for the batch); running it here saves a few percent of the server's CPU
+/// per viewport (docs/performance.md).
 ///
 /// It does so only while that cannot hold anyone up: without live data (whose producers' answers and
 /// refreshes go through the same thread), while no job waits for a worker, while the session's last
