@@ -101,7 +101,9 @@ public struct LoadOptions: Sendable, Codable {
                     "1 with --ingest-rate (staleness needs the producer's acknowledgements in the viewers' process)")
         }
         if !(share.count >= 1 && share.index >= 0 && share.index < share.count) {
-            throw .invalidOption(name: "part", value: "\(share.index)/\(share.count)", expected: "I/N with 0 <= I < N")
+            throw .invalidOption(
+                name: "share", value: "\(share.index) of \(share.count)",
+                expected: "index 0 to count - 1, count 1 or more")
         }
         if !(ingestRate >= 0 && ingestRate.isFinite) {
             throw .invalidOption(name: "ingest-rate", value: String(ingestRate), expected: "0 or more")
@@ -122,9 +124,4 @@ public struct LoadOptions: Sendable, Codable {
 public struct ClientShare: Sendable, Equatable, Codable {
     public var index: Int
     public var count: Int
-
-    public init(index: Int, count: Int) {
-        self.index = index
-        self.count = count
-    }
 }
