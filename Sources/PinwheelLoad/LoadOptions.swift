@@ -68,6 +68,23 @@ public struct LoadOptions: Sendable, Codable {
     /// Ticks per second of each touring client: every tick may send a viewport.
     var tickHz: Double { pacing == .people ? gestureHz : viewportHz }
 
+    /// Viewports a second one process of the tool sends before its thread becomes the limit: at 10,000 a
+    /// second (1,000 clients × 10 Hz) one libev thread was three quarters busy reading and acknowledging
+    /// the answers, and the clients' first batch p99 was 156–164 ms where two processes measured 8–11
+    /// ms; at 5,000 (5,000 clients × 1 Hz) it was a third busy (docs/performance.md, "The tool split
+    /// over two processes").
+    public static let viewportsPerProcess = 5_000.0
+
+    /// The processes `pinwheel load` starts when not told: one per ``viewportsPerProcess`` the clients
+    /// send, at most one per core; one when a producer runs beside the clients (its acknowledgements
+    /// and the viewers' arrivals are compared in one process) or when the clients run on several poll
+    /// threads of one process instead.
+    public func automaticProcesses(cores: Int) -> Int {
+        guard ingestRate == 0, eventLoop == .libev else { return 1 }
+        let wanted = (Double(clients) * viewportHz / Self.viewportsPerProcess).rounded(.up)
+        return max(1, min(cores, Int(min(wanted, 64))))
+    }
+
     /// Share of the ticks a tour sends on, so the mean rate is `viewportHz`.
     var sendShare: Double { pacing == .people && gestureHz > 0 ? viewportHz / gestureHz : 1 }
 

@@ -63,9 +63,10 @@ struct LoadCommand: ParsableCommand {
     @Option(
         help: """
             Processes of the tool sharing the clients, each with its own event loop, their figures merged \
-            into one report: one libev loop is the tool's limit near 10,000 clients. Not with --ingest-rate.
+            into one report (default: one per 5,000 viewports a second the clients send, up to the cores; \
+            1 with --ingest-rate or --event-loop poll). Not more than 1 with --ingest-rate.
             """)
-    var processes = 1
+    var processes: Int?
 
     /// Set by `--processes` for the processes it starts: the file holding this one's options (those of
     /// the starting process, with its share of the clients); every other option is ignored.
@@ -130,8 +131,8 @@ struct LoadCommand: ParsableCommand {
         options.gestureHz = gestureHz
         options.seed = seed
         options.threads = threads
-        options.processes = processes
         options.eventLoop = eventLoop
+        options.processes = processes ?? options.automaticProcesses(cores: ProcessInfo.processInfo.activeProcessorCount)
         options.drainTimeout = drain.value
         options.deflate = !noDeflate
         options.encoding = encoding.wire
@@ -143,7 +144,7 @@ struct LoadCommand: ParsableCommand {
             throw ValidationError(error.description)
         }
         let report: LoadReport
-        if processes > 1 {
+        if options.processes > 1 {
             report = try LoadProcesses(options: options).run(executable: "/proc/self/exe") { optionsFile, figuresFile in
                 ["load", "--part-options", optionsFile, "--part-file", figuresFile]
             }

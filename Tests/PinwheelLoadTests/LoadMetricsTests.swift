@@ -88,6 +88,32 @@ struct LoadMetricsTests {
         options.threads = 1
         #expect(throws: Never.self) { try options.validate() }
     }
+
+    @Test("without --processes: one process per 5,000 viewports a second, up to the cores; one beside a producer")
+    func automaticProcesses() {
+        var options = LoadOptions(url: "ws://127.0.0.1:1/")
+        options.eventLoop = .libev
+        options.clients = 10_000
+        options.viewportHz = 1
+        #expect(options.automaticProcesses(cores: 2) == 2)
+        #expect(options.automaticProcesses(cores: 1) == 1)
+        options.clients = 1_000
+        options.viewportHz = 10
+        #expect(options.automaticProcesses(cores: 2) == 2)
+        options.viewportHz = 5
+        #expect(options.automaticProcesses(cores: 2) == 1)
+        options.clients = 40_000
+        options.viewportHz = 1
+        #expect(options.automaticProcesses(cores: 16) == 8)
+        options.viewportHz = 0
+        #expect(options.automaticProcesses(cores: 16) == 1)
+        options.viewportHz = 10
+        options.ingestRate = 1_000
+        #expect(options.automaticProcesses(cores: 16) == 1)
+        options.ingestRate = 0
+        options.eventLoop = .poll
+        #expect(options.automaticProcesses(cores: 16) == 1)
+    }
 }
 
 @Suite("What a naive server would send")

@@ -2,6 +2,7 @@
 process had run them all, with the server's side read while every part was still connected."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -67,3 +68,25 @@ def test_the_parts_run_the_options_they_were_not_told_on_their_command_line(tmp_
     report = json.loads(report_file.read_text())
     sent = report["totals"]["viewportsSent"]
     assert 20 * 2 * 2 <= sent <= 20 * (2 * 4 + 1), sent
+
+
+def test_without_processes_the_tool_splits_itself_past_5000_viewports_a_second(tmp_path):
+    # 501 clients × 10 viewports a second: one process per 5,000 a second, as many as the cores allow.
+    report_file = tmp_path / "load.json"
+    with running_server(["--synthetic", "50000"]) as server:
+        done = load(server.ws_url, "--clients", "501", "--viewport-hz", "10", "--encoding", "binary",
+                    "--json", str(report_file))
+    assert done.returncode == 0, done.stderr
+    report = json.loads(report_file.read_text())
+    assert report["run"]["processes"] == min(2, os.cpu_count())
+    assert sorted(c["index"] for c in report["clients"]) == list(range(501))
+    assert report["errors"] == {}
+
+
+def test_without_processes_fewer_viewports_stay_in_one_process(tmp_path):
+    report_file = tmp_path / "load.json"
+    with running_server(["--synthetic", "50000"]) as server:
+        done = load(server.ws_url, "--clients", "499", "--viewport-hz", "10", "--encoding", "binary",
+                    "--json", str(report_file))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(report_file.read_text())["run"]["processes"] == 1
