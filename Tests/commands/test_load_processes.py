@@ -17,13 +17,17 @@ def load(url, *args):
         capture_output=True, text=True, timeout=120)
 
 
-def test_two_processes_report_every_client_once_and_the_server_saw_them_all(tmp_path):
+def load_report(tmp_path, *args):
+    """Runs the tool against a fresh 50,000-point server; its exit and its JSON report."""
     report_file = tmp_path / "load.json"
     with running_server(["--synthetic", "50000"]) as server:
-        done = load(server.ws_url, "--clients", "30", "--processes", "2", "--encoding", "binary",
-                    "--json", str(report_file))
+        done = load(server.ws_url, *args, "--encoding", "binary", "--json", str(report_file))
     assert done.returncode == 0, done.stderr
-    report = json.loads(report_file.read_text())
+    return done, json.loads(report_file.read_text())
+
+
+def test_two_processes_report_every_client_once_and_the_server_saw_them_all(tmp_path):
+    done, report = load_report(tmp_path, "--clients", "30", "--processes", "2")
     assert report["run"]["processes"] == 2
     assert report["run"]["clients"] == 30
     assert sorted(c["index"] for c in report["clients"]) == list(range(30))
@@ -60,33 +64,20 @@ def test_clients_that_cannot_connect_are_counted_from_every_part():
 def test_the_parts_run_the_options_they_were_not_told_on_their_command_line(tmp_path):
     # A part gets the starting process's options as a file: 2 viewports a second, not the default 10,
     # each client from its hello (within the 1 s ramp) to the tour's end 3 s after the ramp.
-    report_file = tmp_path / "load.json"
-    with running_server(["--synthetic", "50000"]) as server:
-        done = load(server.ws_url, "--clients", "20", "--processes", "2", "--viewport-hz", "2",
-                    "--trace", "pan", "--json", str(report_file))
-    assert done.returncode == 0, done.stderr
-    report = json.loads(report_file.read_text())
+    _, report = load_report(tmp_path, "--clients", "20", "--processes", "2", "--viewport-hz", "2",
+                            "--trace", "pan")
     sent = report["totals"]["viewportsSent"]
     assert 20 * 2 * 2 <= sent <= 20 * (2 * 4 + 1), sent
 
 
 def test_without_processes_the_tool_splits_itself_past_5000_viewports_a_second(tmp_path):
     # 501 clients × 10 viewports a second: one process per 5,000 a second, as many as the cores allow.
-    report_file = tmp_path / "load.json"
-    with running_server(["--synthetic", "50000"]) as server:
-        done = load(server.ws_url, "--clients", "501", "--viewport-hz", "10", "--encoding", "binary",
-                    "--json", str(report_file))
-    assert done.returncode == 0, done.stderr
-    report = json.loads(report_file.read_text())
+    _, report = load_report(tmp_path, "--clients", "501", "--viewport-hz", "10")
     assert report["run"]["processes"] == min(2, os.cpu_count())
     assert sorted(c["index"] for c in report["clients"]) == list(range(501))
     assert report["errors"] == {}
 
 
 def test_without_processes_fewer_viewports_stay_in_one_process(tmp_path):
-    report_file = tmp_path / "load.json"
-    with running_server(["--synthetic", "50000"]) as server:
-        done = load(server.ws_url, "--clients", "499", "--viewport-hz", "10", "--encoding", "binary",
-                    "--json", str(report_file))
-    assert done.returncode == 0, done.stderr
-    assert json.loads(report_file.read_text())["run"]["processes"] == 1
+    _, report = load_report(tmp_path, "--clients", "499", "--viewport-hz", "10")
+    assert report["run"]["processes"] == 1
