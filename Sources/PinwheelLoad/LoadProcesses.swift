@@ -17,9 +17,12 @@ public struct LoadProcesses: Sendable {
     ///   - executable: the tool's executable.
     ///   - arguments: a part's command line, given the file holding its options (these options with
     ///     its share of the clients; see ``readPartOptions(_:)``) and the file it writes its figures to.
+    ///   - progress: called about once a second with the parts' running totals added together
+    ///     (calling thread).
     /// - Throws: `LoadError` for bad options, or a part that failed (naming it).
     public func run(
-        executable: String, arguments: (_ optionsFile: String, _ figuresFile: String) -> [String]
+        executable: String, arguments: (_ optionsFile: String, _ figuresFile: String) -> [String],
+        progress: (LoadProgress) -> Void = { _ in }
     ) throws(LoadError) -> LoadReport {
         try options.validate()
         let url = try LoadRunner.url(options)
@@ -50,11 +53,24 @@ public struct LoadProcesses: Sendable {
 
         // Every part drained and still connected, or one gone: the server's side now.
         let open = files.map(Self.openMarker)
-        let deadline = ContinuousClock.now + options.ramp + options.duration + options.drainTimeout + .seconds(60)
+        let started = ContinuousClock.now
+        let deadline = started + options.ramp + options.duration + options.drainTimeout + .seconds(60)
+        var nextProgress = started + .seconds(1)
         while ContinuousClock.now < deadline, parts.allSatisfy(\.isRunning),
             !open.allSatisfy(FileManager.default.fileExists(atPath:))
         {
             Thread.sleep(forTimeInterval: 0.02)
+            guard ContinuousClock.now >= nextProgress else { continue }
+            nextProgress += .seconds(1)
+            var total = LoadProgress()
+            for file in files.map(Self.progressFile) {
+                guard let data = FileManager.default.contents(atPath: file),
+                    let latest = try? JSONDecoder().decode(LoadProgress.self, from: data)
+                else { continue }
+                total.add(latest)
+            }
+            total.elapsed = started.duration(to: .now)
+            progress(total)
         }
         server.readAfter()
         for marker in open { try? FileManager.default.removeItem(atPath: marker) }
@@ -75,18 +91,26 @@ public struct LoadProcesses: Sendable {
         return LoadRunner(options: options).report(LoadPart.merged(measured), server: server.report(), ingest: nil)
     }
 
-    /// Runs one part (`options.share`) as `run` starts it: tours, then waits with its connections open
+    /// Runs one part (`options.share`) as `run` starts it: tours, keeping its running totals in a file
+    /// beside `file` for the starting process's progress line, then waits with its connections open
     /// until the starting process has read the server's side (at most a minute), then writes its
     /// figures to `file`.
     public static func runPart(options: LoadOptions, writingTo file: String) throws(LoadError) {
         let marker = openMarker(file)
-        let part = try LoadRunner(options: options).runPart {
-            _ = FileManager.default.createFile(atPath: marker, contents: nil)
-            let deadline = ContinuousClock.now + .seconds(60)
-            while ContinuousClock.now < deadline, FileManager.default.fileExists(atPath: marker) {
-                Thread.sleep(forTimeInterval: 0.02)
-            }
-        }
+        let progressURL = URL(fileURLWithPath: progressFile(file))
+        let encoder = JSONEncoder()
+        let part = try LoadRunner(options: options).runPart(
+            progress: { totals in
+                // Replaced whole (a rename), so the starting process never reads half a file.
+                try? encoder.encode(totals).write(to: progressURL, options: .atomic)
+            },
+            whileOpen: {
+                _ = FileManager.default.createFile(atPath: marker, contents: nil)
+                let deadline = ContinuousClock.now + .seconds(60)
+                while ContinuousClock.now < deadline, FileManager.default.fileExists(atPath: marker) {
+                    Thread.sleep(forTimeInterval: 0.02)
+                }
+            })
         do { try JSONEncoder().encode(part).write(to: URL(fileURLWithPath: file)) } catch {
             throw .partFailed("cannot write \(file): \(error)")
         }
@@ -116,4 +140,7 @@ public struct LoadProcesses: Sendable {
     /// The file a part makes once drained, which the starting process removes once it has read the
     /// server's side.
     private static func openMarker(_ file: String) -> String { file + ".open" }
+
+    /// The file holding a part's latest running totals.
+    private static func progressFile(_ file: String) -> String { file + ".progress" }
 }

@@ -26,10 +26,12 @@ public final class LoadRunner: Sendable {
 
     /// Runs this process's share of the clients (`options.share`) and returns what it measured, for
     /// the process that started it to merge. Blocks the calling thread.
-    /// - Parameter whileOpen: called after the drain, before the connections close.
-    func runPart(whileOpen: () -> Void) throws(LoadError) -> LoadPart {
+    /// - Parameters:
+    ///   - progress: called about once a second with this part's running totals (calling thread).
+    ///   - whileOpen: called after the drain, before the connections close.
+    func runPart(progress: (LoadProgress) -> Void, whileOpen: () -> Void) throws(LoadError) -> LoadPart {
         try options.validate()
-        return try tour(url: try Self.url(options), progress: { _ in }, whileOpen: whileOpen).part
+        return try tour(url: try Self.url(options), progress: progress, whileOpen: whileOpen).part
     }
 
     static func url(_ options: LoadOptions) throws(LoadError) -> WebSocketURL {

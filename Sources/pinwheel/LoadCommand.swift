@@ -143,20 +143,22 @@ struct LoadCommand: ParsableCommand {
         } catch {
             throw ValidationError(error.description)
         }
+        let quiet = self.quiet
+        var previous = LoadProgress()
+        let progress = { (sample: LoadProgress) in
+            guard !quiet else { return }
+            FileHandle.standardError.write(Data((sample.line(since: previous, clients: options.clients) + "\n").utf8))
+            previous = sample
+        }
         let report: LoadReport
         if options.processes > 1 {
-            report = try LoadProcesses(options: options).run(executable: "/proc/self/exe") { optionsFile, figuresFile in
-                ["load", "--part-options", optionsFile, "--part-file", figuresFile]
-            }
+            report = try LoadProcesses(options: options).run(
+                executable: "/proc/self/exe",
+                arguments: { optionsFile, figuresFile in
+                    ["load", "--part-options", optionsFile, "--part-file", figuresFile]
+                }, progress: progress)
         } else {
-            let quiet = self.quiet
-            var previous = LoadProgress()
-            report = try LoadRunner(options: options).run { sample in
-                guard !quiet else { return }
-                FileHandle.standardError.write(
-                    Data((sample.line(since: previous, clients: options.clients) + "\n").utf8))
-                previous = sample
-            }
+            report = try LoadRunner(options: options).run(progress: progress)
         }
         print(LoadTable.render(report), terminator: "")
         if let json {

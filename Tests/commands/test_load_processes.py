@@ -81,3 +81,17 @@ def test_without_processes_the_tool_splits_itself_past_5000_viewports_a_second(t
 def test_without_processes_fewer_viewports_stay_in_one_process(tmp_path):
     _, report = load_report(tmp_path, "--clients", "499", "--viewport-hz", "10")
     assert report["run"]["processes"] == 1
+
+
+def test_the_progress_line_adds_the_parts_together():
+    # Without --quiet: one line a second on stderr, counting every part's clients.
+    with running_server(["--synthetic", "50000"]) as server:
+        done = subprocess.run(
+            [pinwheel_binary(), "load", "--url", server.ws_url, "--clients", "30", "--processes", "2",
+             "--duration", "3s", "--ramp", "1s"],
+            capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in done.stderr.splitlines() if " open " in line]
+    assert len(lines) >= 3, done.stderr
+    assert any(line.split()[1] == "30/30" for line in lines), done.stderr
+    assert any(float(line.split()[3].rstrip("k")) > 0 for line in lines if "viewports/s" in line), done.stderr
