@@ -73,12 +73,12 @@ public struct LoadOptions: Sendable, Codable {
     /// the answers, and the clients' first batch p99 was 156–164 ms where two processes measured 8–11
     /// ms; at 5,000 (5,000 clients × 1 Hz) it was a third busy (docs/performance.md, "The tool split
     /// over two processes").
-    public static let viewportsPerProcess = 5_000.0
+    static let viewportsPerProcess = 5_000.0
 
     /// The processes `pinwheel load` starts when not told: one per ``viewportsPerProcess`` the clients
     /// send, at most one per core; one when a producer runs beside the clients (its acknowledgements
-    /// and the viewers' arrivals are compared in one process) or when the clients run on several poll
-    /// threads of one process instead.
+    /// and the viewers' arrivals are compared in one process) or with the poll event loop, which
+    /// spreads the clients over threads of one process instead.
     public func automaticProcesses(cores: Int) -> Int {
         guard ingestRate == 0, eventLoop == .libev else { return 1 }
         let wanted = (Double(clients) * viewportHz / Self.viewportsPerProcess).rounded(.up)
