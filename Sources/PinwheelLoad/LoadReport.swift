@@ -142,8 +142,10 @@ public struct LoadReport: Codable, Sendable {
         public var cpuPercent: Double?
         public var rssBeforeBytes: Double?
         public var rssAfterBytes: Double?
-        /// RSS growth ÷ sessions added.
+        /// RSS growth ÷ sessions added; nil when the data changed during the run.
         public var rssPerSessionBytes: Double?
+        /// Whether the server's data version moved during the run (live data).
+        public var dataChanged: Bool?
         /// The server's own viewport → first batch over the run (its histogram's difference): the
         /// share within 5 ms, and how many first batches waited for the client's window.
         public var firstBatchWithin5msPercent: Double?

@@ -90,6 +90,8 @@ public enum LoadTable {
         }
         if let perSession = s.rssPerSessionBytes {
             parts.append("\(compact(perSession))B per session")
+        } else if s.dataChanged == true {
+            parts.append("not per session: the data changed, and the index with it")
         }
         if let s0 = s.sessionsBefore, let s1 = s.sessionsAfter {
             parts.append("sessions \(Int(s0)) → \(Int(s1))")

@@ -39,6 +39,7 @@ def test_two_processes_report_every_client_once_and_the_server_saw_them_all(tmp_
     assert report["latency"]["firstBatch"]["count"] == totals["viewportsAnswered"]
     # Read before the parts closed: the server held all 30 sessions.
     assert report["server"]["sessionsAfter"] == 30, report["server"]
+    assert report["server"]["dataChanged"] is False and "rssPerSessionBytes" in report["server"]
     assert report["rates"]["viewports"]["count"] >= 2, "per-second rates merged from both parts"
     assert report["tool"]["cpuPercent"] > 0
     assert "2 tool processes" in done.stdout

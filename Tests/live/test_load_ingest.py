@@ -39,3 +39,6 @@ def test_load_gives_the_rate_asked_and_reports_the_viewers_staleness(live_server
     assert staleness["count"] > 0, "viewers received batches bringing the producer's changes"
     assert 0 <= staleness["p50"] <= staleness["p99"] <= staleness["max"] < 5000
     assert "ingest" in done.stdout and f"({RATE}/s asked), 0 rejected" in done.stdout
+    # The server's RSS grew with the index's newer versions too: no figure per session.
+    assert report["server"]["dataChanged"] is True and "rssPerSessionBytes" not in report["server"]
+    assert "not per session: the data changed" in done.stdout, done.stdout
