@@ -43,8 +43,9 @@ struct ServerSideReader {
         }
         side.rssBeforeBytes = before.value("process_resident_memory_bytes")
         side.rssAfterBytes = after.value("process_resident_memory_bytes")
-        let versions = (before.value("pinwheel_data_version"), after.value("pinwheel_data_version"))
-        side.dataChanged = versions.0.flatMap { v0 in versions.1.map { $0 != v0 } }
+        if let v0 = before.value("pinwheel_data_version"), let v1 = after.value("pinwheel_data_version") {
+            side.dataChanged = v1 != v0
+        }
         // While the data changes the growth holds the index's newer versions too, not only sessions.
         if let r0 = side.rssBeforeBytes, let r1 = side.rssAfterBytes, let s0 = side.sessionsBefore,
             let s1 = side.sessionsAfter, s1 > s0, side.dataChanged != true
