@@ -29,4 +29,22 @@ struct BitSetTests {
         #expect(published.contains(3) && !published.contains(150))
         #expect(original.contains(3) && original.contains(150))
     }
+
+    @Test("counts and lists what it holds in a range, as a filter over the set does, ranges clamped")
+    func ranges() {
+        var rng = SplitMix64(seed: 11)
+        for count in [0, 1, 63, 64, 65, 200, 1000] {
+            var bits = BitSet(count: count)
+            for _ in 0..<(count / 3) { bits.insert(Int(rng.next() % UInt64(count))) }
+            for _ in 0..<200 {
+                let a = Int(rng.next() % UInt64(count + 3)) - 1
+                let b = a + Int(rng.next() % 140)
+                let inside = (max(a, 0)..<max(min(b, count), max(a, 0))).filter(bits.contains)
+                var listed: [Int] = []
+                bits.forEach(in: a..<b) { listed.append($0) }
+                #expect(listed == inside, "\(a)..<\(b) of \(count)")
+                #expect(bits.count(in: a..<b) == inside.count, "\(a)..<\(b) of \(count)")
+            }
+        }
+    }
 }

@@ -11,12 +11,14 @@ struct LiveClusterIndexTests {
 
     /// A base over `base` synthetic points, the changes of a random history laid over it, and a fresh
     /// build of the points the history ends with.
-    static func overlaid(seed: UInt64, base: Int = 3000, changes: Int) throws -> (
-        live: LiveClusterIndex, fresh: ClusterIndex, table: PointTable
-    ) {
+    /// - Parameter largestDenseLevel: the most items a level may have to keep its adjustments in an
+    ///   array; 0 sends every level the fine levels' way.
+    static func overlaid(
+        seed: UInt64, base: Int = 3000, changes: Int, largestDenseLevel: Int = ClusterDelta.largestDenseLevel
+    ) throws -> (live: LiveClusterIndex, fresh: ClusterIndex, table: PointTable) {
         let (table, _, changed) = History.randomHistory(seed: seed, base: base, changes: changes)
         let start = SyntheticGenerator(seed: seed).dataset(count: base)
-        var delta = ClusterDelta(base: try ClusterIndex(dataset: start))
+        var delta = ClusterDelta(base: try ClusterIndex(dataset: start), largestDenseLevel: largestDenseLevel)
         for change in changed { delta.apply(change) }
         let live = LiveClusterIndex(
             delta: delta, version: table.dataset.version, names: table.dataset.names,
@@ -58,9 +60,11 @@ struct LiveClusterIndexTests {
         }
     }
 
-    @Test("at every zoom its features hold every point exactly once, as a fresh build's do", arguments: [UInt64(4), 5])
-    func countsAddUp(seed: UInt64) throws {
-        let (live, fresh, table) = try Self.overlaid(seed: seed, changes: 2000)
+    @Test(
+        "at every zoom its features hold every point exactly once, as a fresh build's do",
+        arguments: [UInt64(4), 5], [ClusterDelta.largestDenseLevel, 0])
+    func countsAddUp(seed: UInt64, largestDenseLevel: Int) throws {
+        let (live, fresh, table) = try Self.overlaid(seed: seed, changes: 2000, largestDenseLevel: largestDenseLevel)
         for zoom in 0...18 {
             let total = Self.query(live, Self.world, Double(zoom)).reduce(0) { $0 + Int($1.count) }
             let expected = Self.query(fresh, Self.world, Double(zoom)).reduce(0) { $0 + Int($1.count) }
@@ -68,9 +72,11 @@ struct LiveClusterIndexTests {
         }
     }
 
-    @Test("it makes no cluster id its base did not have, and leaves changed points out of its base's features")
-    func idsComeFromTheBase() throws {
-        let (live, _, table) = try Self.overlaid(seed: 6, changes: 1500)
+    @Test(
+        "it makes no cluster id its base did not have, and leaves changed points out of its base's features",
+        arguments: [ClusterDelta.largestDenseLevel, 0])
+    func idsComeFromTheBase(largestDenseLevel: Int) throws {
+        let (live, _, table) = try Self.overlaid(seed: 6, changes: 1500, largestDenseLevel: largestDenseLevel)
         let present = Set(table.dataset.ids)
         for zoom in 0...18 {
             let base = Set(Self.query(live.base, Self.world, Double(zoom)).map(\.id))
@@ -79,6 +85,23 @@ struct LiveClusterIndexTests {
             for f in features {
                 if f.id >> 32 != 0 { #expect(base.contains(f.id), "cluster \(f.id) at zoom \(zoom)") }
                 if f.isPoint { #expect(present.contains(UInt32(f.id)), "point \(f.id) at zoom \(zoom)") }
+            }
+        }
+    }
+
+    @Test(
+        "the fine levels, which read what removed points took from runs of positions, draw what arrays do",
+        arguments: [UInt64(8), 9])
+    func fineLevelsMatchArrays(seed: UInt64) throws {
+        let arrays = try Self.overlaid(seed: seed, changes: 2500).live
+        let runs = try Self.overlaid(seed: seed, changes: 2500, largestDenseLevel: 0).live
+        #expect(runs.delta.firstMappedLevel == 0 && arrays.delta.firstMappedLevel == arrays.base.levels.count)
+        for zoom in 0...18 {
+            let a = Self.query(arrays, Self.world, Double(zoom)).sorted { $0.id < $1.id }
+            let b = Self.query(runs, Self.world, Double(zoom)).sorted { $0.id < $1.id }
+            #expect(a.map(\.id) == b.map(\.id) && a.map(\.count) == b.map(\.count), "zoom \(zoom)")
+            for (f, g) in zip(a, b) {
+                #expect(abs(f.lat - g.lat) < 1e-9 && abs(f.lon - g.lon) < 1e-9, "feature \(f.id) at zoom \(zoom)")
             }
         }
     }

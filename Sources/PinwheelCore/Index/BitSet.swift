@@ -23,3 +23,38 @@ struct BitSet: Sendable, Equatable {
         words[i >> 6] |= 1 << UInt64(i & 63)
     }
 }
+
+extension BitSet {
+    /// How many of the integers in `range` the set holds, a word at a time.
+    func count(in range: Range<Int>) -> Int {
+        var total = 0
+        forEachWord(in: range) { _, bits in total += bits.nonzeroBitCount }
+        return total
+    }
+
+    /// Calls `body` with each integer in `range` the set holds, in ascending order.
+    func forEach(in range: Range<Int>, _ body: (Int) -> Void) {
+        forEachWord(in: range) { word, bits in
+            var bits = bits
+            while bits != 0 {
+                body(word << 6 | bits.trailingZeroBitCount)
+                bits &= bits - 1
+            }
+        }
+    }
+
+    /// Calls `body` with each word that overlaps `range`, masked to the bits inside it, and its index.
+    private func forEachWord(in range: Range<Int>, _ body: (Int, UInt64) -> Void) {
+        let range = range.clamped(to: 0..<count)
+        guard !range.isEmpty else { return }
+        let (first, last) = (range.lowerBound >> 6, (range.upperBound - 1) >> 6)
+        words.withUnsafeBufferPointer { words in
+            for w in first...last {
+                var bits = words[w]
+                if w == first { bits &= ~0 << UInt64(range.lowerBound & 63) }
+                if w == last { bits &= ~0 >> UInt64(63 - (range.upperBound - 1) & 63) }
+                if bits != 0 { body(w, bits) }
+            }
+        }
+    }
+}

@@ -20,19 +20,28 @@ public struct ClusterDelta: Sendable {
     public let base: ClusterIndex
     /// What each base cluster gained and lost, per level (the base's order, coarsest first): at the
     /// coarse levels, where changes reach nearly every cluster, an array by item (empty at the
-    /// others); at the fine ones a persistent map, which a change copies only a path of.
+    /// others); at the fine ones (from ``firstMappedLevel`` on) a persistent map, which a change
+    /// copies only a path of, and which holds only what points joining a cluster brought.
     var denseAdjustments: [[ItemAdjustment]]
     var adjustments: [TreeDictionary<TrieKey, ItemAdjustment>]
-    /// The items of each level a change reached: a query tests a bit, and looks further only for
-    /// those (at the zooms most views are at, a few percent of the clusters).
+    /// The items of each level whose entry in the arrays or maps above a change reached: a query
+    /// tests a bit, and looks further only for those (at the zooms most views are at, a few percent
+    /// of the clusters).
     var adjusted: [BitSet]
-    /// The rows of the base points changed since the base was built: their base features are left
-    /// out (base features carry their row). Bits rather than a persistent map: a publication's first
-    /// change copies them whole (125 kB at 1M points), where a map would copy a path per change and
-    /// free it with the index it was published in.
-    var removedRows: BitSet
-    /// How many rows `removedRows` holds.
+    /// The base points changed since the base was built, by their positions in the base's hierarchy
+    /// (``order``): their base features are left out, and at the fine levels what they took out of a
+    /// cluster is read from the cluster's run of positions. So a removed point changes one bit there
+    /// instead of a path of each fine level's map, which the index it was published in would free
+    /// (most changes remove a base point). Bits rather than a persistent set: a publication's first
+    /// change copies them whole (125 kB at 1M points).
+    var removed: BitSet
+    /// How many points `removed` holds.
     private(set) var removedCount = 0
+    /// The base's rows in the order of its hierarchy.
+    let order: HierarchyOrder
+    /// The first level with more items than an array of adjustments may have (the base's level count
+    /// when none has).
+    let firstMappedLevel: Int
     /// Points changed since the base was built that exist now.
     var added: TreeDictionary<UInt32, AddedPoint> = [:]
     /// The property values of those that have any, kept apart so that `added`'s values hold no
@@ -44,20 +53,26 @@ public struct ClusterDelta: Sendable {
     /// a query at level li reads lists 0...li, a dozen cells of each, and a change moves a point in
     /// one list.
     var standalone: [TreeDictionary<TrieKey, [StandaloneEntry]>]
-    /// The base's raw item holding each of its rows (``ClusterIndex/rawItemsByRow()``).
-    let rawItemByRow: [Int32]
 
     /// A delta with no changes over `base`.
     public init(base: ClusterIndex) {
+        self.init(base: base, largestDenseLevel: Self.largestDenseLevel)
+    }
+
+    /// A delta with no changes over `base`, keeping the adjustments of levels of up to
+    /// `largestDenseLevel` items in arrays (tests lower it to reach the fine levels' way on small data).
+    init(base: ClusterIndex, largestDenseLevel: Int) {
         self.base = base
         adjustments = Array(repeating: [:], count: base.levels.count)
-        denseAdjustments = base.levels.map {
-            $0.count <= Self.largestDenseLevel ? Array(repeating: ItemAdjustment(), count: $0.count) : []
+        let firstMapped = base.levels.firstIndex { $0.count > largestDenseLevel } ?? base.levels.count
+        firstMappedLevel = firstMapped
+        denseAdjustments = base.levels.enumerated().map { li, level in
+            li < firstMapped ? Array(repeating: ItemAdjustment(), count: level.count) : []
         }
         adjusted = base.levels.map { BitSet(count: $0.count) }
-        removedRows = BitSet(count: base.dataset.count)
+        order = HierarchyOrder(base, keepingFrom: firstMappedLevel)
+        removed = BitSet(count: order.rawItemAtPosition.count)
         standalone = Array(repeating: [:], count: base.levels.count)
-        rawItemByRow = base.rawItemsByRow()
     }
 
     /// How far the delta has drifted from its base: base points it leaves out plus points it adds (a
@@ -78,15 +93,23 @@ public struct ClusterDelta: Sendable {
     /// - Parameter footprint: receives the places the point left and reached.
     public mutating func apply(_ change: ChangedPoint, footprint: inout ChangeFootprint) {
         let id = change.id
-        if let row = base.row(ofID: FeatureID(id)), !removedRows.contains(row), rawItemByRow[row] >= 0 {
-            removedRows.insert(row)
+        if let row = base.row(ofID: FeatureID(id)), case let position = Int(order.positionOfRow[row]), position >= 0,
+            !removed.contains(position)
+        {
+            removed.insert(position)
             removedCount += 1
             let rawLevel = base.levels.count - 1
-            let item = Int(rawItemByRow[row])
+            let item = Int(order.rawItemAtPosition[position])
             // A same-coordinate group stands at its centre: that is what its members brought to clusters.
             let (x, y) = base.position(level: rawLevel, item: item)
             footprint.add(x: x, y: y)
-            adjustChain(from: rawLevel, item: item, by: -1, x: x, y: y)
+            // The fine levels read the loss from their clusters' runs; the coarse ones keep it.
+            var (level, holder) = (rawLevel, item)
+            while level >= firstMappedLevel && level > 0 {
+                holder = base.parent(level: level, item: holder)
+                level -= 1
+            }
+            if level < firstMappedLevel { adjustChain(from: level, item: holder, by: -1, x: x, y: y) }
         }
         if let old = added.removeValue(forKey: id) {
             addedValues[id] = nil
@@ -130,8 +153,14 @@ public struct ClusterDelta: Sendable {
             let li = ((found?.level ?? -1) + missing) / 2
             // This level's adjustments alone: a closure over `self` would copy the whole delta.
             let (touched, dense, sparse) = (adjusted[li], denseAdjustments[li], adjustments[li])
+            let losses = li >= firstMappedLevel ? (removed, order) : nil
             let accepts = { (item: Int, count: Int) in
-                count + Int(Self.adjustment(of: item, touched: touched, dense: dense, sparse: sparse)?.count ?? 0) > 0
+                var left =
+                    count + Int(Self.adjustment(of: item, touched: touched, dense: dense, sparse: sparse)?.count ?? 0)
+                if let (removed, order) = losses {
+                    left -= removed.count(in: order.run(level: li, item: item, count: count))
+                }
+                return left > 0
             }
             if let item = base.nearestCluster(level: li, x: x, y: y, reach: Self.reach, accepts: accepts) {
                 found = (li, item)
@@ -177,9 +206,26 @@ public struct ClusterDelta: Sendable {
     /// first change after each publication (with 1M points, zooms 0–9: about 10 MB).
     static let largestDenseLevel = 262_144
 
-    /// What a base cluster gained and lost, if a change reached it.
-    func adjustment(level li: Int, item: Int) -> ItemAdjustment? {
-        Self.adjustment(of: item, touched: adjusted[li], dense: denseAdjustments[li], sparse: adjustments[li])
+    /// What a base cluster of `count` points gained and lost, if a change reached it.
+    func adjustment(level li: Int, item: Int, count: Int) -> ItemAdjustment? {
+        let joined = Self.adjustment(
+            of: item, touched: adjusted[li], dense: denseAdjustments[li], sparse: adjustments[li])
+        guard li >= firstMappedLevel, removedCount > 0 else { return joined }
+        let rawLevel = base.levels.count - 1
+        var a = joined ?? ItemAdjustment()
+        var lostAny = false
+        removed.forEach(in: order.run(level: li, item: item, count: count)) { position in
+            let (x, y) = base.position(level: rawLevel, item: Int(order.rawItemAtPosition[position]))
+            ItemAdjustment.add(-1, x, y, to: &a)
+            lostAny = true
+        }
+        return lostAny ? a : joined
+    }
+
+    /// Whether a base row is one of the points changed since the base was built.
+    func isRemoved(row: Int) -> Bool {
+        let position = Int(order.positionOfRow[row])
+        return position >= 0 && removed.contains(position)
     }
 
     /// What item `item` of a level gained and lost, from that level's bits and adjustments.

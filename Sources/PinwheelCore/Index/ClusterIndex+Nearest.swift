@@ -1,5 +1,5 @@
-/// Lookups a live index needs of its base: the cluster nearest a spot at a level, the raw item
-/// holding each point, and where an item is.
+/// Lookups a live index needs of its base: the cluster nearest a spot at a level, and an item's
+/// position, parent and word.
 extension ClusterIndex {
     /// The cluster item of level `li` nearest to (x, y) within `reach` times the radius its zoom
     /// clusters with.
@@ -33,23 +33,6 @@ extension ClusterIndex {
             }
         }
         return best
-    }
-
-    /// The raw-level item holding each dataset row: the point's own item, or its same-coordinate
-    /// group's. One pass over the raw level, where finding one row's item is a search.
-    func rawItemsByRow() -> [Int32] {
-        let raw = levels[levels.count - 1]
-        var items = [Int32](repeating: -1, count: dataset.count)
-        for i in 0..<raw.count {
-            let meta = raw.meta[i]
-            let payload = Int(ItemMeta.payload(meta))
-            if ItemMeta.tag(meta) == 0 {
-                items[payload] = Int32(i)
-            } else {
-                for row in groups.rows(of: payload) { items[Int(row)] = Int32(i) }
-            }
-        }
-        return items
     }
 
     // Item lookups that read one field of a level in place (`levels[li]` would copy the level, with a

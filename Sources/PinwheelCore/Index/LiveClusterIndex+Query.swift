@@ -14,11 +14,11 @@ extension LiveClusterIndex {
         for i in out.indices {
             var f = out[i]
             if f.isPoint {
-                if delta.removedRows.contains(Int(f.row)) { continue }
+                if delta.isRemoved(row: Int(f.row)) { continue }
             } else if f.slot >= 0 {
                 let level = Int(f.slot) >> 26
                 let item = Int(f.slot) & ((1 << 26) - 1)
-                if let a = delta.adjustment(level: level, item: item) {
+                if let a = delta.adjustment(level: level, item: item, count: Int(f.count)) {
                     guard let adjusted = adjusted(f, level: level, item: item, by: a) else { continue }
                     f = adjusted
                 }
@@ -56,7 +56,7 @@ extension LiveClusterIndex {
         // One point left: a base point (unless the one is a changed point that joined).
         if count == 1,
             let leaf = base.leaves(level: level, item: item, limit: Int(f.count), offset: 0).first(where: {
-                !delta.removedRows.contains(Int($0.row))
+                !delta.isRemoved(row: Int($0.row))
             })
         {
             var point = leaf

@@ -1,0 +1,72 @@
+/// An index's rows in the order of its hierarchy: depth first from the coarsest level, each item's
+/// children in their stored order, a same-coordinate group's rows together. Every item of every level
+/// then holds one run of consecutive positions, as long as its count, so what changes took out of a
+/// cluster can be read from the positions of the rows they removed rather than kept per cluster.
+struct HierarchyOrder: Sendable {
+    /// Each dataset row's position; -1 for a row the index does not hold.
+    let positionOfRow: [Int32]
+    /// The raw item holding the row at each position.
+    let rawItemAtPosition: [Int32]
+    /// The first position of each item of the levels from `firstKept` on; empty for the others.
+    private let firstPositions: [[Int32]]
+
+    /// Orders the rows of `index`.
+    /// - Parameter firstKept: the coarsest level whose items' runs ``run(level:item:count:)`` answers.
+    init(_ index: ClusterIndex, keepingFrom firstKept: Int) {
+        let levels = index.levels
+        var kept = [[Int32]](repeating: [], count: levels.count)
+        var total: Int32 = 0
+        var starts = levels[0].meta.map { meta in
+            defer { total += Int32(ItemMeta.count(meta)) }
+            return total
+        }
+        for li in 0..<levels.count - 1 {
+            if li >= firstKept { kept[li] = starts }
+            starts = Self.childStarts(of: levels[li], in: levels[li + 1], starts: starts)
+        }
+        if levels.count - 1 >= firstKept { kept[levels.count - 1] = starts }
+        var positionOfRow = [Int32](repeating: -1, count: index.dataset.count)
+        var rawItemAtPosition = [Int32](repeating: -1, count: Int(total))
+        let raw = levels[levels.count - 1]
+        for item in 0..<raw.count {
+            let meta = raw.meta[item]
+            let payload = Int(ItemMeta.payload(meta))
+            let rows = ItemMeta.tag(meta) == 0 ? [Int32(payload)] : index.groups.rows(of: payload)
+            for (offset, row) in rows.enumerated() {
+                let position = Int(starts[item]) + offset
+                positionOfRow[Int(row)] = Int32(position)
+                rawItemAtPosition[position] = Int32(item)
+            }
+        }
+        self.positionOfRow = positionOfRow
+        self.rawItemAtPosition = rawItemAtPosition
+        firstPositions = kept
+    }
+
+    /// The first positions of the items of `finer`, given those of `level`'s: each item's children
+    /// follow one another from where it starts.
+    private static func childStarts(of level: ZoomLevel, in finer: ZoomLevel, starts: [Int32]) -> [Int32] {
+        var next = [Int32](repeating: 0, count: finer.count)
+        level.firstChild.withUnsafeBufferPointer { first in
+            level.childOrder.withUnsafeBufferPointer { children in
+                finer.meta.withUnsafeBufferPointer { meta in
+                    for item in 0..<level.count {
+                        var position = starts[item]
+                        for c in children[Int(first[item])..<Int(first[item + 1])] {
+                            next[Int(c)] = position
+                            position += Int32(ItemMeta.count(meta[Int(c)]))
+                        }
+                    }
+                }
+            }
+        }
+        return next
+    }
+
+    /// The positions of the rows item `item` of level li holds; li must be at least the `firstKept`
+    /// the order was made with.
+    func run(level li: Int, item: Int, count: Int) -> Range<Int> {
+        let first = Int(firstPositions[li][item])
+        return first..<first + count
+    }
+}
