@@ -28,12 +28,14 @@ public struct ClusterDelta: Sendable {
     /// tests a bit, and looks further only for those (at the zooms most views are at, a few percent
     /// of the clusters).
     var adjusted: [BitSet]
-    /// The base points changed since the base was built, by their positions in the base's hierarchy
-    /// (``order``): their base features are left out, and at the fine levels what they took out of a
-    /// cluster is read from the cluster's run of positions. So a removed point changes one bit there
-    /// instead of a path of each fine level's map, which the index it was published in would free
-    /// (most changes remove a base point). Bits rather than a persistent set: a publication's first
-    /// change copies them whole (125 kB at 1M points).
+    /// The base points changed since the base was built, by row: their base features are left out
+    /// (base features carry their row).
+    var removedRows: BitSet
+    /// The same points by their positions in the base's hierarchy (``order``): at the fine levels
+    /// what they took out of a cluster is read from the cluster's run of positions, so a removed
+    /// point changes a bit there instead of a path of each fine level's map, which the index it was
+    /// published in would free (most changes remove a base point). Bits rather than persistent sets: a
+    /// publication's first change copies them whole (125 kB each at 1M points).
     var removed: BitSet
     /// How many points `removed` holds.
     private(set) var removedCount = 0
@@ -71,6 +73,7 @@ public struct ClusterDelta: Sendable {
         }
         adjusted = base.levels.map { BitSet(count: $0.count) }
         order = HierarchyOrder(base, keepingFrom: firstMappedLevel)
+        removedRows = BitSet(count: base.dataset.count)
         removed = BitSet(count: order.rawItemAtPosition.count)
         standalone = Array(repeating: [:], count: base.levels.count)
     }
@@ -97,6 +100,7 @@ public struct ClusterDelta: Sendable {
             !removed.contains(position)
         {
             removed.insert(position)
+            removedRows.insert(row)
             removedCount += 1
             let rawLevel = base.levels.count - 1
             let item = Int(order.rawItemAtPosition[position])
@@ -220,12 +224,6 @@ public struct ClusterDelta: Sendable {
             lostAny = true
         }
         return lostAny ? a : joined
-    }
-
-    /// Whether a base row is one of the points changed since the base was built.
-    func isRemoved(row: Int) -> Bool {
-        let position = Int(order.positionOfRow[row])
-        return position >= 0 && removed.contains(position)
     }
 
     /// What item `item` of a level gained and lost, from that level's bits and adjustments.

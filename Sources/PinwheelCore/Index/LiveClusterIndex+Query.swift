@@ -14,7 +14,7 @@ extension LiveClusterIndex {
         for i in out.indices {
             var f = out[i]
             if f.isPoint {
-                if delta.isRemoved(row: Int(f.row)) { continue }
+                if delta.removedRows.contains(Int(f.row)) { continue }
             } else if f.slot >= 0 {
                 let level = Int(f.slot) >> 26
                 let item = Int(f.slot) & ((1 << 26) - 1)
@@ -56,7 +56,7 @@ extension LiveClusterIndex {
         // One point left: a base point (unless the one is a changed point that joined).
         if count == 1,
             let leaf = base.leaves(level: level, item: item, limit: Int(f.count), offset: 0).first(where: {
-                !delta.isRemoved(row: Int($0.row))
+                !delta.removedRows.contains(Int($0.row))
             })
         {
             var point = leaf

@@ -81,7 +81,7 @@ public final class LiveClusterIndex: Clusterer {
 
     /// Features of the base without the points changed since it was built.
     func withoutRemoved(_ features: [Feature]) -> [Feature] {
-        delta.removedCount == 0 ? features : features.filter { !delta.isRemoved(row: Int($0.row)) }
+        delta.removedCount == 0 ? features : features.filter { !delta.removedRows.contains(Int($0.row)) }
     }
 
     /// An added point as a feature.
