@@ -20,6 +20,8 @@ public struct SessionMachine<Clock: PinwheelClock> {
     private let clusterers: @Sendable (Algorithm) -> any Clusterer
     public private(set) var algorithm: Algorithm
     private var clusterer: any Clusterer
+    /// The clusterer views are served from now.
+    public var servingClusterer: any Clusterer { clusterer }
     /// Properties and sums of the current clusterer, for encoding features.
     private var context: FeatureContext
 
