@@ -22,7 +22,7 @@ public struct ClusterDelta: Sendable {
     /// coarse levels, where changes reach nearly every cluster, an array by item (empty at the
     /// others); at the fine ones (from ``firstMappedLevel`` on) a persistent map, which a change
     /// copies only a path of, and which holds only what points joining a cluster brought.
-    var denseAdjustments: [[ItemAdjustment]]
+    var denseAdjustments: [AdjustmentChunks]
     var adjustments: [TreeDictionary<TrieKey, ItemAdjustment>]
     /// The items of each level whose entry in the arrays or maps above a change reached: a query
     /// tests a bit, and looks further only for those (at the zooms most views are at, a few percent
@@ -69,7 +69,7 @@ public struct ClusterDelta: Sendable {
         let firstMapped = base.levels.firstIndex { $0.count > largestDenseLevel } ?? base.levels.count
         firstMappedLevel = firstMapped
         denseAdjustments = base.levels.enumerated().map { li, level in
-            li < firstMapped ? Array(repeating: ItemAdjustment(), count: level.count) : []
+            AdjustmentChunks(count: li < firstMapped ? level.count : 0)
         }
         adjusted = base.levels.map { BitSet(count: $0.count) }
         order = HierarchyOrder(base, keepingFrom: firstMappedLevel)
@@ -194,7 +194,7 @@ public struct ClusterDelta: Sendable {
         if denseAdjustments[li].isEmpty {
             ItemAdjustment.add(count, x, y, to: &adjustments[li][TrieKey(item), default: ItemAdjustment()])
         } else {
-            ItemAdjustment.add(count, x, y, to: &denseAdjustments[li][Int(item)])
+            denseAdjustments[li].add(count, x, y, to: Int(item))
         }
         adjusted[li].insert(Int(item))
     }
@@ -206,8 +206,8 @@ public struct ClusterDelta: Sendable {
     /// points draws 240 (`pinwheel bench --live-changes 30000`), until the next compaction.
     static let reach = 2.0
 
-    /// Most items a level may have to keep its adjustments in an array: 24 bytes each, copied at the
-    /// first change after each publication (with 1M points, zooms 0–9: about 10 MB).
+    /// Most items a level may have to keep its adjustments in arrays: 24 bytes each, a chunk copied
+    /// at its first change after each publication (with 1M points, zooms 0–9: about 10 MB).
     static let largestDenseLevel = 262_144
 
     /// What a base cluster of `count` points gained and lost, if a change reached it.
@@ -228,7 +228,7 @@ public struct ClusterDelta: Sendable {
 
     /// What item `item` of a level gained and lost, from that level's bits and adjustments.
     static func adjustment(
-        of item: Int, touched: BitSet, dense: [ItemAdjustment], sparse: TreeDictionary<TrieKey, ItemAdjustment>
+        of item: Int, touched: BitSet, dense: AdjustmentChunks, sparse: TreeDictionary<TrieKey, ItemAdjustment>
     ) -> ItemAdjustment? {
         guard touched.contains(item) else { return nil }
         return dense.isEmpty ? sparse[TrieKey(item)] : dense[item]
