@@ -22,7 +22,7 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
     /// Index thread only: the data version of the index published last.
     private var publishedVersion: UInt64
     /// Indexes sessions stopped serving from since the last refresh (see ``retire(_:)``).
-    private let retired = Mutex<[any Clusterer]>([])
+    private let retired = Mutex<[LiveClusterIndex]>([])
     /// When each algorithm was last asked for: while data changes, only those in use are rebuilt.
     private let lastAsked = Mutex<[Algorithm: ContinuousClock.Instant]>([:])
     /// The changing points and their log; nil when the data never changes.
@@ -273,12 +273,12 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
     /// The clusterers sessions share now.
     public var clusterers: Clusterers { current.withLock { $0 } }
 
-    /// Takes an index a session stopped serving from, for the index thread to let go of at its next
-    /// refresh. With live data the session may hold its last reference, and freeing a live index
-    /// frees every node its changes copied, milliseconds of CPU that would delay that session's
-    /// viewer and the others waiting for the same worker.
-    func retire(_ clusterer: any Clusterer) {
-        retired.withLock { $0.append(clusterer) }
+    /// Takes a live index a session stopped serving from, for the index thread to let go of at its
+    /// next refresh. The session may hold its last reference, and freeing a live index frees every
+    /// node its changes copied, milliseconds of CPU that would delay that session's viewer and the
+    /// others waiting for the same worker.
+    func retire(_ index: LiveClusterIndex) {
+        retired.withLock { $0.append(index) }
     }
 
     /// Index thread: brings the index up to the data, swaps it in and tells every session, which

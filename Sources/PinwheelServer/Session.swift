@@ -157,7 +157,7 @@ final class Session: WorkerJob, @unchecked Sendable {
         server.metrics.turn(onServiceThread: onServiceThread)
         // Held over the turn: one that takes up newer data lets go of the index it served from, and
         // freeing that index is the index thread's work, not a viewer's (see ``Server/retire(_:)``).
-        let servedFrom = machine.servingClusterer
+        let servedFrom = machine.servingClusterer as? LiveClusterIndex
         machine.swapScratch(&scratch)
         var actions = SessionActions<ContinuousClock>()
         for event in events where !closed {
@@ -169,7 +169,7 @@ final class Session: WorkerJob, @unchecked Sendable {
         }
         // Taken back before the turn ends: once `running` is false another worker may run it.
         machine.swapScratch(&scratch)
-        if machine.servingClusterer as AnyObject !== servedFrom as AnyObject { server.retire(servedFrom) }
+        if let servedFrom, machine.servingClusterer as? LiveClusterIndex !== servedFrom { server.retire(servedFrom) }
         let acksCanWait = !closed && actions.acknowledgementsCanWait
         let took = ContinuousClock.now - started
         let (submit, urgent) = inbox.withLock { box in
