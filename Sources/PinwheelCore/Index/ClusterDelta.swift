@@ -19,8 +19,8 @@ public struct ClusterDelta: Sendable {
     /// The exact build the changes are laid over.
     public let base: ClusterIndex
     /// What each base cluster gained and lost, per level (the base's order, coarsest first): at the
-    /// coarse levels, where changes reach nearly every cluster, an array by item (empty at the
-    /// others); at the fine ones (from ``firstMappedLevel`` on) a persistent map, which a change
+    /// coarse levels, where changes reach nearly every cluster, by item in chunked arrays (empty at
+    /// the others); at the fine ones (from ``firstMappedLevel`` on) a persistent map, which a change
     /// copies only a path of, and which holds only what points joining a cluster brought.
     var denseAdjustments: [AdjustmentChunks]
     var adjustments: [TreeDictionary<TrieKey, ItemAdjustment>]

@@ -31,11 +31,16 @@ struct HierarchyOrder: Sendable {
         for item in 0..<raw.count {
             let meta = raw.meta[item]
             let payload = Int(ItemMeta.payload(meta))
-            let rows = ItemMeta.tag(meta) == 0 ? [Int32(payload)] : index.groups.rows(of: payload)
-            for (offset, row) in rows.enumerated() {
-                let position = Int(starts[item]) + offset
+            var position = Int(starts[item])
+            if ItemMeta.tag(meta) == 0 {
+                positionOfRow[payload] = Int32(position)
+                rawItemAtPosition[position] = Int32(item)
+                continue
+            }
+            for row in index.groups.rows(of: payload) {
                 positionOfRow[Int(row)] = Int32(position)
                 rawItemAtPosition[position] = Int32(item)
+                position += 1
             }
         }
         self.positionOfRow = positionOfRow
