@@ -21,7 +21,7 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
     private let current: Mutex<Clusterers>
     /// Index thread only: the data version of the index published last.
     private var publishedVersion: UInt64
-    /// Indexes sessions stopped serving from since the last refresh (see ``retire(_:)``).
+    /// Live indexes sessions stopped serving from since the last refresh (see ``retire(_:)``).
     private let retired = Mutex<[LiveClusterIndex]>([])
     /// When each algorithm was last asked for: while data changes, only those in use are rebuilt.
     private let lastAsked = Mutex<[Algorithm: ContinuousClock.Instant]>([:])
