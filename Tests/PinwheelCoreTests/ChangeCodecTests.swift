@@ -61,4 +61,49 @@ struct ChangeCodecTests {
         #expect(read.lines == [1, 4])
         #expect(read.rejected.map(\.line) == [3])
     }
+
+    @Test("the one-pass reading of change lines answers as the general path does, or leaves it to it")
+    func plainFormsAgree() throws {
+        var random = SeededRandom(seed: 31)
+        var read = 0
+        for (k, change) in Self.randomChanges(&random, count: 3000).enumerated() {
+            var w = JSONWriter()
+            change.encode(into: &w)
+            var text = w.bytes
+            // Some lines as written, the others with one byte changed: every form, valid or not, the
+            // one-pass reader meets.
+            if k % 3 != 0 {
+                text[Int.random(in: 0..<text.count, using: &random)] = Array(#" {}[]":,.-+0159eEnaultrspdfi\"#.utf8)
+                    .randomElement(using: &random)!
+            }
+            let general = text.withUnsafeBufferPointer { try? Change.decodeGeneral($0) }
+            if let plain = text.withUnsafeBufferPointer({ Change.decodePlain($0) }) {
+                read += 1
+                #expect(plain == general, "\(String(decoding: text, as: UTF8.self))")
+            }
+        }
+        // The one-pass reader took every unchanged line and some changed ones.
+        #expect(read >= 1000)
+        // Property values of every kind, as the general path keeps them.
+        let kinds = #"{"op":"upsert","id":3,"lat":1,"lon":2,"properties":{"a":"x","b":2.5,"c":7,"d":true,"e":false}}"#
+        let expected = Change.upsert(
+            .number(3), lat: 1, lon: 2, properties: ["a": "x", "b": "2.5", "c": "7", "d": "true", "e": "false"])
+        #expect(Array(kinds.utf8).withUnsafeBufferPointer { Change.decodePlain($0) } == expected)
+        #expect(try Change.decode(kinds) == expected)
+        // Forms it leaves to the general path, which reads them or names what is wrong.
+        for text in [
+            #"{"op":"delete","id":1,"id":2}"#, #"{"op":"delete","id":1,"note":"x"}"#,
+            #"{"op":"delete","id":1,"lat":95}"#, #"{"op":"upsert","id":"b\u0075s","lat":1,"lon":2}"#,
+            #"{"op":"upsert","id":1,"lat":1,"lon":2,"properties":{"a":null}}"#,
+            #"{"op":"upsert","id":1,"lat":1,"lon":2,"properties":{"a":1,"a":2}}"#,
+            #"{"op":"upsert","id":1,"lat":95,"lon":2}"#, #"{"op":"upsert","id":1.5,"lat":1,"lon":2}"#,
+            #"{"op":"upsert","id":"","lat":1,"lon":2}"#, #"{"op":"upsert","id":1,"lat":1,"lon":1e999}"#,
+            #"{"op":"move","id":1}"#, "{}", "[]",
+        ] {
+            let bytes = Array(text.utf8)
+            #expect(bytes.withUnsafeBufferPointer { Change.decodePlain($0) } == nil, "\(text)")
+        }
+        #expect(try Change.decode(#"{"op":"delete","id":1,"id":2}"#) == .delete(.number(2)))
+        #expect(throws: WireError.self) { try Change.decode(#"{"op":"upsert","id":1,"lat":95,"lon":2}"#) }
+    }
 }

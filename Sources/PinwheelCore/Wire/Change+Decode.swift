@@ -12,6 +12,12 @@ extension Change {
         guard bytes.count <= maxLineBytes else {
             throw WireError(.invalidField, message: "a change must fit in \(maxLineBytes) bytes, got \(bytes.count)")
         }
+        if let plain = decodePlain(bytes) { return plain }
+        return try decodeGeneral(bytes)
+    }
+
+    /// ``decode(_:)-(UnsafeBufferPointer<UInt8>)`` through a JSON tree: every form, every error.
+    static func decodeGeneral(_ bytes: UnsafeBufferPointer<UInt8>) throws(WireError) -> Change {
         let object = try MessageFields.object(bytes, what: "a change")
         let op = try MessageFields(object: object, type: "a change").string("op")
         let m = MessageFields(object: object, type: op)

@@ -138,34 +138,6 @@ private struct CommonFields {
 }
 
 extension JSONReader.Cursor {
-    /// Consumes `byte` if it is next.
-    fileprivate mutating func take(_ byte: UInt8) -> Bool {
-        guard i < bytes.count, bytes[i] == byte else { return false }
-        i += 1
-        return true
-    }
-
-    /// Whether the string at `i` (after its opening quote), up to `end`, is `word`.
-    private func equals(_ word: StaticString, from start: Int, to end: Int) -> Bool {
-        guard end - start == word.utf8CodeUnitCount else { return false }
-        let w = word.utf8Start
-        for k in 0..<(end - start) where bytes[start + k] != w[k] { return false }
-        return true
-    }
-
-    /// A quoted string without escapes: the positions of its characters; nil otherwise.
-    private mutating func plainString() -> (start: Int, end: Int)? {
-        guard take(UInt8(ascii: "\"")) else { return nil }
-        let start = i
-        while i < bytes.count, bytes[i] != UInt8(ascii: "\"") {
-            if bytes[i] == UInt8(ascii: "\\") || bytes[i] < 0x20 { return nil }
-            i += 1
-        }
-        guard i < bytes.count else { return nil }
-        i += 1
-        return (start, i - 1)
-    }
-
     fileprivate mutating func plainKey() -> CommonKey? {
         guard let (start, end) = plainString() else { return nil }
         return CommonKey.allCases.first { equals($0.name, from: start, to: end) }
@@ -177,14 +149,6 @@ extension JSONReader.Cursor {
         if equals("viewport", from: start, to: end) { return true }
         if equals("ack", from: start, to: end) { return false }
         return nil
-    }
-
-    /// A JSON number (not `NaN` or `Infinity`, which the general path reads and refuses).
-    fileprivate mutating func plainNumber() -> Double? {
-        guard i < bytes.count else { return nil }
-        let b = bytes[i]
-        guard b == UInt8(ascii: "-") || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(b) else { return nil }
-        return try? number()
     }
 
     /// `[a, b, c, d]`, four numbers.

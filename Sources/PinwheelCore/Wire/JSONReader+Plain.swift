@@ -1,0 +1,54 @@
+/// The pieces of JSON's plain forms that the one-pass readers of the messages a server reads most
+/// (``ClientMessage/decodeCommon(_:)``, ``Change/decodePlain(_:)``) are made of. Each answers nil at
+/// anything else, which those readers leave to the general path and its error messages.
+extension JSONReader.Cursor {
+    /// Consumes `byte` if it is next.
+    mutating func take(_ byte: UInt8) -> Bool {
+        guard i < bytes.count, bytes[i] == byte else { return false }
+        i += 1
+        return true
+    }
+
+    /// Whether the bytes from `start` up to `end` are `word`.
+    func equals(_ word: StaticString, from start: Int, to end: Int) -> Bool {
+        guard end - start == word.utf8CodeUnitCount else { return false }
+        let w = word.utf8Start
+        for k in 0..<(end - start) where bytes[start + k] != w[k] { return false }
+        return true
+    }
+
+    /// Consumes `word` (`true`, `null`...) if it is next.
+    mutating func takeLiteral(_ word: StaticString) -> Bool {
+        let end = i + word.utf8CodeUnitCount
+        guard end <= bytes.count, equals(word, from: i, to: end) else { return false }
+        i = end
+        return true
+    }
+
+    /// A quoted string without escapes: the positions of its characters; nil otherwise.
+    mutating func plainString() -> (start: Int, end: Int)? {
+        guard take(UInt8(ascii: "\"")) else { return nil }
+        let start = i
+        while i < bytes.count, bytes[i] != UInt8(ascii: "\"") {
+            if bytes[i] == UInt8(ascii: "\\") || bytes[i] < 0x20 { return nil }
+            i += 1
+        }
+        guard i < bytes.count else { return nil }
+        i += 1
+        return (start, i - 1)
+    }
+
+    /// A quoted string without escapes, as a string; nil otherwise or when it is not UTF-8.
+    mutating func plainText() -> String? {
+        guard let (start, end) = plainString() else { return nil }
+        return UTF8Text.string(UnsafeBufferPointer(rebasing: bytes[start..<end]))
+    }
+
+    /// A JSON number (not `NaN` or `Infinity`, which the general path reads and refuses).
+    mutating func plainNumber() -> Double? {
+        guard i < bytes.count else { return nil }
+        let b = bytes[i]
+        guard b == UInt8(ascii: "-") || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(b) else { return nil }
+        return try? number()
+    }
+}
