@@ -9,36 +9,28 @@ extension Change {
     static func decodePlain(_ bytes: UnsafeBufferPointer<UInt8>) -> Change? {
         var c = JSONReader.Cursor(bytes: bytes)
         var f = PlainChangeFields()
-        c.skipSpace()
-        guard c.take(UInt8(ascii: "{")) else { return nil }
-        repeat {
-            c.skipSpace()
-            guard let key = c.plainChangeKey() else { return nil }
-            c.skipSpace()
-            guard c.take(UInt8(ascii: ":")) else { return nil }
-            c.skipSpace()
+        let read = c.plainObject { c, name in
+            guard let key = c.key(at: name, of: ChangeKey.self) else { return false }
             switch key {
             case .op:
-                guard f.isUpsert == nil, let isUpsert = c.plainOp() else { return nil }
+                guard f.isUpsert == nil, let isUpsert = c.plainOp() else { return false }
                 f.isUpsert = isUpsert
             case .id:
-                guard f.key == nil, let pointKey = c.plainPointKey() else { return nil }
+                guard f.key == nil, let pointKey = c.plainPointKey() else { return false }
                 f.key = pointKey
             case .lat:
-                guard f.lat == nil, let lat = c.plainNumber() else { return nil }
+                guard f.lat == nil, let lat = c.plainNumber() else { return false }
                 f.lat = lat
             case .lon:
-                guard f.lon == nil, let lon = c.plainNumber() else { return nil }
+                guard f.lon == nil, let lon = c.plainNumber() else { return false }
                 f.lon = lon
             case .properties:
-                guard f.properties == nil, let properties = c.plainProperties() else { return nil }
+                guard f.properties == nil, let properties = c.plainProperties() else { return false }
                 f.properties = properties
             }
-            c.skipSpace()
-        } while c.take(UInt8(ascii: ","))
-        guard c.take(UInt8(ascii: "}")) else { return nil }
-        c.skipSpace()
-        guard c.i == bytes.count, let isUpsert = f.isUpsert, let key = f.key else { return nil }
+            return true
+        }
+        guard read, c.atEndAfterSpace(), let isUpsert = f.isUpsert, let key = f.key else { return nil }
         guard isUpsert else {
             return f.lat == nil && f.lon == nil && f.properties == nil ? .delete(key) : nil
         }
@@ -51,7 +43,7 @@ extension Change {
 }
 
 /// The keys of a plain change.
-private enum ChangeKey: CaseIterable {
+private enum ChangeKey: PlainKey {
     case op, id, lat, lon, properties
 
     var name: StaticString {
@@ -74,11 +66,6 @@ private struct PlainChangeFields {
 }
 
 extension JSONReader.Cursor {
-    fileprivate mutating func plainChangeKey() -> ChangeKey? {
-        guard let (start, end) = plainString() else { return nil }
-        return ChangeKey.allCases.first { equals($0.name, from: start, to: end) }
-    }
-
     /// True for `"upsert"`, false for `"delete"`, nil for anything else.
     fileprivate mutating func plainOp() -> Bool? {
         guard let (start, end) = plainString() else { return nil }
@@ -103,24 +90,18 @@ extension JSONReader.Cursor {
     /// An object of strings, finite numbers and booleans, each key once, the values as a change keeps
     /// them.
     fileprivate mutating func plainProperties() -> [String: String]? {
-        guard take(UInt8(ascii: "{")) else { return nil }
         var properties: [String: String] = [:]
-        skipSpace()
-        if take(UInt8(ascii: "}")) { return properties }
-        repeat {
-            skipSpace()
-            guard let name = plainText(), properties[name] == nil else { return nil }
-            skipSpace()
-            guard take(UInt8(ascii: ":")) else { return nil }
-            skipSpace()
-            guard let value = plainPropertyValue() else { return nil }
+        let read = plainObject { c, name in
+            guard let name = UTF8Text.string(UnsafeBufferPointer(rebasing: c.bytes[name.start..<name.end])),
+                properties[name] == nil, let value = c.plainPropertyValue()
+            else { return false }
             properties[name] = value
-            skipSpace()
-        } while take(UInt8(ascii: ","))
-        return take(UInt8(ascii: "}")) ? properties : nil
+            return true
+        }
+        return read ? properties : nil
     }
 
-    private mutating func plainPropertyValue() -> String? {
+    fileprivate mutating func plainPropertyValue() -> String? {
         guard i < bytes.count else { return nil }
         switch bytes[i] {
         case UInt8(ascii: "\""): return plainText()

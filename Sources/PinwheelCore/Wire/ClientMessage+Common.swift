@@ -52,36 +52,27 @@ extension ClientMessage {
     /// The object's keys and values, or nil for any form but the plain one.
     private static func readCommon(_ c: inout JSONReader.Cursor) -> CommonFields? {
         var f = CommonFields()
-        c.skipSpace()
-        guard c.take(UInt8(ascii: "{")) else { return nil }
-        while true {
-            c.skipSpace()
-            guard let key = c.plainKey() else { return nil }
-            c.skipSpace()
-            guard c.take(UInt8(ascii: ":")) else { return nil }
-            c.skipSpace()
+        let read = c.plainObject { c, name in
+            guard let key = c.key(at: name, of: CommonKey.self) else { return false }
             switch key {
             case .type:
-                guard f.isViewport == nil, let isViewport = c.plainType() else { return nil }
+                guard f.isViewport == nil, let isViewport = c.plainType() else { return false }
                 f.isViewport = isViewport
             case .bbox:
-                guard f.bbox == nil, let box = c.fourNumbers() else { return nil }
+                guard f.bbox == nil, let box = c.fourNumbers() else { return false }
                 f.bbox = box
             default:
-                guard let v = c.plainNumber(), f[key] == nil else { return nil }
+                guard let v = c.plainNumber(), f[key] == nil else { return false }
                 f[key] = v
             }
-            c.skipSpace()
-            if c.take(UInt8(ascii: "}")) { break }
-            guard c.take(UInt8(ascii: ",")) else { return nil }
+            return true
         }
-        c.skipSpace()
-        return c.i == c.bytes.count ? f : nil
+        return read && c.atEndAfterSpace() ? f : nil
     }
 }
 
 /// The keys of a plain `viewport` or `ack`.
-private enum CommonKey: CaseIterable {
+private enum CommonKey: PlainKey {
     case type, seq, bbox, zoom, width, height, tileSize, batch, applied, ms
 
     var name: StaticString {
@@ -138,11 +129,6 @@ private struct CommonFields {
 }
 
 extension JSONReader.Cursor {
-    fileprivate mutating func plainKey() -> CommonKey? {
-        guard let (start, end) = plainString() else { return nil }
-        return CommonKey.allCases.first { equals($0.name, from: start, to: end) }
-    }
-
     /// True for `"viewport"`, false for `"ack"`, nil for anything else.
     fileprivate mutating func plainType() -> Bool? {
         guard let (start, end) = plainString() else { return nil }

@@ -25,6 +25,37 @@ extension JSONReader.Cursor {
         return true
     }
 
+    /// Reads an object, `{"key": value, ...}` with plain keys: `member` reads each value (the cursor
+    /// on it) given the positions of its key's characters, and answers false to give up.
+    /// - Returns: false at any other form, or when `member` gave up.
+    mutating func plainObject(_ member: (inout Self, _ key: (start: Int, end: Int)) -> Bool) -> Bool {
+        skipSpace()
+        guard take(UInt8(ascii: "{")) else { return false }
+        skipSpace()
+        if take(UInt8(ascii: "}")) { return true }
+        repeat {
+            skipSpace()
+            guard let key = plainString() else { return false }
+            skipSpace()
+            guard take(UInt8(ascii: ":")) else { return false }
+            skipSpace()
+            guard member(&self, key) else { return false }
+            skipSpace()
+        } while take(UInt8(ascii: ","))
+        return take(UInt8(ascii: "}"))
+    }
+
+    /// The key of `keys` whose name the characters at `span` are; nil for any other.
+    func key<Key: PlainKey>(at span: (start: Int, end: Int), of keys: Key.Type) -> Key? {
+        Key.allCases.first { equals($0.name, from: span.start, to: span.end) }
+    }
+
+    /// Whether only space is left.
+    mutating func atEndAfterSpace() -> Bool {
+        skipSpace()
+        return i == bytes.count
+    }
+
     /// A quoted string without escapes: the positions of its characters; nil otherwise.
     mutating func plainString() -> (start: Int, end: Int)? {
         guard take(UInt8(ascii: "\"")) else { return nil }
@@ -51,4 +82,9 @@ extension JSONReader.Cursor {
         guard b == UInt8(ascii: "-") || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(b) else { return nil }
         return try? number()
     }
+}
+
+/// The keys a one-pass reader knows, by name.
+protocol PlainKey: CaseIterable {
+    var name: StaticString { get }
 }
