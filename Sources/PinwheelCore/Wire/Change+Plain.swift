@@ -92,9 +92,9 @@ extension JSONReader.Cursor {
     fileprivate mutating func plainProperties() -> [String: String]? {
         var properties: [String: String] = [:]
         let read = plainObject { c, name in
-            guard let name = UTF8Text.string(UnsafeBufferPointer(rebasing: c.bytes[name.start..<name.end])),
-                properties[name] == nil, let value = c.plainPropertyValue()
-            else { return false }
+            guard let name = c.text(at: name), properties[name] == nil, let value = c.plainPropertyValue() else {
+                return false
+            }
             properties[name] = value
             return true
         }

@@ -71,8 +71,12 @@ extension JSONReader.Cursor {
 
     /// A quoted string without escapes, as a string; nil otherwise or when it is not UTF-8.
     mutating func plainText() -> String? {
-        guard let (start, end) = plainString() else { return nil }
-        return UTF8Text.string(UnsafeBufferPointer(rebasing: bytes[start..<end]))
+        plainString().flatMap(text(at:))
+    }
+
+    /// The characters at `span` as a string; nil when they are not UTF-8.
+    func text(at span: (start: Int, end: Int)) -> String? {
+        UTF8Text.string(UnsafeBufferPointer(rebasing: bytes[span.start..<span.end]))
     }
 
     /// A JSON number (not `NaN` or `Infinity`, which the general path reads and refuses).
