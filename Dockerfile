@@ -4,7 +4,7 @@
 # Build stage: Swift 6 on Debian bookworm, plus what scripts/setup installs for building.
 FROM swift:6.2-bookworm AS build
 RUN apt-get update -q \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y -q libwebsockets-dev libwebsockets-evlib-ev libnats-dev pkg-config \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -q libwebsockets-dev libwebsockets-evlib-ev libisal-dev libnats-dev pkg-config \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Package.swift ./
@@ -15,12 +15,12 @@ RUN swift build -c release --product pinwheel --static-swift-stdlib \
 COPY web /opt/pinwheel/web
 COPY data /opt/pinwheel/data
 
-# Run stage: bookworm-slim with the libwebsockets and NATS client runtimes, Debian's Leaflet and curl
+# Run stage: bookworm-slim with the libwebsockets, ISA-L and NATS client runtimes, Debian's Leaflet and curl
 # for the health check.
 FROM debian:bookworm-slim
 RUN apt-get update -q \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-      libwebsockets17 libwebsockets-evlib-ev libnats3.4 libjs-leaflet curl ca-certificates \
+      libwebsockets17 libwebsockets-evlib-ev libisal2 libnats3.4 libjs-leaflet curl ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /opt/pinwheel /opt/pinwheel
 # pinwheel finds web/ and data/ beside its own bin/ folder.

@@ -35,8 +35,8 @@ let package = Package(
             providers: [.apt(["libnats-dev"])]
         ),
         // lws's permessage-deflate assertions that a peer can reach, contained (see deflate_guard.c),
-        // and messages compressed off the service thread (message_deflate.c).
-        .target(name: "CDeflateGuard", linkerSettings: [.linkedLibrary("z")]),
+        // and messages compressed off the service thread with ISA-L's igzip (message_deflate.c).
+        .target(name: "CDeflateGuard", linkerSettings: [.linkedLibrary("z"), .linkedLibrary("isal")]),
         // Persistent maps let a live index publish its changes without copying them.
         .target(
             name: "PinwheelCore",

@@ -19,21 +19,20 @@ enum DeflatePolicy: Sendable, Equatable {
     /// server's CPU (docs/performance.md, "CPU per viewport").
     static let uncompressedBinaryLimit = 4096
 
-    /// A server's text messages shorter than this go out uncompressed too: starting zlib on a message
-    /// costs about 5 µs even on a reset stream (docs/libwebsockets.md), what compressing 2–4 KB more
-    /// costs, to save a few dozen bytes.
+    /// A server's text messages shorter than this go out uncompressed too: starting the compressor on
+    /// a message costs about 4–5 µs (docs/libwebsockets.md), to save a few dozen bytes.
     static let uncompressedTextLimit = 256
 
     /// A server connection's policy. Messages are compressed with the window CDeflateGuard gives
     /// lws's compressor (4 KiB), or a smaller one when the client's `offer` limits the server's
-    /// (`server_max_window_bits`, which browsers do not send; lws 4.1.6 would ignore it). zlib's
-    /// smallest raw window is 2^9 bytes: a client asking for 2^8 gets its messages uncompressed.
+    /// (`server_max_window_bits`, which browsers do not send; lws 4.1.6 would ignore it), down to the
+    /// 2^8 bytes RFC 7692 allows.
     static func server(compresses: Bool, offer: String?) -> DeflatePolicy {
         guard compresses else { return .off }
         let limits = (offer ?? "").split(separator: "server_max_window_bits=", omittingEmptySubsequences: false)
             .dropFirst().map { Int32($0.drop { $0 == "\"" }.prefix { $0.isNumber }) ?? 0 }
         let bits = min(DEFLATE_GUARD_WINDOW_BITS, limits.min() ?? DEFLATE_GUARD_WINDOW_BITS)
-        return bits < 9 ? .off : .beforeQueueing(windowBits: bits)
+        return bits < 8 ? .off : .beforeQueueing(windowBits: bits)
     }
 
     /// What happens to a message of `payloadCount` bytes.
@@ -70,7 +69,7 @@ enum MessageDeflate: Sendable {
     }
 
     /// `payload` compressed as one permessage-deflate message with a window of 2^`windowBits` bytes,
-    /// behind `SHIM_LWS_PRE` bytes of headroom, or nil when zlib failed (the message then goes out
+    /// behind `SHIM_LWS_PRE` bytes of headroom, or nil when compressing failed (the message then goes out
     /// uncompressed). Any thread.
     static func compress(_ payload: UnsafeRawBufferPointer, windowBits: Int32) -> [UInt8]? {
         let headroom = Int(SHIM_LWS_PRE)

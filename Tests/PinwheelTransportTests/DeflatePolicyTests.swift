@@ -43,7 +43,10 @@ struct DeflatePolicyTests {
             DeflatePolicy.server(
                 compresses: true, offer: "permessage-deflate; server_max_window_bits=\"11\", permessage-deflate")
                 == .beforeQueueing(windowBits: 11))
-        // zlib has no raw 256-byte window: such a client gets its messages uncompressed.
-        #expect(DeflatePolicy.server(compresses: true, offer: "permessage-deflate; server_max_window_bits=8") == .off)
+        #expect(
+            DeflatePolicy.server(compresses: true, offer: "permessage-deflate; server_max_window_bits=8")
+                == .beforeQueueing(windowBits: 8))
+        // Below RFC 7692's smallest window nothing is compressed.
+        #expect(DeflatePolicy.server(compresses: true, offer: "permessage-deflate; server_max_window_bits=7") == .off)
     }
 }

@@ -69,15 +69,21 @@ struct LWSWebSocketServerTests {
         try Self.expectDelivered(messages, by: server, opened: serverEvents, inflateWindowBits: 12)
     }
 
-    @Test("a client that limits the server's window to 1 KiB gets messages compressed within it")
-    func limitedServerWindow() throws {
+    @Test(
+        "a client that limits the server's window to 256 bytes or 1 KiB gets messages compressed within it",
+        arguments: [8, 10])
+    func limitedServerWindow(windowBits: Int) throws {
         let (server, serverEvents) = try makeServer(echoPrefix: nil)
         defer { server.stop() }
         var generator = SplitMix64(seed: 6)
-        // A 3,000-letter run twice: the second copy is a match 3,000 bytes back, out of a 1 KiB window.
+        // A 3,000-letter run 16 times: each copy is a match 3,000 bytes back, out of either window.
+        // Python inflates 32 KiB at a time and checks a match's distance against the window only where
+        // it reaches back into an earlier stretch, so the message is longer than that.
         let run = generator.letters(3_000)
-        try Self.expectDelivered(
-            [run + run, "short", run], by: server, opened: serverEvents, inflateWindowBits: 10, serverWindowBits: 10)
+        let result = try Self.expectDelivered(
+            [String(repeating: run, count: 16), "short", run], by: server, opened: serverEvents,
+            inflateWindowBits: windowBits, serverWindowBits: windowBits)
+        #expect(result.frames.map(\.compressed) == [true, false, true])
     }
 
     @Test(
@@ -144,10 +150,11 @@ struct LWSWebSocketServerTests {
 
     /// Sends `messages` to the first connection `opened` records, from another thread, and expects
     /// the Python probe to receive exactly them.
+    @discardableResult
     static func expectDelivered(
         _ messages: [String], by server: WebSocketServer, opened: RecordingServerDelegate,
         inflateWindowBits: Int? = nil, serverWindowBits: Int? = nil
-    ) throws {
+    ) throws -> ProbeResult {
         whenProbeReady(opened) { id in
             for message in messages {
                 server.send(message, to: id)
@@ -161,6 +168,7 @@ struct LWSWebSocketServerTests {
         #expect(result.received.map(\.count) == messages.map(\.count))
         // Compared element by element so a failure does not print megabytes.
         #expect(zip(result.received, messages).allSatisfy { $0 == $1 })
+        return result
     }
 
     @Test("a message over maxMessageBytes closes with 1009: plain, deflated, and fragmented")

@@ -33,8 +33,8 @@ void deflate_guard_set_send_mode(enum deflate_guard_send_mode mode);
 size_t deflate_guard_message_bound(size_t length);
 
 /// Compresses `length` bytes of `message` as one permessage-deflate message with a window of
-/// 2^`window_bits` bytes (9 to DEFLATE_GUARD_WINDOW_BITS), without the sync-flush tail the wire leaves
-/// off, into `out`. Any thread; each keeps a compressor per window size.
+/// 2^`window_bits` bytes (8 to DEFLATE_GUARD_WINDOW_BITS), without the sync-flush tail the wire leaves
+/// off, into `out`. Any thread; each keeps one compressor.
 /// - Returns: bytes written, or -1 (no memory, a window size out of range, or `capacity` below the
 ///   bound).
 long deflate_guard_compress_message(const unsigned char *message, size_t length, int window_bits,
