@@ -12,10 +12,15 @@ protocol AlarmTarget: AnyObject, Sendable {
 /// end of a coalescing wait): thousands of sessions each want a wake-up every few tens of
 /// milliseconds, and a Dispatch timer per wake-up cost a manager thread's timerfd and epoll calls plus
 /// a hop through a global queue before the session reached a worker.
+///
+/// An alarm holds its target until it rings or ``cancel(_:)`` drops it. A weak reference would spare
+/// the cancelling, but the first weak reference to an object moves its reference count to a side
+/// table for good, and every retain and release of a session, thousands a second, took the slow
+/// path through it (docs/performance.md).
 final class Alarms: Sendable {
     private struct Alarm {
         var deadline: ContinuousClock.Instant
-        weak var target: (any AlarmTarget)?
+        var target: any AlarmTarget
     }
 
     private struct State {
@@ -50,6 +55,22 @@ final class Alarms: Sendable {
             }
             return first
         }
+
+        /// Restores the heap order over the whole array, from the last parent down.
+        mutating func heapify() {
+            for start in stride(from: heap.count / 2 - 1, through: 0, by: -1) {
+                var parent = start
+                while true {
+                    let left = 2 * parent + 1
+                    guard left < heap.count else { break }
+                    let right = left + 1
+                    let child = right < heap.count && heap[right].deadline < heap[left].deadline ? right : left
+                    guard heap[child].deadline < heap[parent].deadline else { break }
+                    heap.swapAt(child, parent)
+                    parent = child
+                }
+            }
+        }
     }
 
     private let state = Mutex(State())
@@ -66,8 +87,7 @@ final class Alarms: Sendable {
         thread.start()
     }
 
-    /// Rings `target` at `deadline` (at once if it has passed); any thread. The target is not kept
-    /// alive for it.
+    /// Rings `target` at `deadline` (at once if it has passed); any thread.
     func wake(_ target: any AlarmTarget, at deadline: ContinuousClock.Instant) {
         let soonest = state.withLock { s -> Bool in
             guard !s.stopping else { return false }
@@ -77,10 +97,23 @@ final class Alarms: Sendable {
         if soonest { changed.signal() }
     }
 
+    /// Drops every alarm of `target` not yet rung, so a closed session is not kept for it; any
+    /// thread. A linear pass over the alarms, once per session.
+    func cancel(_ target: any AlarmTarget) {
+        state.withLock { s in
+            let count = s.heap.count
+            s.heap.removeAll { $0.target === target }
+            if s.heap.count != count { s.heapify() }
+        }
+    }
+
     /// Ends the thread; the alarms not yet due are dropped. Any thread but the alarms' own.
     func stop() {
         let alreadyStopping = state.withLock { s in
-            defer { s.stopping = true }
+            defer {
+                s.stopping = true
+                s.heap.removeAll()
+            }
             return s.stopping
         }
         guard !alreadyStopping else { return }
@@ -95,7 +128,7 @@ final class Alarms: Sendable {
                 if s.stopping { return .some(nil) }
                 let now = ContinuousClock.now
                 while let first = s.heap.first, first.deadline <= now {
-                    if let target = s.popFirst().target { due.append(target) }
+                    due.append(s.popFirst().target)
                 }
                 return s.heap.first.map(\.deadline)
             }

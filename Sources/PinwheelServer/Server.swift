@@ -383,6 +383,11 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
         alarms.wake(session, at: deadline)
     }
 
+    /// Drops a closed session's pending ticks, which would hold it until they rang.
+    func cancelWakes(of session: Session) {
+        alarms.cancel(session)
+    }
+
     /// Queues a session for the workers; `urgent` when a viewer waits for it.
     func schedule(_ session: Session, urgent: Bool) {
         workers.submit(session, urgent: urgent)

@@ -195,8 +195,10 @@ final class Session: WorkerJob, @unchecked Sendable {
             machine.dataChanged()
         case .closed:
             closed = true
-            // Here, after every earlier event of this session, so no later update brings it back.
+            // Here, after every earlier event of this session, so no later update brings it back and
+            // no later turn asks for a tick.
             server.presence.remove(connection: connection)
+            server.cancelWakes(of: self)
             let c = counters
             server.logger.debug(
                 "session \(connection) ended: \(c.messagesIn) messages in (\(c.errors) errors), \(c.messagesOut) out (\(c.batches) batches, \(c.bytesOut) bytes)"

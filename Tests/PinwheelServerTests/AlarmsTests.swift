@@ -51,16 +51,13 @@ struct AlarmsTests {
         #expect(rung.allSatisfy { $0.at >= deadlines[$0.bell]! })
     }
 
-    @Test("an alarm set earlier than the one being waited for rings first; a released target is skipped")
+    @Test("an alarm set earlier than the one being waited for rings first")
     func earlierAlarmInterrupts() throws {
         let alarms = Alarms()
         defer { alarms.stop() }
         let log = RingLog()
         let late = Bell(1, log: log)
         alarms.wake(late, at: .now + .seconds(2))
-        var released: Bell? = Bell(3, log: log)
-        alarms.wake(released!, at: .now + .milliseconds(20))
-        released = nil
         Thread.sleep(forTimeInterval: 0.05)
         let soon = Bell(2, log: log)
         let set = ContinuousClock.now
@@ -70,6 +67,28 @@ struct AlarmsTests {
         #expect(first.bell == 2)
         // Well before the 2 s alarm the thread was waiting for.
         #expect(first.at - set < .seconds(1))
-        #expect(!log.all.contains { $0.bell == 3 })
+    }
+
+    @Test("a cancelled target never rings and is let go at once; the others still ring in order")
+    func cancelled() throws {
+        let alarms = Alarms()
+        defer { alarms.stop() }
+        let log = RingLog()
+        let start = ContinuousClock.now
+        var bells = (0..<40).map { Bell($0, log: log) }
+        for n in (0..<40).map({ ($0 * 17) % 40 }) {
+            alarms.wake(bells[n], at: start + .milliseconds(100 + n * 5))
+        }
+        // Every third bell, twice over for bell 0, cancelled before any is due.
+        alarms.wake(bells[0], at: start + .milliseconds(150))
+        weak let cancelledBell = bells[3]
+        for n in stride(from: 0, to: 40, by: 3) { alarms.cancel(bells[n]) }
+        // The test lets go of its own references to them: only the alarms could still hold them.
+        bells = bells.enumerated().map { $0.offset % 3 == 0 ? Bell(-1, log: log) : $0.element }
+        #expect(cancelledBell == nil)
+        let kept = (0..<40).filter { $0 % 3 != 0 }
+        log.wait(for: kept.count)
+        Thread.sleep(forTimeInterval: 0.05)
+        #expect(log.all.map(\.bell) == kept)
     }
 }
