@@ -43,7 +43,13 @@ final class Alarms: Sendable {
             let first = heap[0]
             heap[0] = heap[heap.count - 1]
             heap.removeLast()
-            var parent = 0
+            siftDown(from: 0)
+            return first
+        }
+
+        /// Moves the alarm at `start` down until neither child is due before it.
+        private mutating func siftDown(from start: Int) {
+            var parent = start
             while true {
                 let left = 2 * parent + 1
                 guard left < heap.count else { break }
@@ -53,23 +59,11 @@ final class Alarms: Sendable {
                 heap.swapAt(child, parent)
                 parent = child
             }
-            return first
         }
 
         /// Restores the heap order over the whole array, from the last parent down.
         mutating func heapify() {
-            for start in stride(from: heap.count / 2 - 1, through: 0, by: -1) {
-                var parent = start
-                while true {
-                    let left = 2 * parent + 1
-                    guard left < heap.count else { break }
-                    let right = left + 1
-                    let child = right < heap.count && heap[right].deadline < heap[left].deadline ? right : left
-                    guard heap[child].deadline < heap[parent].deadline else { break }
-                    heap.swapAt(child, parent)
-                    parent = child
-                }
-            }
+            for start in stride(from: heap.count / 2 - 1, through: 0, by: -1) { siftDown(from: start) }
         }
     }
 
