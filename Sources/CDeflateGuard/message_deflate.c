@@ -62,8 +62,8 @@ static struct compressor *thread_compressor(void) {
 
 size_t deflate_guard_message_bound(size_t length) {
     // igzip stores what it cannot shrink, 5 bytes of block header per 64 KiB; beside that, room for
-    // one Huffman block header and the sync flush's empty stored block. A message over the bound
-    // fails to compress and goes out as it is.
+    // one Huffman block header and the sync flush's empty stored block. Should igzip need more,
+    // compressing fails and the message goes out as it is.
     return length + 5 * (length / 65535 + 1) + ISAL_DEF_MAX_HDR_SIZE + 8;
 }
 
