@@ -54,6 +54,7 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "HeapModule", package: "swift-collections"),
             ]
         ),
         .target(

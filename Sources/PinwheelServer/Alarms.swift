@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import HeapModule
 import Synchronization
 
 /// Something an alarm wakes: a session, which then posts itself a `tick`.
@@ -18,53 +19,18 @@ protocol AlarmTarget: AnyObject, Sendable {
 /// table for good, and every retain and release of a session, thousands a second, took the slow
 /// path through it (docs/performance.md).
 final class Alarms: Sendable {
-    private struct Alarm {
+    /// Ordered by deadline alone, as the heap needs.
+    private struct Alarm: Comparable {
         var deadline: ContinuousClock.Instant
         var target: any AlarmTarget
+
+        static func < (a: Alarm, b: Alarm) -> Bool { a.deadline < b.deadline }
+        static func == (a: Alarm, b: Alarm) -> Bool { a.deadline == b.deadline }
     }
 
     private struct State {
-        /// A binary min-heap on `deadline`.
-        var heap: [Alarm] = []
+        var heap = Heap<Alarm>()
         var stopping = false
-
-        mutating func push(_ alarm: Alarm) {
-            heap.append(alarm)
-            var child = heap.count - 1
-            while child > 0 {
-                let parent = (child - 1) / 2
-                guard heap[child].deadline < heap[parent].deadline else { break }
-                heap.swapAt(child, parent)
-                child = parent
-            }
-        }
-
-        mutating func popFirst() -> Alarm {
-            let first = heap[0]
-            heap[0] = heap[heap.count - 1]
-            heap.removeLast()
-            siftDown(from: 0)
-            return first
-        }
-
-        /// Moves the alarm at `start` down until neither child is due before it.
-        private mutating func siftDown(from start: Int) {
-            var parent = start
-            while true {
-                let left = 2 * parent + 1
-                guard left < heap.count else { break }
-                let right = left + 1
-                let child = right < heap.count && heap[right].deadline < heap[left].deadline ? right : left
-                guard heap[child].deadline < heap[parent].deadline else { break }
-                heap.swapAt(child, parent)
-                parent = child
-            }
-        }
-
-        /// Restores the heap order over the whole array, from the last parent down.
-        mutating func heapify() {
-            for start in stride(from: heap.count / 2 - 1, through: 0, by: -1) { siftDown(from: start) }
-        }
     }
 
     private let state = Mutex(State())
@@ -85,8 +51,8 @@ final class Alarms: Sendable {
     func wake(_ target: any AlarmTarget, at deadline: ContinuousClock.Instant) {
         let soonest = state.withLock { s -> Bool in
             guard !s.stopping else { return false }
-            s.push(Alarm(deadline: deadline, target: target))
-            return s.heap[0].deadline == deadline
+            s.heap.insert(Alarm(deadline: deadline, target: target))
+            return s.heap.min?.deadline == deadline
         }
         if soonest { changed.signal() }
     }
@@ -95,9 +61,8 @@ final class Alarms: Sendable {
     /// thread. A linear pass over the alarms, once per session.
     func cancel(_ target: any AlarmTarget) {
         state.withLock { s in
-            let count = s.heap.count
-            s.heap.removeAll { $0.target === target }
-            if s.heap.count != count { s.heapify() }
+            guard s.heap.unordered.contains(where: { $0.target === target }) else { return }
+            s.heap = Heap(s.heap.unordered.filter { $0.target !== target })
         }
     }
 
@@ -106,7 +71,7 @@ final class Alarms: Sendable {
         let alreadyStopping = state.withLock { s in
             defer {
                 s.stopping = true
-                s.heap.removeAll()
+                s.heap = Heap()
             }
             return s.stopping
         }
@@ -121,10 +86,10 @@ final class Alarms: Sendable {
             let next = state.withLock { s -> ContinuousClock.Instant?? in
                 if s.stopping { return .some(nil) }
                 let now = ContinuousClock.now
-                while let first = s.heap.first, first.deadline <= now {
-                    due.append(s.popFirst().target)
+                while let first = s.heap.min, first.deadline <= now {
+                    due.append(s.heap.removeMin().target)
                 }
-                return s.heap.first.map(\.deadline)
+                return s.heap.min.map(\.deadline)
             }
             // Rung outside the lock: a session's tick may schedule it on a worker.
             for target in due { target.alarmRang() }
