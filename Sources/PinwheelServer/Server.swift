@@ -21,6 +21,9 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
     private let current: Mutex<Clusterers>
     /// Index thread only: the data version of the index published last.
     private var publishedVersion: UInt64
+    /// Index thread only: whether the machine is short of cores, which makes the workers and
+    /// compactions yield.
+    private var coreShortage = CoreShortage()
     /// Live indexes sessions stopped serving from since the last refresh (see ``retire(_:)``).
     private let retired = Mutex<[LiveClusterIndex]>([])
     /// When each algorithm was last asked for: while data changes, only those in use are rebuilt.
@@ -112,18 +115,17 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
             ingest = nil
         }
         metrics.datasetLoaded(points: dataset.dataset.count, unlocated: dataset.unlocated, skipped: dataset.skipped)
-        if live != nil { metrics.dataVersionLoaded(dataset.dataset.version) }
-        // A viewer whose turn waits is answered late once, and its next viewport supersedes it; a refresh
-        // that waits holds every viewer's changes back. So when the index follows live data, the
-        // workers (and compactions, see IndexKeeper) yield the cores to the index thread on a busy machine.
-        workers = Workers(
-            count: configuration.workers, niceness: keeper == nil ? 0 : ThreadNiceness.yielding, metrics: metrics)
+        if live != nil {
+            metrics.dataVersionLoaded(dataset.dataset.version)
+            metrics.coresShort(false)
+        }
+        workers = Workers(count: configuration.workers, metrics: metrics)
         transport = WebSocketServer(configuration: transportConfiguration())
     }
 
     /// Binds the port and starts the lws service thread.
     public func start() throws {
-        live?.start { [weak self] in self?.refreshIndex() }
+        live?.start { [weak self] in self?.refreshAndJudgeCores() }
         try transport.start(delegate: self)
         presence.start { [weak self] connection, message in
             _ = self?.send(message, type: "presence", to: connection)
@@ -281,6 +283,22 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
         retired.withLock { $0.append(index) }
     }
 
+    /// Index thread: a refresh, then whether the workers and compactions should yield (``CoreShortage``).
+    private func refreshAndJudgeCores() {
+        refreshIndex()
+        let now = ContinuousClock.now
+        guard coreShortage.isDue(at: now), let reading = CoreShortage.Reading.now(),
+            let short = coreShortage.read(reading, at: now)
+        else { return }
+        workers.setYielding(short)
+        metrics.coresShort(short)
+        logger.info(
+            short
+                ? "the machine is short of cores: the workers and compactions yield to the index thread"
+                : "the machine has cores to spare: the workers run at the process's priority, compactions on idle cores"
+        )
+    }
+
     /// Index thread: brings the index up to the data, swaps it in and tells every session, which
     /// refreshes its view.
     private func refreshIndex() {
@@ -297,7 +315,7 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
         var footprint: ChangeFootprint?
         let previous = publishedVersion
         if let keeper {
-            guard let published = keeper.refresh(inUse: inUse) else { return }
+            guard let published = keeper.refresh(inUse: inUse, coresShort: coreShortage.isShort) else { return }
             current.withLock { $0 = $0.replacing(published.clusterers) }
             metrics.indexServes(
                 version: published.version, points: published.points, delta: published.delta,

@@ -35,6 +35,8 @@ public final class ServerMetrics: Sendable {
     private let refresh: CoreMetrics.Timer
     /// Points the live index lays over its last full build (0 once a compaction caught up).
     private let deltaPoints: CoreMetrics.Meter
+    /// 1 while the machine is short of cores and the workers and compactions yield (``CoreShortage``).
+    private let coresShort: CoreMetrics.Meter
     private let changesIn: CoreMetrics.Counter
     private let windowWait: CoreMetrics.Timer
     /// Exact percentiles of ``firstBatchMicros``, refreshed at each scrape.
@@ -95,6 +97,7 @@ public final class ServerMetrics: Sendable {
         rebuild = CoreMetrics.Timer(label: "pinwheel_index_rebuild_seconds", factory: factory)
         refresh = CoreMetrics.Timer(label: "pinwheel_index_refresh_seconds", factory: factory)
         deltaPoints = Meter(label: "pinwheel_index_delta_points", factory: factory)
+        coresShort = Meter(label: "pinwheel_cores_short", factory: factory)
         changesIn = Counter(label: "pinwheel_changes_accepted_total", factory: factory)
         firstBatchP50 = registry.makeGauge(
             descriptor: Self.firstBatchDescriptor("p50", help: "Median viewport to first batch, exact"))
@@ -211,6 +214,9 @@ public final class ServerMetrics: Sendable {
 
     /// Producers' changes made durable.
     func changesAccepted(_ count: Int) { changesIn.increment(by: count) }
+
+    /// Index thread: whether the machine is short of cores now.
+    func coresShort(_ short: Bool) { coresShort.set(short ? 1 : 0) }
 
     /// Records the server's time from a viewport's arrival to its first batch being handed to the
     /// transport (without a wait for the client's window).

@@ -46,6 +46,9 @@ final class Workers: Sendable {
     }
 
     private let queue = Mutex(Queue())
+    /// Whether the threads run at ``yieldingNiceness`` above the process's nice value (see
+    /// ``CoreShortage``); each thread applies it to itself before its next job.
+    private let yielding = Atomic(false)
     /// Counts queued jobs plus one wake-up per thread at stop.
     private let available = DispatchSemaphore(value: 0)
     private let finished = DispatchGroup()
@@ -53,21 +56,30 @@ final class Workers: Sendable {
     private let count: Int
 
     /// Starts `count` worker threads.
-    /// - Parameter niceness: added to the threads' nice value (Linux keeps one per thread): above 0,
-    ///   they yield the cores to the server's other threads when the machine has too few.
-    init(count: Int, niceness: Int32 = 0, metrics: ServerMetrics) {
+    init(count: Int, metrics: ServerMetrics) {
         self.count = max(1, count)
         self.metrics = metrics
         for index in 0..<self.count {
             finished.enter()
             let thread = Thread { [self] in
-                if niceness != 0 { ThreadNiceness.raise(by: niceness) }
                 loop()
                 finished.leave()
             }
             thread.name = "pinwheel-worker-\(index)"
             thread.start()
         }
+    }
+
+    /// Added to the threads' nice value while they yield: at 5 a thread gets about a third of the share
+    /// of one at 0 when both wait for a core, so the index thread goes first.
+    static let yieldingNiceness: Int32 = 5
+
+    /// Makes the threads yield the cores to the server's other threads, or stop yielding; any thread.
+    /// Linux lets a thread lower its nice value again only with the privilege to (root, or
+    /// `RLIMIT_NICE`); without, the threads keep yielding once they have.
+    func setYielding(_ on: Bool) {
+        yielding.store(on, ordering: .relaxed)
+        for _ in 0..<count { available.signal() }
     }
 
     /// Jobs queued and not yet taken by a thread; any thread.
@@ -104,8 +116,16 @@ final class Workers: Sendable {
     private func loop() {
         // Planning memory for every session this thread runs, rather than one kept by each session.
         var scratch = PlanScratch()
+        let which = __priority_which_t(PRIO_PROCESS.rawValue)
+        // `who` 0 is the calling thread on Linux.
+        let ownNiceness = getpriority(which, 0)
+        var yields = false
         while true {
             available.wait()
+            if yielding.load(ordering: .relaxed) != yields {
+                yields.toggle()
+                _ = setpriority(which, 0, min(19, ownNiceness + (yields ? Self.yieldingNiceness : 0)))
+            }
             let next = queue.withLock { q -> (any WorkerJob)?? in
                 if let job = q.urgent.pop() ?? q.background.pop() { return .some(job) }
                 return q.stopping ? .some(nil) : nil

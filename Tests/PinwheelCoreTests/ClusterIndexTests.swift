@@ -18,11 +18,14 @@ struct ClusterIndexTests {
         return Dataset(ids: (0..<n).map { UInt32(3 * $0 + 11) }, coordinates: coordinates)
     }
 
-    /// The index built on one thread and with every zoom of 50 items or more split over two threads.
+    /// The index built on one thread, with every zoom of 50 items or more split over two threads, and
+    /// with the same split run part after part on the calling thread (as compactions build).
     static func builds(_ data: Dataset) throws -> [ClusterIndex] {
         [
             try ClusterIndex(dataset: data),
             try ClusterIndex(dataset: data, options: ClusterOptions(), aggregates: [], parallelFrom: 50),
+            try ClusterIndex(
+                dataset: data, options: ClusterOptions(), aggregates: [], parallelFrom: 50, concurrently: false),
         ]
     }
 
@@ -111,7 +114,7 @@ struct ClusterIndexTests {
         }
     }
 
-    @Test("two builds, and a build from shuffled rows, give identical features and ids")
+    @Test("a split build on two threads or one, and a build from shuffled rows, give identical features and ids")
     func deterministic() throws {
         let data = Self.dataset(seed: 5, count: 3000)
         var rng = SplitMix64(seed: 1)
@@ -121,12 +124,14 @@ struct ClusterIndexTests {
             ids: order.map { data.ids[$0] }, coordinates: order.flatMap { [data.lon($0), data.lat($0)] })
         func key(_ f: Feature) -> String { "\(f.id) \(f.lat) \(f.lon) \(f.count) \(String(describing: f.parent))" }
         for parallelFrom in [Parallel.minimumItems, 50] {
-            let build = { (d: Dataset) in
-                try ClusterIndex(dataset: d, options: ClusterOptions(), aggregates: [], parallelFrom: parallelFrom)
+            let build = { (d: Dataset, concurrently: Bool) in
+                try ClusterIndex(
+                    dataset: d, options: ClusterOptions(), aggregates: [], parallelFrom: parallelFrom,
+                    concurrently: concurrently)
             }
-            let a = try build(data)
-            let b = try build(data)
-            let c = try build(shuffled)
+            let a = try build(data, true)
+            let b = try build(data, false)
+            let c = try build(shuffled, true)
             for zoom in 0...17 {
                 let fa = Self.world(a, Double(zoom))
                 #expect(fa == Self.world(b, Double(zoom)))

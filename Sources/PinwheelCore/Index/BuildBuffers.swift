@@ -3,8 +3,10 @@
 final class BuildBuffers {
     let capacity: Int
     let stride: Int
-    /// Work on at least this many items is split over two threads.
+    /// Work on at least this many items is split in two parts.
     let parallelFrom: Int
+    /// Whether the two parts run at once, on two threads, or one after the other.
+    let concurrently: Bool
     /// The zoom being made, in the order the sweep makes it: x at 2i, y at 2i+1.
     let xy: UnsafeMutablePointer<Double>
     let meta: UnsafeMutablePointer<UInt64>
@@ -23,11 +25,12 @@ final class BuildBuffers {
     /// Old index → new position, then next-free child offsets.
     let position: UnsafeMutablePointer<Int32>
 
-    init(capacity: Int, stride: Int, parallelFrom: Int) {
+    init(capacity: Int, stride: Int, parallelFrom: Int, concurrently: Bool) {
         let c = max(capacity, 1)
         self.capacity = c
         self.stride = stride
         self.parallelFrom = parallelFrom
+        self.concurrently = concurrently
         xy = .allocate(capacity: 2 * c)
         meta = .allocate(capacity: c)
         reduced = .allocate(capacity: max(1, stride * c))
@@ -66,7 +69,7 @@ final class BuildBuffers {
             let inScratch = RadixSort.sortKeys(
                 UnsafeMutableBufferPointer(start: keys, count: count),
                 scratch: UnsafeMutableBufferPointer(start: keyScratch, count: count), lowBit: indexBits,
-                bits: 2 * bits, parallel: count >= parallelFrom)
+                bits: 2 * bits, parallel: concurrently && count >= parallelFrom)
             let sorted = inScratch ? keyScratch : keys
             let indexMask = UInt64((1 << indexBits) - 1)
             for i in 0..<count { order[i] = UInt32(sorted[i] & indexMask) }

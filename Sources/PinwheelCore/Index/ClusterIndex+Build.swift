@@ -44,7 +44,7 @@ extension ClusterIndex {
             }
         }
         let parts = itemCount >= b.parallelFrom ? 2 : 1
-        Parallel.run(parts) { part in
+        Parallel.run(parts, concurrently: b.concurrently) { part in
             for i in (part * itemCount / parts)..<((part + 1) * itemCount / parts) {
                 b.xy[2 * i] = Mercator.x(lon: b.xy[2 * i])
                 b.xy[2 * i + 1] = Mercator.y(lat: b.xy[2 * i + 1])
@@ -119,7 +119,7 @@ extension ClusterIndex {
         var meta: [UInt64] = []
         var reduced: [Double] = []
         let parts = made >= b.parallelFrom ? 2 : 1
-        Parallel.run(parts) { part in
+        Parallel.run(parts, concurrently: b.concurrently) { part in
             if part == 1 {
                 xy = b.gather(b.xy, order, count: made, stride: 2)
                 return

@@ -40,19 +40,25 @@ public final class ClusterIndex: Clusterer {
     ///   - dataset: the points; ids must be unique.
     ///   - options: clustering options, validated first.
     ///   - aggregates: values reduced over every cluster's points (see ``Aggregate``).
+    ///   - concurrently: whether large zooms use a second thread from the shared pool; without, the
+    ///     calling thread does their two parts one after the other, and the index is the same.
     /// - Throws: ``IndexError`` for a bad option, an unknown column or too many points.
     /// - Complexity: O(n) per zoom.
-    public convenience init(dataset: Dataset, options: ClusterOptions = ClusterOptions(), aggregates: [Aggregate] = [])
-        throws(IndexError)
-    {
-        try self.init(dataset: dataset, options: options, aggregates: aggregates, parallelFrom: Parallel.minimumItems)
+    public convenience init(
+        dataset: Dataset, options: ClusterOptions = ClusterOptions(), aggregates: [Aggregate] = [],
+        concurrently: Bool = true
+    ) throws(IndexError) {
+        try self.init(
+            dataset: dataset, options: options, aggregates: aggregates, parallelFrom: Parallel.minimumItems,
+            concurrently: concurrently)
     }
 
-    /// Builds the hierarchy, splitting zooms of at least `parallelFrom` items over two threads (tests
-    /// lower it to check the split on small data).
-    init(dataset: Dataset, options: ClusterOptions, aggregates: [Aggregate], parallelFrom: Int)
-        throws(IndexError)
-    {
+    /// Builds the hierarchy, splitting zooms of at least `parallelFrom` items in two parts (tests
+    /// lower it to check the split on small data), run on two threads when `concurrently`.
+    init(
+        dataset: Dataset, options: ClusterOptions, aggregates: [Aggregate], parallelFrom: Int,
+        concurrently: Bool = true
+    ) throws(IndexError) {
         try options.validate()
         let n = dataset.count
         guard n <= ClusterIndex.maxPoints else { throw .tooManyPoints(count: n, limit: ClusterIndex.maxPoints) }
@@ -61,7 +67,7 @@ public final class ClusterIndex: Clusterer {
         let groups = SameCoordinateGroups(dataset: dataset, toleranceMetres: options.sameCoordinateToleranceMetres)
         let largestGroup = (0..<groups.count).map { groups.size(of: $0) }.max() ?? 0
 
-        let buffers = BuildBuffers(capacity: n, stride: k, parallelFrom: parallelFrom)
+        let buffers = BuildBuffers(capacity: n, stride: k, parallelFrom: parallelFrom, concurrently: concurrently)
         var finestFirst = [
             ClusterIndex.makeRawLevel(
                 dataset, groups: groups, pointValues: pointValues, aggregates: aggregates, zoom: options.maxZoom + 1,

@@ -80,7 +80,7 @@ struct ClusterSweep {
         let southOutput = out.runStarts[split]
         var northEnd = 0
         var southEnd = 0
-        Parallel.run(2) { part in
+        Parallel.run(2, concurrently: out.concurrently) { part in
             if part == 0 {
                 northEnd = sweep(runs: 0..<(split - 1), outputAt: 0, neighbours: out.neighbours[0])
             } else {

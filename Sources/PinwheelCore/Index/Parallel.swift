@@ -7,10 +7,11 @@ enum Parallel {
     /// Work worth a thread of its own: below this many items, threads cost more than they save.
     static let minimumItems = 65_536
 
-    /// Runs `body(0) ... body(count - 1)` concurrently and returns when all are done.
-    static func run(_ count: Int, _ body: (Int) -> Void) {
-        if count <= 1 {
-            if count == 1 { body(0) }
+    /// Runs `body(0) ... body(count - 1)` and returns when all are done: concurrently, or one after
+    /// another on the calling thread, with the same result either way.
+    static func run(_ count: Int, concurrently: Bool = true, _ body: (Int) -> Void) {
+        if count <= 1 || !concurrently {
+            for part in 0..<max(count, 0) { body(part) }
             return
         }
         withoutActuallyEscaping(body) { body in

@@ -82,9 +82,12 @@ final class IndexKeeper: @unchecked Sendable {
 
     /// Index thread: takes the changes applied since the last refresh, lays them over the base (the
     /// new base, when a compaction finished), and starts a compaction when one is due.
-    /// - Parameter inUse: the algorithms sessions asked for lately.
+    /// - Parameters:
+    ///   - inUse: the algorithms sessions asked for lately.
+    ///   - coresShort: whether the machine is short of cores (``CoreShortage``), which decides a new
+    ///     compaction's priority.
     /// - Returns: what to publish; nil when nothing changed.
-    func refresh(inUse: Set<Algorithm>) -> Published? {
+    func refresh(inUse: Set<Algorithm>, coresShort: Bool) -> Published? {
         var published: [Algorithm: any Clusterer] = [:]
         var installed: Duration?
         if let done = compacted.withLock({ $0.take() }) {
@@ -119,7 +122,7 @@ final class IndexKeeper: @unchecked Sendable {
         if due {
             let (data, changes) = live.datasetTakingChanges()
             taken = (data.version, changes)
-            compact(data, pcaTree: inUse.contains(.pcaTree))
+            compact(data, pcaTree: inUse.contains(.pcaTree), priority: coresShort ? .yielding : .spareCoresOnly)
         } else {
             taken = live.takeChanges()
         }
@@ -139,18 +142,21 @@ final class IndexKeeper: @unchecked Sendable {
 
     /// Starts a full build of `data` on a thread of its own, which then lays over it the changes taken
     /// meanwhile; the next refresh after it installs it.
-    private func compact(_ data: Dataset, pcaTree: Bool) {
+    private func compact(_ data: Dataset, pcaTree: Bool, priority: CompactionPriority) {
         compacting = true
         sinceCompaction.withLock { $0 = [] }
         let options = clusterOptions
         let thread = Thread { [self] in
-            ThreadNiceness.raise(by: ThreadNiceness.yielding)
+            priority.apply()
             let started = ContinuousClock.now
             let cpuAtStart = ThreadCPUClock.now()
             var result = Compaction()
             do {
-                // Built exactly as a fresh build is (the sweep's order depends on how it is split).
-                var next = ClusterDelta(base: try ClusterIndex(dataset: data, options: options))
+                // On spare cores only, on this thread alone: a thread from the shared pool would run at
+                // the process's priority. The same split either way, so exactly a fresh build.
+                var next = ClusterDelta(
+                    base: try ClusterIndex(
+                        dataset: data, options: options, concurrently: priority.buildsConcurrently))
                 var chase = CompactionChase()
                 while true {
                     let batch = sinceCompaction.withLock { taken in

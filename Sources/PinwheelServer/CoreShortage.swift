@@ -1,0 +1,61 @@
+import Foundation
+
+/// Tells whether the machine is short of cores, from its idle share.
+///
+/// With cores to spare, the workers serve viewers at the process's priority and compactions take
+/// only idle cores, so viewers' first batches do not wait behind them. On a machine whose cores are
+/// all busy, a refresh that waits for one holds back every viewer's changes and leaves the next
+/// refresh more to lay, while a viewport that waits is superseded by the viewer's next: there the
+/// workers and compactions yield to the index thread (see docs/performance.md, "Who waits for a
+/// core"). Judged by the whole machine's idle share, which does not move when the workers yield, so
+/// the judgement does not flip back and forth.
+///
+/// Index thread only.
+struct CoreShortage {
+    /// How often the machine is read.
+    static let window: Duration = .seconds(1)
+    /// Idle shares below which the machine is short of cores, and above which it no longer is.
+    static let shortBelow = 0.05
+    static let enoughAbove = 0.15
+
+    /// Whether the workers should yield now.
+    private(set) var isShort = false
+    private var last: (at: ContinuousClock.Instant, reading: Reading)?
+
+    /// The machine's CPU time since boot, idle and in all, in any unit.
+    struct Reading {
+        var idle: Double
+        var total: Double
+
+        /// The first line of /proc/stat (idle and I/O wait count as idle); nil where it is not readable.
+        static func now() -> Reading? {
+            guard let stat = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
+                let line = stat.split(separator: "\n").first, line.hasPrefix("cpu ")
+            else { return nil }
+            // user nice system idle iowait irq softirq steal
+            let ticks = line.split(separator: " ").dropFirst().prefix(8).compactMap { Double($0) }
+            guard ticks.count >= 5 else { return nil }
+            return Reading(idle: ticks[3] + ticks[4], total: ticks.reduce(0, +))
+        }
+    }
+
+    /// Whether a reading is due.
+    func isDue(at now: ContinuousClock.Instant) -> Bool {
+        last.map { now - $0.at >= Self.window } ?? true
+    }
+
+    /// Judges the idle share since the last reading.
+    /// - Returns: the new judgement when it changed.
+    mutating func read(_ reading: Reading, at now: ContinuousClock.Instant) -> Bool? {
+        defer { last = (now, reading) }
+        guard let previous = last?.reading, reading.total > previous.total else { return nil }
+        let idle = (reading.idle - previous.idle) / (reading.total - previous.total)
+        let before = isShort
+        if idle < Self.shortBelow {
+            isShort = true
+        } else if idle > Self.enoughAbove {
+            isShort = false
+        }
+        return isShort == before ? nil : isShort
+    }
+}

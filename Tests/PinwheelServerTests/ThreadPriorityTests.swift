@@ -1,0 +1,90 @@
+import Dispatch
+import Foundation
+import PinwheelCore
+import Synchronization
+import Testing
+
+@testable import PinwheelServer
+
+@Suite("Thread priorities")
+struct ThreadPriorityTests {
+    private struct Seen: Equatable {
+        var policy: Int32
+        var nice: Int32
+    }
+
+    /// The calling thread's policy and nice value.
+    private static func current() -> Seen {
+        Seen(policy: sched_getscheduler(0), nice: getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0))
+    }
+
+    /// Applies `priority` on a thread of its own and reads back that thread's policy and nice value.
+    private func applied(_ priority: CompactionPriority) -> Seen? {
+        let done = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var seen: Seen?
+        let thread = Thread {
+            priority.apply()
+            seen = Self.current()
+            done.signal()
+        }
+        thread.start()
+        guard done.wait(timeout: .now() + 10) == .success else { return nil }
+        return seen
+    }
+
+    @Test("a compaction on spare cores only is SCHED_IDLE, a yielding one nice +5; the caller is left alone")
+    func compactions() {
+        let own = Self.current()
+        #expect(applied(.spareCoresOnly) == Seen(policy: CompactionPriority.schedIdle, nice: own.nice))
+        #expect(applied(.yielding) == Seen(policy: own.policy, nice: min(19, own.nice + Workers.yieldingNiceness)))
+        #expect(Self.current() == own)
+        #expect(!CompactionPriority.spareCoresOnly.buildsConcurrently && CompactionPriority.yielding.buildsConcurrently)
+    }
+
+    /// Records the priority of the thread that runs it.
+    private final class Probe: WorkerJob {
+        let seen = Mutex<Seen?>(nil)
+        let ran = DispatchSemaphore(value: 0)
+
+        func run(scratch: inout PlanScratch) {
+            seen.withLock { $0 = ThreadPriorityTests.current() }
+            ran.signal()
+        }
+    }
+
+    private func niceOfAWorker(_ workers: Workers) -> Int32? {
+        let probe = Probe()
+        workers.submit(probe, urgent: true)
+        guard probe.ran.wait(timeout: .now() + 10) == .success else { return nil }
+        return probe.seen.withLock { $0?.nice }
+    }
+
+    /// Whether a thread of this process may lower its nice value once it has raised it.
+    private static func mayLowerNiceness() -> Bool {
+        let done = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var lowered = false
+        let thread = Thread {
+            let which = __priority_which_t(PRIO_PROCESS.rawValue)
+            let own = getpriority(which, 0)
+            lowered = setpriority(which, 0, own + 1) == 0 && setpriority(which, 0, own) == 0
+            done.signal()
+        }
+        thread.start()
+        done.wait()
+        return lowered
+    }
+
+    @Test("workers run at the process's nice value, yield by 5 when told, and come back where Linux lets them")
+    func workersYield() {
+        let own = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0)
+        let workers = Workers(count: 1, metrics: ServerMetrics())
+        defer { workers.stop() }
+        #expect(niceOfAWorker(workers) == own)
+        workers.setYielding(true)
+        #expect(niceOfAWorker(workers) == min(19, own + Workers.yieldingNiceness))
+        workers.setYielding(false)
+        // Lowering a nice value again takes root or an RLIMIT_NICE that allows it.
+        #expect(niceOfAWorker(workers) == (Self.mayLowerNiceness() ? own : min(19, own + Workers.yieldingNiceness)))
+        #expect(getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0) == own)
+    }
+}
