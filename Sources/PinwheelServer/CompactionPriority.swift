@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 
 /// How a compaction's thread asks Linux for a core. A compaction is a whole rebuild, seconds of CPU
@@ -17,19 +18,56 @@ enum CompactionPriority: Equatable {
     /// Whether the build uses a second thread from the shared pool.
     var buildsConcurrently: Bool { self == .yielding }
 
-    /// Applies to the calling thread (Linux keeps a policy and a nice value per thread); a failure
-    /// leaves the thread as it was.
-    func apply() {
+    /// The priority for a compaction starting now. Idle cores only when the machine is known to have
+    /// some to spare, and when this process may take a thread out of `SCHED_IDLE` again (root, or an
+    /// `RLIMIT_NICE` that allows it): a compaction running so when the cores run out is made to yield
+    /// instead (``apply(toThread:)``), which Linux refuses without that privilege.
+    static func starting(coresShort: Bool, judged: Bool) -> CompactionPriority {
+        judged && !coresShort && mayComeBack ? .spareCoresOnly : .yielding
+    }
+
+    /// Whether a thread of this process may lower its nice value once raised, or leave `SCHED_IDLE`:
+    /// Linux asks the same of both. Found by trying on a thread of its own.
+    static let mayComeBack: Bool = {
+        let done = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var cameBack = false
+        let thread = Thread {
+            let which = __priority_which_t(PRIO_PROCESS.rawValue)
+            let own = getpriority(which, 0)
+            cameBack = own < 19 && setpriority(which, 0, own + 1) == 0 && setpriority(which, 0, own) == 0
+            done.signal()
+        }
+        thread.start()
+        done.wait()
+        return cameBack
+    }()
+
+    /// The calling thread's id, for ``apply(toThread:)``; nil where /proc is missing.
+    static func currentThread() -> pid_t? {
+        var path = [UInt8](repeating: 0, count: 64)
+        let length = path.withUnsafeMutableBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { readlink("/proc/thread-self", $0.baseAddress!, $0.count) }
+        }
+        guard length > 0 else { return nil }
+        // "PID/task/TID"
+        return pid_t(String(decoding: path.prefix(length), as: UTF8.self).split(separator: "/").last ?? "")
+    }
+
+    /// Applies to a thread of this process, the calling one by default (Linux keeps a policy and a
+    /// nice value per thread); a failure leaves the thread as it was.
+    func apply(toThread thread: pid_t = 0) {
+        var parameters = sched_param(sched_priority: 0)
         switch self {
         case .spareCoresOnly:
-            var parameters = sched_param(sched_priority: 0)
-            _ = sched_setscheduler(0, Self.schedIdle, &parameters)
+            _ = sched_setscheduler(thread, Self.schedIdle, &parameters)
         case .yielding:
+            guard sched_setscheduler(thread, SCHED_OTHER, &parameters) == 0 else { return }
             let which = __priority_which_t(PRIO_PROCESS.rawValue)
             errno = 0
-            let current = getpriority(which, 0)
+            // The process's own nice value: its main thread's, whose id is the process's.
+            let own = getpriority(which, id_t(getpid()))
             guard errno == 0 else { return }
-            _ = setpriority(which, 0, min(19, current + Workers.yieldingNiceness))
+            _ = setpriority(which, id_t(thread), min(19, own + Workers.yieldingNiceness))
         }
     }
 

@@ -291,6 +291,7 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
             let short = coreShortage.read(reading, at: now)
         else { return }
         workers.setYielding(short)
+        if short { keeper?.coresRanShort() }
         metrics.coresShort(short)
         logger.info(
             short
@@ -315,7 +316,11 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
         var footprint: ChangeFootprint?
         let previous = publishedVersion
         if let keeper {
-            guard let published = keeper.refresh(inUse: inUse, coresShort: coreShortage.isShort) else { return }
+            guard
+                let published = keeper.refresh(
+                    inUse: inUse,
+                    compactionPriority: .starting(coresShort: coreShortage.isShort, judged: coreShortage.hasJudged))
+            else { return }
             current.withLock { $0 = $0.replacing(published.clusterers) }
             metrics.indexServes(
                 version: published.version, points: published.points, delta: published.delta,

@@ -41,6 +41,46 @@ struct ThreadPriorityTests {
         #expect(!CompactionPriority.spareCoresOnly.buildsConcurrently && CompactionPriority.yielding.buildsConcurrently)
     }
 
+    @Test("a compaction starts on idle cores only when the machine was judged to have some and it may come back")
+    func startingPriority() {
+        #expect(CompactionPriority.starting(coresShort: false, judged: false) == .yielding)
+        #expect(CompactionPriority.starting(coresShort: true, judged: true) == .yielding)
+        #expect(
+            CompactionPriority.starting(coresShort: false, judged: true)
+                == (Self.mayLowerNiceness() ? .spareCoresOnly : .yielding))
+        #expect(CompactionPriority.mayComeBack == Self.mayLowerNiceness())
+    }
+
+    @Test("a compaction on idle cores is made to yield from another thread, where Linux lets it")
+    func yieldsFromOutside() throws {
+        let own = Self.current()
+        let started = DispatchSemaphore(value: 0)
+        let moved = DispatchSemaphore(value: 0)
+        let done = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var thread: pid_t?
+        nonisolated(unsafe) var before: Seen?
+        nonisolated(unsafe) var after: Seen?
+        Thread {
+            CompactionPriority.spareCoresOnly.apply()
+            thread = CompactionPriority.currentThread()
+            before = Self.current()
+            started.signal()
+            moved.wait()
+            after = Self.current()
+            done.signal()
+        }.start()
+        started.wait()
+        let id = try #require(thread)
+        #expect(id != getpid())
+        CompactionPriority.yielding.apply(toThread: id)
+        moved.signal()
+        done.wait()
+        #expect(before == Seen(policy: CompactionPriority.schedIdle, nice: own.nice))
+        let yielded = Seen(policy: own.policy, nice: min(19, own.nice + Workers.yieldingNiceness))
+        #expect(after == (CompactionPriority.mayComeBack ? yielded : before))
+        #expect(Self.current() == own)
+    }
+
     /// Records the priority of the thread that runs it.
     private final class Probe: WorkerJob {
         let seen = Mutex<Seen?>(nil)

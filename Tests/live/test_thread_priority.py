@@ -5,6 +5,7 @@ value of 5 instead. (Dispatch's pool threads, named after their quality of servi
 of their own.)"""
 
 import os
+import resource
 import time
 import urllib.request
 from pathlib import Path
@@ -17,6 +18,8 @@ SCHED_OTHER = 0
 SCHED_IDLE = 5
 YIELDING = 5
 WORKERS = 2
+# The server reads the machine every three seconds and judges it from the second reading on.
+JUDGED_AFTER = 4
 
 
 def thread_priorities(pid):
@@ -40,17 +43,31 @@ def cores_short(server):
     return values[0] == "1"
 
 
+def judged_priorities(server):
+    """The server's judgement of the machine and its threads' priorities, read while it held."""
+    for _ in range(5):
+        short = cores_short(server)
+        seen = thread_priorities(server.process.pid)
+        if cores_short(server) == short:
+            return short, seen
+        time.sleep(0.5)
+    raise AssertionError("the judgement of the machine kept changing")
+
+
 def test_between_compactions_only_a_short_machine_makes_the_workers_yield(live_args):
     own = (SCHED_OTHER, os.nice(0))
     with running_server(live_args) as server:
-        time.sleep(1.5)  # the machine's idle share is judged every second
-        short = cores_short(server)
-        seen = thread_priorities(server.process.pid)
+        short, seen = judged_priorities(server)
     # The main, lws service, index and alarm threads and the two workers among them.
     assert len(seen) >= 6, seen
     yielding = [p for p in seen if p == (SCHED_OTHER, own[1] + YIELDING)]
     assert len(yielding) == (WORKERS if short else 0), (short, seen)
     assert all(p == own for p in seen if p not in yielding), (short, seen)
+
+
+def may_come_back():
+    """Whether Linux lets this user's threads lower a nice value again, or leave SCHED_IDLE."""
+    return os.geteuid() == 0 or resource.getrlimit(resource.RLIMIT_NICE)[0] >= 20 - os.nice(0)
 
 
 def test_a_compaction_runs_on_idle_cores_only_while_the_machine_has_them(live_args):
@@ -59,13 +76,15 @@ def test_a_compaction_runs_on_idle_cores_only_while_the_machine_has_them(live_ar
     args = [*live_args]
     args[args.index("--synthetic") + 1] = "300000"
     with running_server(args) as server:
-        time.sleep(1.5)
+        time.sleep(JUDGED_AFTER)  # no compaction takes idle cores before the machine is judged
         short = cores_short(server)
+        yields = short or not may_come_back()
         status, answer, _ = post_changes(server.port, TOKEN, [
             {"op": "upsert", "id": k, "lat": 50 + k / 1000, "lon": 4 + k / 1000} for k in range(1000)])
         assert status == 200 and answer["accepted"] == 1000, answer
-        expected = (SCHED_OTHER, own[1] + YIELDING) if short else (SCHED_IDLE, own[1])
-        wanted = WORKERS + 1 if short else 1
+        expected = (SCHED_OTHER, own[1] + YIELDING) if yields else (SCHED_IDLE, own[1])
+        # The workers at that nice value too while the machine is short of cores.
+        wanted = (WORKERS if short else 0) + 1
         most = []
         deadline = time.monotonic() + 20
         while len(most) < wanted and time.monotonic() < deadline:

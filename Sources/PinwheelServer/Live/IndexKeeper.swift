@@ -57,6 +57,9 @@ final class IndexKeeper: @unchecked Sendable {
     /// The data version `pca-tree` was last built at.
     private var pcaVersion: UInt64
     private let compacted = Mutex<Compaction?>(nil)
+    /// The running compaction's thread while it runs on idle cores only, to make it yield when the
+    /// cores run out (``coresRanShort()``).
+    private let idleCompaction = Mutex<pid_t?>(nil)
 
     /// A compaction's result: its build with the changes made meanwhile laid over it, or why there is
     /// none.
@@ -84,10 +87,9 @@ final class IndexKeeper: @unchecked Sendable {
     /// new base, when a compaction finished), and starts a compaction when one is due.
     /// - Parameters:
     ///   - inUse: the algorithms sessions asked for lately.
-    ///   - coresShort: whether the machine is short of cores (``CoreShortage``), which decides a new
-    ///     compaction's priority.
+    ///   - compactionPriority: a new compaction's (``CompactionPriority/starting(coresShort:judged:)``).
     /// - Returns: what to publish; nil when nothing changed.
-    func refresh(inUse: Set<Algorithm>, coresShort: Bool) -> Published? {
+    func refresh(inUse: Set<Algorithm>, compactionPriority: CompactionPriority) -> Published? {
         var published: [Algorithm: any Clusterer] = [:]
         var installed: Duration?
         if let done = compacted.withLock({ $0.take() }) {
@@ -122,7 +124,7 @@ final class IndexKeeper: @unchecked Sendable {
         if due {
             let (data, changes) = live.datasetTakingChanges()
             taken = (data.version, changes)
-            compact(data, pcaTree: inUse.contains(.pcaTree), priority: coresShort ? .yielding : .spareCoresOnly)
+            compact(data, pcaTree: inUse.contains(.pcaTree), priority: compactionPriority)
         } else {
             taken = live.takeChanges()
         }
@@ -140,6 +142,14 @@ final class IndexKeeper: @unchecked Sendable {
             footprint: installed == nil ? footprint : nil)
     }
 
+    /// Makes a compaction running on idle cores only yield instead, now that the machine is short of
+    /// cores and it would hardly run; any thread.
+    func coresRanShort() {
+        idleCompaction.withLock { thread in
+            if let thread { CompactionPriority.yielding.apply(toThread: thread) }
+        }
+    }
+
     /// Starts a full build of `data` on a thread of its own, which then lays over it the changes taken
     /// meanwhile; the next refresh after it installs it.
     private func compact(_ data: Dataset, pcaTree: Bool, priority: CompactionPriority) {
@@ -148,6 +158,8 @@ final class IndexKeeper: @unchecked Sendable {
         let options = clusterOptions
         let thread = Thread { [self] in
             priority.apply()
+            if priority == .spareCoresOnly { idleCompaction.withLock { $0 = CompactionPriority.currentThread() } }
+            defer { idleCompaction.withLock { $0 = nil } }
             let started = ContinuousClock.now
             let cpuAtStart = ThreadCPUClock.now()
             var result = Compaction()
