@@ -291,7 +291,7 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
             let short = coreShortage.read(reading, at: now)
         else { return }
         workers.setYielding(short)
-        if short { keeper?.coresRanShort() }
+        keeper?.coresJudged(short: short)
         metrics.coresShort(short)
         logger.info(
             short

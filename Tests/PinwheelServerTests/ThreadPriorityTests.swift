@@ -47,8 +47,7 @@ struct ThreadPriorityTests {
         #expect(CompactionPriority.starting(coresShort: true, judged: true) == .yielding)
         #expect(
             CompactionPriority.starting(coresShort: false, judged: true)
-                == (Self.mayLowerNiceness() ? .spareCoresOnly : .yielding))
-        #expect(CompactionPriority.mayComeBack == Self.mayLowerNiceness())
+                == (CompactionPriority.mayComeBack ? .spareCoresOnly : .yielding))
     }
 
     @Test("a compaction on idle cores is made to yield from another thread, where Linux lets it")
@@ -99,21 +98,6 @@ struct ThreadPriorityTests {
         return probe.seen.withLock { $0?.nice }
     }
 
-    /// Whether a thread of this process may lower its nice value once it has raised it.
-    private static func mayLowerNiceness() -> Bool {
-        let done = DispatchSemaphore(value: 0)
-        nonisolated(unsafe) var lowered = false
-        let thread = Thread {
-            let which = __priority_which_t(PRIO_PROCESS.rawValue)
-            let own = getpriority(which, 0)
-            lowered = setpriority(which, 0, own + 1) == 0 && setpriority(which, 0, own) == 0
-            done.signal()
-        }
-        thread.start()
-        done.wait()
-        return lowered
-    }
-
     @Test("workers run at the process's nice value, yield by 5 when told, and come back where Linux lets them")
     func workersYield() {
         let own = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0)
@@ -123,8 +107,10 @@ struct ThreadPriorityTests {
         workers.setYielding(true)
         #expect(niceOfAWorker(workers) == min(19, own + Workers.yieldingNiceness))
         workers.setYielding(false)
-        // Lowering a nice value again takes root or an RLIMIT_NICE that allows it.
-        #expect(niceOfAWorker(workers) == (Self.mayLowerNiceness() ? own : min(19, own + Workers.yieldingNiceness)))
+        // Lowering a nice value again takes root or an RLIMIT_NICE that allows it (whether this process
+        // may is checked against Linux by `yieldsFromOutside`).
+        let back = CompactionPriority.mayComeBack ? own : min(19, own + Workers.yieldingNiceness)
+        #expect(niceOfAWorker(workers) == back)
         #expect(getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0) == own)
     }
 }

@@ -57,9 +57,10 @@ final class IndexKeeper: @unchecked Sendable {
     /// The data version `pca-tree` was last built at.
     private var pcaVersion: UInt64
     private let compacted = Mutex<Compaction?>(nil)
-    /// The running compaction's thread while it runs on idle cores only, to make it yield when the
-    /// cores run out (``coresRanShort()``).
-    private let idleCompaction = Mutex<pid_t?>(nil)
+    /// Whether the machine is short of cores, and the running compaction's thread while it runs on
+    /// idle cores only, to make it yield when the cores run out (``coresJudged(short:)``). One lock, so
+    /// a compaction starting while the judgement changes cannot miss it.
+    private let idleCompaction = Mutex<(coresShort: Bool, thread: pid_t?)>((false, nil))
 
     /// A compaction's result: its build with the changes made meanwhile laid over it, or why there is
     /// none.
@@ -142,11 +143,12 @@ final class IndexKeeper: @unchecked Sendable {
             footprint: installed == nil ? footprint : nil)
     }
 
-    /// Makes a compaction running on idle cores only yield instead, now that the machine is short of
-    /// cores and it would hardly run; any thread.
-    func coresRanShort() {
-        idleCompaction.withLock { thread in
-            if let thread { CompactionPriority.yielding.apply(toThread: thread) }
+    /// Takes the machine's new judgement: once it is short of cores, a compaction running on idle
+    /// cores only would hardly run, so it yields instead; any thread.
+    func coresJudged(short: Bool) {
+        idleCompaction.withLock { state in
+            state.coresShort = short
+            if short, let thread = state.thread { CompactionPriority.yielding.apply(toThread: thread) }
         }
     }
 
@@ -157,9 +159,13 @@ final class IndexKeeper: @unchecked Sendable {
         sinceCompaction.withLock { $0 = [] }
         let options = clusterOptions
         let thread = Thread { [self] in
-            priority.apply()
-            if priority == .spareCoresOnly { idleCompaction.withLock { $0 = CompactionPriority.currentThread() } }
-            defer { idleCompaction.withLock { $0 = nil } }
+            let priority = idleCompaction.withLock { state in
+                let now = state.coresShort ? CompactionPriority.yielding : priority
+                now.apply()
+                if now == .spareCoresOnly { state.thread = CompactionPriority.currentThread() }
+                return now
+            }
+            defer { idleCompaction.withLock { $0.thread = nil } }
             let started = ContinuousClock.now
             let cpuAtStart = ThreadCPUClock.now()
             var result = Compaction()
