@@ -4,8 +4,8 @@
 
 /// Decides whether the lws service thread runs a viewer's turn itself, as the message arrives,
 /// instead of handing it to a worker: a worker's turn costs two thread hops (waking the worker, then
-/// the service thread again for the batch); running it here saves a few percent of the server's CPU
-/// per viewport (docs/performance.md).
+/// the service thread again for the batch); running it here saves a tenth of the server's CPU per
+/// viewport (docs/performance.md).
 ///
 /// It does so only while that cannot hold anyone up: without live data (whose producers' answers and
 /// refreshes go through the same thread), while no job waits for a worker, while the session's last
@@ -18,11 +18,13 @@ struct ServiceThreadTurns {
     /// How often the thread's busy share is measured.
     static let window: Duration = .milliseconds(100)
     /// Busy share of a window above which the next window's turns go to workers. At 60 % the thread
-    /// ran nearly every turn of 10,000 viewers itself and every other connection's reads and writes
-    /// queued behind them: their first batch p99 was twice what it is at 30 %, for about the same CPU.
-    /// At 1,000 viewers × 10 Hz the 30 % costs about 5 % more CPU per viewport, for a tail a third to
-    /// a half as long (docs/performance.md).
-    static let busiestShare = 0.3
+    /// runs nearly every turn of 1,000 viewers × 10 Hz or 10,000 × 1 Hz itself, for 7–13 % less CPU
+    /// per viewport than at 30 %: each turn handed to a worker costs two thread wake-ups, and on a
+    /// virtual machine a wake-up of an idle core costs as much as a small turn. The price is that
+    /// other connections' reads and writes wait behind the turns: on a 2-core AMD EPYC that left the
+    /// clients' first batch p99 where it was at 10,000 viewers; on a slower Intel Xeon it doubled it,
+    /// to 11–16 ms (docs/performance.md).
+    static let busiestShare = 0.6
     /// A session whose last turn took longer has its next one on a worker.
     static let longestTurn: Duration = .microseconds(500)
 
