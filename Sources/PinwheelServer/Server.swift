@@ -411,9 +411,9 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
         alarms.cancel(session)
     }
 
-    /// Queues a session for the workers; `urgent` when a viewer waits for it.
-    func schedule(_ session: Session, urgent: Bool) {
-        workers.submit(session, urgent: urgent)
+    /// Queues a session for the workers.
+    func schedule(_ session: Session, priority: Workers.Priority) {
+        workers.submit(session, priority: priority)
     }
 
     /// Whether the service thread runs a session's urgent turn itself now (``ServiceThreadTurns``);

@@ -13,8 +13,9 @@ final class Session: WorkerJob, @unchecked Sendable {
     enum Event {
         /// The handshake finished: send `hello`.
         case opened
-        /// A complete text message, stamped when the service thread got it.
-        case message([UInt8], receivedAt: ContinuousClock.Instant)
+        /// A complete text message, stamped when the service thread got it; `mayBeAck` from
+        /// ``ClientMessage/mayBeAcknowledgement(_:)``.
+        case message([UInt8], receivedAt: ContinuousClock.Instant, mayBeAck: Bool)
         /// A timer the session asked for fired (coalesced viewport or pacer wait).
         case tick
         /// The shared clusterers now hold newer data.
@@ -22,10 +23,15 @@ final class Session: WorkerJob, @unchecked Sendable {
         /// The connection is gone.
         case closed
 
-        /// Whether a viewer waits on it; a refresh after a data change waits behind those.
-        var isUrgent: Bool {
-            if case .dataChanged = self { return false }
-            return true
+        /// The workers' queue it needs: a viewer's request before the acks and timers that keep
+        /// batches flowing, and those before refreshes after a data change.
+        var priority: Workers.Priority {
+            switch self {
+            case .opened, .closed: .request
+            case .message(_, _, let mayBeAck): mayBeAck ? .flow : .request
+            case .tick: .flow
+            case .dataChanged: .refresh
+            }
         }
     }
 
@@ -33,24 +39,21 @@ final class Session: WorkerJob, @unchecked Sendable {
         var events: [Event] = []
         /// True while a worker runs the session's turn.
         var running = false
-        /// The workers' queues the session waits in. A stale entry (its events taken by a turn
-        /// started from the other queue) finds nothing to do.
-        var inUrgentQueue = false
-        var inBackgroundQueue = false
+        /// The most urgent of the workers' queues the session waits in. A stale entry in another (its
+        /// events taken by a turn started from this one) finds nothing to do.
+        var queued: Workers.Priority?
         /// Set by a turn's end, from ``SessionActions/acknowledgementsCanWait``; false while a turn runs.
         var acksCanWait = false
         /// How long the last turn took: a long one runs the next on a worker (``ServiceThreadTurns``).
         var lastTurn: Duration = .zero
 
-        /// Marks the session queued for its waiting events; whether it must be submitted, and where.
-        mutating func enqueue() -> (submit: Bool, urgent: Bool) {
-            guard !running, !events.isEmpty else { return (false, false) }
-            if events.contains(where: \.isUrgent) {
-                defer { inUrgentQueue = true }
-                return (!inUrgentQueue, true)
-            }
-            defer { inBackgroundQueue = true }
-            return (!inUrgentQueue && !inBackgroundQueue, false)
+        /// Marks the session queued for its waiting events; the queue it must be submitted to, or nil
+        /// when it already waits in one at least as urgent (or runs).
+        mutating func enqueue() -> Workers.Priority? {
+            guard !running, let needed = events.lazy.map(\.priority).min() else { return nil }
+            if let queued, queued <= needed { return nil }
+            queued = needed
+            return needed
         }
     }
 
@@ -104,9 +107,10 @@ final class Session: WorkerJob, @unchecked Sendable {
     /// next turn instead of waking a worker: at one batch per viewport that halves the turns a viewer
     /// costs. Service thread.
     func received(_ text: [UInt8], at receivedAt: ContinuousClock.Instant) {
-        let event = Event.message(text, receivedAt: receivedAt)
+        let mayBeAck = ClientMessage.mayBeAcknowledgement(text)
+        let event = Event.message(text, receivedAt: receivedAt, mayBeAck: mayBeAck)
         let waits = inbox.withLock { box in
-            guard box.acksCanWait, !box.running else { return false }
+            guard mayBeAck, box.acksCanWait, !box.running else { return false }
             // Checked under the lock, so no turn can start meanwhile and start waiting on this ack.
             guard ClientMessage.isAcknowledgement(text) else { return false }
             box.events.append(event)
@@ -117,19 +121,18 @@ final class Session: WorkerJob, @unchecked Sendable {
 
     /// Queues an event and schedules the session on a worker if it is not already waiting in the
     /// queue the event needs (a running session schedules itself when its turn ends); any thread.
-    /// - Parameter onServiceThread: the caller is the lws service thread, which may run an urgent
-    ///   turn itself (``Server/runsOnServiceThread(lastTurn:)``).
+    /// - Parameter onServiceThread: the caller is the lws service thread, which may run a turn that
+    ///   is not a refresh itself (``Server/runsOnServiceThread(lastTurn:)``).
     func post(_ event: Event, onServiceThread: Bool = false) {
-        let (submit, urgent, lastTurn) = inbox.withLock { box in
+        let (priority, lastTurn) = inbox.withLock { box in
             box.events.append(event)
-            let (submit, urgent) = box.enqueue()
-            return (submit, urgent, box.lastTurn)
+            return (box.enqueue(), box.lastTurn)
         }
-        guard submit else { return }
-        if onServiceThread && urgent && server.runsOnServiceThread(lastTurn: lastTurn) {
+        guard let priority else { return }
+        if onServiceThread && priority != .refresh && server.runsOnServiceThread(lastTurn: lastTurn) {
             server.runOnServiceThread(self)
         } else {
-            server.schedule(self, urgent: urgent)
+            server.schedule(self, priority: priority)
         }
     }
 
@@ -148,8 +151,7 @@ final class Session: WorkerJob, @unchecked Sendable {
             guard !box.running, !box.events.isEmpty else { return nil }
             box.running = true
             box.acksCanWait = false
-            box.inUrgentQueue = false
-            box.inBackgroundQueue = false
+            box.queued = nil
             defer { box.events.removeAll(keepingCapacity: true) }
             return box.events
         }
@@ -172,20 +174,20 @@ final class Session: WorkerJob, @unchecked Sendable {
         if let servedFrom, machine.servingClusterer as? LiveClusterIndex !== servedFrom { server.retire(servedFrom) }
         let acksCanWait = !closed && actions.acknowledgementsCanWait
         let took = ContinuousClock.now - started
-        let (submit, urgent) = inbox.withLock { box in
+        let priority = inbox.withLock { box in
             box.running = false
             box.acksCanWait = acksCanWait
             box.lastTurn = took
             return box.enqueue()
         }
-        if submit { server.schedule(self, urgent: urgent) }
+        if let priority { server.schedule(self, priority: priority) }
     }
 
     private func handle(_ event: Event, actions: inout SessionActions<ContinuousClock>) {
         switch event {
         case .opened:
             machine.opened(actions: &actions)
-        case .message(let bytes, let receivedAt):
+        case .message(let bytes, let receivedAt, _):
             let type = machine.received(bytes, at: receivedAt, actions: &actions)
             server.metrics.received(type: type, bytes: bytes.count)
             counters.messagesIn += 1

@@ -9,13 +9,13 @@ protocol WorkerJob: AnyObject, Sendable {
     func run(scratch: inout PlanScratch)
 }
 
-/// A fixed set of threads that cluster and diff, fed by two first-in-first-out queues: urgent jobs
-/// (a viewer's message or timer) before background ones (refreshing a view after the data changed).
+/// A fixed set of threads that cluster and diff, fed by one first-in-first-out queue per ``Priority``.
 ///
-/// A session runs on one worker at a time (it keeps its own "running" flag and may sit in both
+/// A session runs on one worker at a time (it keeps its own "running" flag and may sit in several
 /// queues), so its events run in order, and a session with a slow query holds one worker while the
 /// others keep serving everyone else. Refreshes after a data change reach hundreds of sessions at
-/// once; queued behind the viewports they would hold each viewer's answer back by all of them.
+/// once, and the batches they send bring back hundreds of acks; queued in one line with the viewports
+/// they would hold each viewer's answer back by all of them.
 /// Writes never wait here: workers hand finished messages to the transport's thread-safe `send`.
 final class Workers: Sendable {
     private struct Line {
@@ -37,12 +37,30 @@ final class Workers: Sendable {
         }
     }
 
+    /// Which queue a job waits in; a thread takes the first job of the most urgent non-empty one.
+    enum Priority: Int, Comparable, CaseIterable {
+        /// A viewer waits for the answer: a viewport, an expansion, the connection opening.
+        case request
+        /// Keeps batches flowing: a client's ack, a timer the session asked for.
+        case flow
+        /// Shows a view anew after the data changed.
+        case refresh
+
+        static func < (a: Priority, b: Priority) -> Bool { a.rawValue < b.rawValue }
+    }
+
     private struct Queue {
-        var urgent = Line()
-        var background = Line()
+        var lines = Priority.allCases.map { _ in Line() }
         var stopping = false
 
-        var depth: Int { urgent.count + background.count }
+        var depth: Int { lines.reduce(0) { $0 + $1.count } }
+
+        mutating func pop() -> (any WorkerJob)? {
+            for index in lines.indices {
+                if let job = lines[index].pop() { return job }
+            }
+            return nil
+        }
     }
 
     private let queue = Mutex(Queue())
@@ -85,11 +103,11 @@ final class Workers: Sendable {
     /// Jobs queued and not yet taken by a thread; any thread.
     var waiting: Int { queue.withLock { $0.depth } }
 
-    /// Queues a job, `urgent` ones ahead of every background one; any thread.
-    func submit(_ job: any WorkerJob, urgent: Bool) {
+    /// Queues a job behind those of its priority and ahead of every less urgent one; any thread.
+    func submit(_ job: any WorkerJob, priority: Priority) {
         let depth = queue.withLock { q -> Int? in
             guard !q.stopping else { return nil }
-            if urgent { q.urgent.jobs.append(job) } else { q.background.jobs.append(job) }
+            q.lines[priority.rawValue].jobs.append(job)
             return q.depth
         }
         guard let depth else { return }
@@ -103,8 +121,7 @@ final class Workers: Sendable {
         let alreadyStopping = queue.withLock { q in
             defer {
                 q.stopping = true
-                q.urgent = Line()
-                q.background = Line()
+                q.lines = Priority.allCases.map { _ in Line() }
             }
             return q.stopping
         }
@@ -127,7 +144,7 @@ final class Workers: Sendable {
                 _ = setpriority(which, 0, min(19, ownNiceness + (yields ? Self.yieldingNiceness : 0)))
             }
             let next = queue.withLock { q -> (any WorkerJob)?? in
-                if let job = q.urgent.pop() ?? q.background.pop() { return .some(job) }
+                if let job = q.pop() { return .some(job) }
                 return q.stopping ? .some(nil) : nil
             }
             switch next {

@@ -75,6 +75,11 @@ struct ClientMessageTests {
         ] {
             #expect(!ClientMessage.isAcknowledgement(Array(text.utf8)), "\(text.prefix(40))")
         }
+        // The quick look lets every ack through and stops a viewport.
+        #expect(ClientMessage.mayBeAcknowledgement(Array(ack.utf8)))
+        #expect(
+            !ClientMessage.mayBeAcknowledgement(
+                Array(#"{"type":"viewport","seq":7,"bbox":[-0.5,51.3,0.3,51.7],"zoom":11.4}"#.utf8)))
     }
 
     @Test("the one-pass reading of viewport and ack answers as the general path does, or leaves it to it")

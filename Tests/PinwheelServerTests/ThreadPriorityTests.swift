@@ -93,7 +93,7 @@ struct ThreadPriorityTests {
 
     private func niceOfAWorker(_ workers: Workers) -> Int32? {
         let probe = Probe()
-        workers.submit(probe, urgent: true)
+        workers.submit(probe, priority: .request)
         guard probe.ran.wait(timeout: .now() + 10) == .success else { return nil }
         return probe.seen.withLock { $0?.nice }
     }

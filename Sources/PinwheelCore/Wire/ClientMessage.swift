@@ -216,13 +216,18 @@ public enum ClientMessage: Equatable, Sendable {
 
     /// Whether `bytes` is a valid `ack`; a message that is not (or not valid) costs a scan for `"ack"`.
     public static func isAcknowledgement(_ bytes: [UInt8]) -> Bool {
+        guard mayBeAcknowledgement(bytes), case .ack? = try? decode(bytes) else { return false }
+        return true
+    }
+
+    /// Whether `bytes` could be an `ack`, from a scan alone: short enough, and holding `"ack"`. Every
+    /// valid ack passes; so does the odd other message, which only costs it its place in line.
+    public static func mayBeAcknowledgement(_ bytes: [UInt8]) -> Bool {
         let needle: [UInt8] = Array(#""ack""#.utf8)
         guard bytes.count <= 256, bytes.count >= needle.count else { return false }
-        let mentionsAck = (0...(bytes.count - needle.count)).contains { start in
+        return (0...(bytes.count - needle.count)).contains { start in
             bytes[start] == needle[0] && bytes[start..<start + needle.count].elementsEqual(needle)
         }
-        guard mentionsAck, case .ack? = try? decode(bytes) else { return false }
-        return true
     }
 
     /// Decodes one message held in a string.
