@@ -416,7 +416,7 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
         workers.submit(session, priority: priority)
     }
 
-    /// Whether the service thread runs a session's urgent turn itself now (``ServiceThreadTurns``);
+    /// Whether the service thread runs a session's turn itself now (``ServiceThreadTurns``);
     /// never with live data. Service thread only.
     /// - Parameter lastTurn: how long the session's previous turn took.
     func runsOnServiceThread(lastTurn: Duration) -> Bool {
