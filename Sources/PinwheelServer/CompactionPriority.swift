@@ -42,7 +42,8 @@ enum CompactionPriority: Equatable {
         return cameBack
     }()
 
-    /// The calling thread's id, for ``apply(toThread:)``; nil where /proc is missing.
+    /// The calling thread's id, for ``apply(toThread:)``; nil where /proc is missing. Read from /proc
+    /// because Glibc's module map leaves out `gettid` (behind `_GNU_SOURCE`, like `SCHED_IDLE`).
     static func currentThread() -> pid_t? {
         var path = [UInt8](repeating: 0, count: 64)
         let length = path.withUnsafeMutableBufferPointer { buffer in

@@ -7,7 +7,7 @@
 /// the service thread again for the batch); running it here saves a tenth of the server's CPU per
 /// viewport (docs/performance.md).
 ///
-/// It does so only while that cannot hold anyone up: without live data (whose producers' answers and
+/// It does so only while that holds no one up for long: without live data (whose producers' answers and
 /// refreshes go through the same thread), while no job waits for a worker, while the session's last
 /// turn was short, and while the thread was busy less than ``busiestShare`` of the last
 /// ``window``. Past that, turns go to the workers until the share falls again, so the loop keeps
