@@ -25,6 +25,8 @@ struct CoreShortage {
     /// Whether the machine has been judged yet: until then no compaction is started on idle cores only,
     /// since one started so on a busy machine would hardly run.
     private(set) var hasJudged = false
+    /// The idle share over the last window.
+    private(set) var idleShare = 0.0
     private var last: (at: ContinuousClock.Instant, reading: Reading)?
 
     /// The machine's CPU time since boot, idle and in all, in any unit.
@@ -32,17 +34,23 @@ struct CoreShortage {
         var idle: Double
         var total: Double
 
-        /// The first line of /proc/stat (idle and I/O wait count as idle); nil where it is not readable.
-        static func now() -> Reading? {
+        /// The first line of /proc/stat (idle and I/O wait count as idle), and `alsoIdle`: CPU time
+        /// that only threads under `SCHED_IDLE` took, which any other thread could have had
+        /// (``IdleCompaction``). Nil where /proc/stat is not readable.
+        static func now(alsoIdle: Duration = .zero) -> Reading? {
             guard let stat = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
                 let line = stat.split(separator: "\n").first, line.hasPrefix("cpu ")
             else { return nil }
             // user nice system idle iowait irq softirq steal
             let ticks = line.split(separator: " ").dropFirst().prefix(8).compactMap { Double($0) }
             guard ticks.count >= 5 else { return nil }
-            return Reading(idle: ticks[3] + ticks[4], total: ticks.reduce(0, +))
+            let spare = Double(alsoIdle.components.seconds) + Double(alsoIdle.components.attoseconds) / 1e18
+            return Reading(idle: ticks[3] + ticks[4] + spare * ticksPerSecond, total: ticks.reduce(0, +))
         }
     }
+
+    /// /proc/stat's unit.
+    private static let ticksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
 
     /// Whether a reading is due.
     func isDue(at now: ContinuousClock.Instant) -> Bool {
@@ -55,6 +63,7 @@ struct CoreShortage {
         defer { last = (now, reading) }
         guard let previous = last?.reading, reading.total > previous.total else { return nil }
         let idle = (reading.idle - previous.idle) / (reading.total - previous.total)
+        idleShare = idle
         hasJudged = true
         let before = isShort
         if idle < Self.shortBelow {

@@ -287,16 +287,18 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
     private func refreshAndJudgeCores() {
         refreshIndex()
         let now = ContinuousClock.now
-        guard coreShortage.isDue(at: now), let reading = CoreShortage.Reading.now(),
+        guard coreShortage.isDue(at: now),
+            let reading = CoreShortage.Reading.now(alsoIdle: keeper?.cpuOnIdleCores ?? .zero),
             let short = coreShortage.read(reading, at: now)
         else { return }
         workers.setYielding(short)
         keeper?.coresJudged(short: short)
         metrics.coresShort(short)
+        let idle = "\(Int((coreShortage.idleShare * 100).rounded())) % idle over \(CoreShortage.window)"
         logger.info(
             short
-                ? "the machine is short of cores: the workers and compactions yield to the index thread"
-                : "the machine has cores to spare: the workers run at the process's priority, compactions on idle cores"
+                ? "the machine is short of cores (\(idle)): the workers and compactions yield to the index thread"
+                : "the machine has cores to spare (\(idle)): the workers run at the process's priority, compactions on idle cores"
         )
     }
 

@@ -17,3 +17,16 @@ struct ThreadCPUClockTests {
         #expect(ThreadCPUClock.now() - spun < .milliseconds(20))
     }
 }
+
+@Suite("Another thread's CPU clock")
+struct OtherThreadCPUClockTests {
+    @Test("a thread's clock, read from another thread, grows while that thread computes")
+    func readsFromOutside() throws {
+        let spinning = SpinningThread()
+        defer { spinning.stop() }
+        let clock = try #require(spinning.clock)
+        let first = ThreadCPUClock.time(of: clock)
+        Thread.sleep(forTimeInterval: 0.1)
+        #expect(ThreadCPUClock.time(of: clock) - first >= .milliseconds(10))
+    }
+}

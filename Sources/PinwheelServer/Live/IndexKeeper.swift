@@ -60,7 +60,7 @@ final class IndexKeeper: @unchecked Sendable {
     /// Whether the machine is short of cores, and the running compaction's thread while it runs on
     /// idle cores only, to make it yield when the cores run out (``coresJudged(short:)``). One lock, so
     /// a compaction starting while the judgement changes cannot miss it.
-    private let idleCompaction = Mutex<(coresShort: Bool, thread: pid_t?)>((false, nil))
+    private let idleCompaction = Mutex(IdleCompaction())
 
     /// A compaction's result: its build with the changes made meanwhile laid over it, or why there is
     /// none.
@@ -148,9 +148,16 @@ final class IndexKeeper: @unchecked Sendable {
     func coresJudged(short: Bool) {
         idleCompaction.withLock { state in
             state.coresShort = short
-            if short, let thread = state.thread { CompactionPriority.yielding.apply(toThread: thread) }
+            if short, let thread = state.thread {
+                CompactionPriority.yielding.apply(toThread: thread)
+                state.end()
+            }
         }
     }
+
+    /// The CPU time compactions have taken on idle cores only, which was the machine's to spare; any
+    /// thread.
+    var cpuOnIdleCores: Duration { idleCompaction.withLock { $0.spent } }
 
     /// Starts a full build of `data` on a thread of its own, which then lays over it the changes taken
     /// meanwhile; the next refresh after it installs it.
@@ -162,10 +169,10 @@ final class IndexKeeper: @unchecked Sendable {
             let priority = idleCompaction.withLock { state in
                 let now = state.coresShort ? CompactionPriority.yielding : priority
                 now.apply()
-                if now == .spareCoresOnly { state.thread = CompactionPriority.currentThread() }
+                if now == .spareCoresOnly { state.begin() }
                 return now
             }
-            defer { idleCompaction.withLock { $0.thread = nil } }
+            defer { idleCompaction.withLock { $0.end() } }
             let started = ContinuousClock.now
             let cpuAtStart = ThreadCPUClock.now()
             var result = Compaction()
