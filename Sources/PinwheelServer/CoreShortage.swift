@@ -44,8 +44,8 @@ struct CoreShortage {
             // user nice system idle iowait irq softirq steal
             let ticks = line.split(separator: " ").dropFirst().prefix(8).compactMap { Double($0) }
             guard ticks.count >= 5 else { return nil }
-            let spare = Double(alsoIdle.components.seconds) + Double(alsoIdle.components.attoseconds) / 1e18
-            return Reading(idle: ticks[3] + ticks[4] + spare * ticksPerSecond, total: ticks.reduce(0, +))
+            let spare = alsoIdle / .seconds(1) * ticksPerSecond
+            return Reading(idle: ticks[3] + ticks[4] + spare, total: ticks.reduce(0, +))
         }
     }
 
