@@ -112,7 +112,7 @@ final class Session: WorkerJob, @unchecked Sendable {
         let waits = inbox.withLock { box in
             guard mayBeAck, box.acksCanWait, !box.running else { return false }
             // Checked under the lock, so no turn can start meanwhile and start waiting on this ack.
-            guard ClientMessage.isAcknowledgement(text) else { return false }
+            guard case .ack? = try? ClientMessage.decode(text) else { return false }
             box.events.append(event)
             return true
         }

@@ -214,14 +214,9 @@ public enum ClientMessage: Equatable, Sendable {
         return try result.get()
     }
 
-    /// Whether `bytes` is a valid `ack`; a message that is not (or not valid) costs a scan for `"ack"`.
-    public static func isAcknowledgement(_ bytes: [UInt8]) -> Bool {
-        guard mayBeAcknowledgement(bytes), case .ack? = try? decode(bytes) else { return false }
-        return true
-    }
-
     /// Whether `bytes` could be an `ack`, from a scan alone: short enough, and holding `"ack"`. Every
-    /// valid ack passes; so does the odd other message, which only costs it its place in line.
+    /// valid ack passes; so does the odd other message, which only costs it its place in line. A
+    /// message that does not pass needs no decoding to know it is no ack.
     public static func mayBeAcknowledgement(_ bytes: [UInt8]) -> Bool {
         let needle: [UInt8] = Array(#""ack""#.utf8)
         guard bytes.count <= 256, bytes.count >= needle.count else { return false }
