@@ -122,6 +122,13 @@ int deflate_guard_callback(struct lws_context *context, const struct lws_extensi
     return result;
 }
 
+int deflate_guard_pass_rx_callback(struct lws_context *context, const struct lws_extension *ext, struct lws *wsi,
+                                   enum lws_extension_callback_reasons reason, void *user, void *in, size_t len) {
+    // "Unknown" (PMDR_UNKNOWN, 0): the client parser consumes the frame and hands it on as it came.
+    if (reason == LWS_EXT_CB_PAYLOAD_RX) return 0;
+    return deflate_guard_callback(context, ext, wsi, reason, user, in, len);
+}
+
 int deflate_guard_take_trip(struct lws *wsi) {
     for (unsigned i = 0; wsi && i < TRIPS_KEPT; i++) {
         if (tripped[i] == wsi) {

@@ -47,6 +47,18 @@ static inline const struct lws_extension *shim_deflate_extensions(void) {
     return extensions;
 }
 
+/// The client's list: the same extension, but received frames reach the application still compressed
+/// (whole messages are inflated with deflate_guard_inflate_message), so the client asks the server to
+/// compress each message on its own.
+static inline const struct lws_extension *shim_client_deflate_extensions(void) {
+    static const struct lws_extension extensions[] = {
+        { "permessage-deflate", deflate_guard_pass_rx_callback,
+          "permessage-deflate; server_no_context_takeover; client_no_context_takeover; client_max_window_bits" },
+        { NULL, NULL, NULL }
+    };
+    return extensions;
+}
+
 /// A libev loop of our own, handed to lws as a foreign loop. lws attaches a SIGINT watcher to every
 /// loop it creates itself, and libev aborts when a second loop in the process does the same (a
 /// server and a client in one process); foreign loops get no signal watcher and leave SIGINT to the app.

@@ -28,6 +28,9 @@ final class LWSConnection {
     var compresses = false
     /// Binary frames are delivered (a client's connections) instead of closing with 1003 (a server's).
     var acceptsBinary = false
+    /// Compressed messages arrive as they came and are inflated whole here (a client's connections,
+    /// whose extension passes frames through), instead of by lws in 1 KiB pieces (a server's).
+    var inflatesMessages = false
     /// The keepalive sweep during which the peer last sent anything, a pong included.
     private(set) var heardAtSweep: UInt32 = 0
     /// True once a ping was asked for since the peer was last heard from.
@@ -112,7 +115,10 @@ final class LWSConnection {
                 wsi, code: .unsupportedData, reason: "binary frames are not accepted", grace: closeGrace)
         }
         let isLast = lws_is_final_fragment(wsi) != 0 && lws_remaining_packet_payload(wsi) == 0
-        switch assembler.append(chunk, isLast: isLast, binary: binary) {
+        // RSV1 on a message's first frame marks it compressed (RFC 7692 §6); lws keeps that frame's bits
+        // while it hands over the frame.
+        let compressed = inflatesMessages && lws_is_first_fragment(wsi) != 0 && lws_get_reserved_bits(wsi) & 0x40 != 0
+        switch assembler.append(chunk, isLast: isLast, binary: binary, startsCompressed: compressed) {
         case .incomplete:
             return 0
         case .tooLarge:
@@ -120,6 +126,12 @@ final class LWSConnection {
                 wsi, code: .messageTooBig, reason: "message exceeds \(assembler.limit) bytes", grace: closeGrace)
         case .invalidUTF8:
             return closeFromReceive(wsi, code: .invalidPayload, reason: "invalid utf8", grace: closeGrace)
+        case .invalidCompression:
+            return closeFromReceive(
+                wsi, code: .invalidPayload, reason: "invalid permessage-deflate data", grace: closeGrace)
+        case .outOfMemory:
+            return closeFromReceive(
+                wsi, code: .internalError, reason: "out of memory inflating a message", grace: closeGrace)
         case .complete(let message):
             counters.messagesReceived.add(1, ordering: .relaxed)
             counters.bytesReceived.add(message.count, ordering: .relaxed)

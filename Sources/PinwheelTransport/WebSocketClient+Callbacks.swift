@@ -41,7 +41,7 @@ extension WebSocketClient {
         var info = lws_context_creation_info()
         info.port = CONTEXT_PORT_NO_LISTEN
         info.protocols = UnsafePointer(protocols)
-        info.extensions = LWSContextParts.extensions(deflate: configuration.permessageDeflate)
+        info.extensions = LWSContextParts.clientExtensions(deflate: configuration.permessageDeflate)
         // RAW_ORIGIN: send the Origin we are given, not "http://" + it.
         info.options =
             UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT) | UInt64(LWS_SERVER_OPTION_JUST_USE_RAW_ORIGIN)
@@ -176,6 +176,7 @@ extension WebSocketClient {
             closeGrace: configuration.closeTimeout)
         // Offered is enough: a server that declines only costs this client its write batching.
         io.compresses = configuration.permessageDeflate
+        io.inflatesMessages = configuration.permessageDeflate
         io.acceptsBinary = true
         let connection = ClientConnection(io: io, startedAt: request.startedAt)
         if stopping {

@@ -15,6 +15,11 @@
 int deflate_guard_callback(struct lws_context *context, const struct lws_extension *ext, struct lws *wsi,
                            enum lws_extension_callback_reasons reason, void *user, void *in, size_t len);
 
+/// The same for a client connection that inflates whole messages itself
+/// (deflate_guard_inflate_message): received frames pass through untouched, RSV1 and all.
+int deflate_guard_pass_rx_callback(struct lws_context *context, const struct lws_extension *ext, struct lws *wsi,
+                                   enum lws_extension_callback_reasons reason, void *user, void *in, size_t len);
+
 /// How the next lws_write on this thread goes out on a connection with permessage-deflate: set it
 /// around one lws_write of a whole message, on the lws service thread, and back to
 /// DEFLATE_GUARD_LWS_COMPRESSES after.
@@ -39,6 +44,23 @@ size_t deflate_guard_message_bound(size_t length);
 ///   bound).
 long deflate_guard_compress_message(const unsigned char *message, size_t length, int window_bits,
                                     unsigned char *out, size_t capacity);
+
+/// Why deflate_guard_inflate_message gave no message.
+enum deflate_guard_inflate_failure {
+    /// Not a permessage-deflate message: a bad block, symbol or distance, or cut off inside a block.
+    DEFLATE_GUARD_INFLATE_CORRUPT = -1,
+    /// It inflates to more than the limit.
+    DEFLATE_GUARD_INFLATE_TOO_LARGE = -2,
+    DEFLATE_GUARD_INFLATE_NO_MEMORY = -3,
+};
+
+/// Inflates `length` bytes of one compressed permessage-deflate message (without the sync-flush tail
+/// the wire leaves off, and with no context from earlier messages), refusing more than `limit`
+/// inflated bytes. Any thread; each keeps one inflater and one output buffer.
+/// - Returns: the inflated length, with `*inflated` pointing at the bytes, valid until this thread's
+///   next call; or a negative `deflate_guard_inflate_failure`.
+long deflate_guard_inflate_message(const unsigned char *message, size_t length, size_t limit,
+                                   const unsigned char **inflated);
 
 /// 1 when the guard failed `wsi` (and forgets it), else 0. Call on that connection's CLOSED, on the
 /// lws service thread.
