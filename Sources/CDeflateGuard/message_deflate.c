@@ -17,21 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-
-// igzip's AVX2 and AVX-512 code returns without vzeroupper. Left dirty, the upper halves of the
-// vector registers slow every SSE instruction the thread runs next (Swift's doubles among them) and
-// can keep the core at its AVX-512 clock: without this, libm went from 1 % to 8 % of a loaded
-// server's samples (docs/libwebsockets.md).
-__attribute__((target("avx"))) static void clear_upper_vector_state(void) { _mm256_zeroupper(); }
-
-static void after_vector_code(void) {
-    if (__builtin_cpu_supports("avx")) clear_upper_vector_state();
-}
-#else
-static void after_vector_code(void) {}
-#endif
+#include "vector_state.h"
 
 // The smallest window RFC 7692 lets a client ask for; igzip, unlike zlib, compresses within it.
 #define SMALLEST_WINDOW_BITS 8

@@ -12,21 +12,10 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#if defined(__x86_64__)
-#include <immintrin.h>
+#include "vector_state.h"
 
-// igzip's vector code leaves the upper halves of the vector registers dirty (see message_deflate.c).
-__attribute__((target("avx"))) static void clear_upper_vector_state(void) { _mm256_zeroupper(); }
-
-static void after_vector_code(void) {
-    if (__builtin_cpu_supports("avx")) clear_upper_vector_state();
-}
-#else
-static void after_vector_code(void) {}
-#endif
-
-// What a thread's inflated messages last no longer than until its next call: the buffer they are
-// written to, grown as needed and brought back to this size after a larger message.
+// Each thread inflates into one buffer, whose bytes last until its next call: grown as a message
+// needs, and brought back to this size before the next one.
 #define KEPT_OUTPUT (64 * 1024)
 
 struct inflater {
