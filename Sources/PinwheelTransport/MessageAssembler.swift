@@ -97,13 +97,23 @@ struct MessageAssembler {
 
     /// True when `bytes` is well-formed UTF-8. Decodes without allocating.
     static func isUTF8(_ bytes: [UInt8]) -> Bool {
-        var iterator = bytes.makeIterator()
-        var decoder = UTF8()
-        while true {
-            switch decoder.decode(&iterator) {
-            case .scalarValue: continue
-            case .emptyInput: return true
-            case .error: return false
+        bytes.withUnsafeBytes { raw in
+            // JSON is mostly ASCII: skip it eight bytes at a time, and decode from the first byte that
+            // is not (every byte before it is a whole character).
+            var start = 0
+            while start + 8 <= raw.count,
+                raw.loadUnaligned(fromByteOffset: start, as: UInt64.self) & 0x8080_8080_8080_8080 == 0
+            {
+                start += 8
+            }
+            var iterator = raw[start...].makeIterator()
+            var decoder = UTF8()
+            while true {
+                switch decoder.decode(&iterator) {
+                case .scalarValue: continue
+                case .emptyInput: return true
+                case .error: return false
+                }
             }
         }
     }
