@@ -1,4 +1,5 @@
 import CLibWebSockets
+import PinwheelCore
 
 /// Joins the chunks lws hands over into whole messages, refusing any that grow past a limit, and text
 /// messages that are not UTF-8.
@@ -69,7 +70,7 @@ struct MessageAssembler {
         // lws (LWS_SERVER_OPTION_VALIDATE_UTF8) checks text as it arrives, but with permessage-deflate
         // negotiated it misses a character cut off by the end of the message (lws 4.1.6 ops-ws.c only
         // checks that for the deflate outcomes EMPTY_FINAL and UNKNOWN).
-        guard binary || Self.isUTF8(message) else { return .invalidUTF8 }
+        guard binary || message.withUnsafeBufferPointer(UTF8Text.isValid) else { return .invalidUTF8 }
         return .complete(message)
     }
 
@@ -93,28 +94,5 @@ struct MessageAssembler {
             }
         }
         return .success(Array(UnsafeBufferPointer(start: inflated, count: length)))
-    }
-
-    /// True when `bytes` is well-formed UTF-8. Decodes without allocating.
-    static func isUTF8(_ bytes: [UInt8]) -> Bool {
-        bytes.withUnsafeBytes { raw in
-            // JSON is mostly ASCII: skip it eight bytes at a time, and decode from the first byte that
-            // is not (every byte before it is a whole character).
-            var start = 0
-            while start + 8 <= raw.count,
-                raw.loadUnaligned(fromByteOffset: start, as: UInt64.self) & 0x8080_8080_8080_8080 == 0
-            {
-                start += 8
-            }
-            var iterator = raw[start...].makeIterator()
-            var decoder = UTF8()
-            while true {
-                switch decoder.decode(&iterator) {
-                case .scalarValue: continue
-                case .emptyInput: return true
-                case .error: return false
-                }
-            }
-        }
     }
 }

@@ -113,23 +113,3 @@ struct MessageAssemblerInflateTests {
         }
     }
 }
-
-@Suite("Telling UTF-8 from other bytes")
-struct UTF8CheckTests {
-    @Test("the ASCII fast path agrees with Swift's own validation, wherever a multi-byte or bad sequence sits")
-    func agreesWithSwift() {
-        var generator = SplitMix64(seed: 11)
-        let pieces: [[UInt8]] = [
-            [0xC3, 0xA9], [0xE2, 0x82, 0xAC], [0xF0, 0x9F, 0x98, 0x80], [0xC3], [0x80], [0xED, 0xA0, 0x80],
-            [0xF8, 0x88, 0x80, 0x80, 0x80], [0xC0, 0xAF], [0xFF],
-        ]
-        for _ in 0..<5_000 {
-            var bytes = (0..<Int(generator.next() % 40)).map { _ in UInt8(32 + generator.next() % 95) }
-            if generator.next() % 4 != 0 {
-                let piece = pieces[Int(generator.next() % UInt64(pieces.count))]
-                bytes.insert(contentsOf: piece, at: Int(generator.next() % UInt64(bytes.count + 1)))
-            }
-            #expect(MessageAssembler.isUTF8(bytes) == (String(validating: bytes, as: UTF8.self) != nil), "\(bytes)")
-        }
-    }
-}

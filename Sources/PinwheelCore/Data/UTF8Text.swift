@@ -1,6 +1,6 @@
 /// Strings from byte spans, validated without the generic machinery of `String(validating:as:)`,
 /// which looks up type metadata on every call and dominated CSV parsing.
-enum UTF8Text {
+public enum UTF8Text {
     /// The span as a string; nil when it is not well-formed UTF-8 (RFC 3629: no overlongs, no
     /// surrogates, nothing above U+10FFFF).
     static func string(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
@@ -12,9 +12,17 @@ enum UTF8Text {
         bytes.withUnsafeBufferPointer { string($0) }
     }
 
-    static func isValid(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+    /// True when the span is well-formed UTF-8.
+    public static func isValid(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         let n = bytes.count
         var i = 0
+        // Most text here is ASCII: eight bytes at a time while no byte has its high bit set.
+        if let base = bytes.baseAddress {
+            let raw = UnsafeRawPointer(base)
+            while i + 8 <= n, raw.loadUnaligned(fromByteOffset: i, as: UInt64.self) & 0x8080_8080_8080_8080 == 0 {
+                i += 8
+            }
+        }
         while i < n {
             let b = bytes[i]
             if b < 0x80 {
