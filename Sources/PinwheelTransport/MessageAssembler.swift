@@ -28,7 +28,7 @@ struct MessageAssembler {
     let limit: Int
     // The message so far; empty between messages so idle connections hold no buffer.
     private var buffer: [UInt8] = []
-    // Whether the message being joined started a message (its first chunk came), and came compressed.
+    // Whether a message is being joined (its first chunk came), and whether it came compressed.
     private var inMessage = false
     private var compressed = false
 
