@@ -37,6 +37,9 @@ final class Session: WorkerJob, @unchecked Sendable {
 
     private struct Inbox {
         var events: [Event] = []
+        /// The array the last turn took its events in, emptied: the next turn's take leaves it here
+        /// for arrivals, so no turn allocates one.
+        var spareEvents: [Event] = []
         /// True while a worker runs the session's turn.
         var running = false
         /// The most urgent of the workers' queues the session waits in. A stale entry in another (its
@@ -46,6 +49,14 @@ final class Session: WorkerJob, @unchecked Sendable {
         var acksCanWait = false
         /// How long the last turn took: a long one runs the next on a worker (``ServiceThreadTurns``).
         var lastTurn: Duration = .zero
+
+        /// The waiting events, leaving the spare array in their place.
+        mutating func takeEvents() -> [Event] {
+            let taken = events
+            events = spareEvents
+            spareEvents = []
+            return taken
+        }
 
         /// Marks the session queued for its waiting events; the queue it must be submitted to, or nil
         /// when it already waits in one at least as urgent (or runs).
@@ -152,10 +163,9 @@ final class Session: WorkerJob, @unchecked Sendable {
             box.running = true
             box.acksCanWait = false
             box.queued = nil
-            defer { box.events.removeAll(keepingCapacity: true) }
-            return box.events
+            return box.takeEvents()
         }
-        guard let events = taken else { return }
+        guard var events = taken else { return }
         server.metrics.turn(onServiceThread: onServiceThread)
         // Held over the turn: one that takes up newer data lets go of the index it served from, and
         // freeing that index is the index thread's work, not a viewer's (see ``Server/retire(_:)``).
@@ -165,6 +175,7 @@ final class Session: WorkerJob, @unchecked Sendable {
         for event in events where !closed {
             handle(event, actions: &actions)
         }
+        events.removeAll(keepingCapacity: true)
         if !closed {
             machine.flush(actions: &actions)
             carryOut(actions)
@@ -175,6 +186,7 @@ final class Session: WorkerJob, @unchecked Sendable {
         let acksCanWait = !closed && actions.acknowledgementsCanWait
         let took = ContinuousClock.now - started
         let priority = inbox.withLock { box in
+            box.spareEvents = events
             box.running = false
             box.acksCanWait = acksCanWait
             box.lastTurn = took

@@ -159,7 +159,7 @@ final class LWSConnection {
         if fragmenting != nil { return writeFragment(wsi, counters: counters) }
         if pingDue { return writePing(wsi) }
         for _ in 0..<limit {
-            let (item, more) = outboxes.next(for: id)
+            var (item, more) = outboxes.next(for: id)
             switch item {
             case nil:
                 return 0
@@ -173,6 +173,9 @@ final class LWSConnection {
                 fragmenting = (message.buffer, message.payloadCount, 0, message.binary)
                 return writeFragment(wsi, counters: counters)
             case .message(var message):
+                // Let go of, so the buffer has one owner and lws writes the frame header into it
+                // in place rather than into a copy of the whole message.
+                item = nil
                 let lwsCompresses = compresses && message.deflate == .byLWS
                 if compresses { deflate_guard_set_send_mode(message.deflate.sendMode) }
                 let (payloadCount, kind) = (message.payloadCount, message.binary ? LWS_WRITE_BINARY : LWS_WRITE_TEXT)

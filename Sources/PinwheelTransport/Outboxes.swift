@@ -189,16 +189,24 @@ final class Outboxes: Sendable {
         }
     }
 
-    /// Takes the connections that got something to write since the last call, each with the close
-    /// it is waiting for, if any. Lws service thread only.
-    func takeWakeList() -> [(id: ConnectionID, close: (code: CloseCode, reason: String)?)] {
+    /// A connection to wake, with the close it is waiting for, if any.
+    typealias Wake = (id: ConnectionID, close: (code: CloseCode, reason: String)?)
+
+    /// Replaces `list` with the connections that got something to write since the last call. The
+    /// caller keeps the array for the next call, so a wake-up allocates nothing. Lws service thread only.
+    func takeWakeList(into list: inout [Wake]) {
+        list.removeAll(keepingCapacity: true)
         state.withLock { state in
-            let list = state.wakeList
-            state.wakeList = []
-            return list.map { id in
-                state.queues[id]?.listed = false
-                return (id, state.queues[id]?.close)
+            for id in state.wakeList {
+                // By index: the key subscript's in-place update would allocate for a value this size.
+                guard let index = state.queues.index(forKey: id) else {
+                    list.append((id, nil))
+                    continue
+                }
+                state.queues.values[index].listed = false
+                list.append((id, state.queues.values[index].close))
             }
+            state.wakeList.removeAll(keepingCapacity: true)
         }
     }
 

@@ -12,6 +12,8 @@ public class WebSocketEndpoint: @unchecked Sendable {
 
     /// Lws service thread only: set once a stop began and every connection was asked to close.
     var stopping = false
+    /// Lws service thread only: the wake list's array, kept between wake-ups.
+    private var woken: [Outboxes.Wake] = []
 
     init(maxQueuedBytesPerConnection: Int, eventLoop: EventLoopBackend) {
         self.outboxes = Outboxes(capacity: maxQueuedBytesPerConnection)
@@ -77,7 +79,8 @@ public class WebSocketEndpoint: @unchecked Sendable {
     /// or a close since the last wake. `connection` finds an open connection's state by id.
     /// Lws service thread only.
     func wakeConnections(_ connection: (ConnectionID) -> LWSConnection?) {
-        for (id, close) in outboxes.takeWakeList() {
+        outboxes.takeWakeList(into: &woken)
+        for (id, close) in woken {
             if let connection = connection(id), let wsi = connection.wsi {
                 connection.wake(wsi, close: close)
             }

@@ -73,7 +73,7 @@ extension WebSocketServer {
     /// True for a wsi of the configuration's `subprotocol` (not one of the others).
     private func isMainProtocol(_ wsi: OpaquePointer) -> Bool {
         guard let name = lws_get_protocol(wsi)?.pointee.name else { return true }
-        return strcmp(name, configuration.subprotocol) == 0
+        return strcmp(name, subprotocolCName) == 0
     }
 
     private func connection(of wsi: OpaquePointer) -> LWSConnection? {

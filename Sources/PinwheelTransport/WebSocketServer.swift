@@ -20,6 +20,8 @@ import Synchronization
 public final class WebSocketServer: WebSocketEndpoint, @unchecked Sendable {
     /// What the server was created with.
     public let configuration: WebSocketServerConfiguration
+    /// The subprotocol's name as C text, made once: a Swift string handed to C is copied at each call.
+    let subprotocolCName: [CChar]
 
     // Shared with other threads, each safe on its own.
     private let lifecycle = Mutex(Lifecycle.idle)
@@ -52,6 +54,7 @@ public final class WebSocketServer: WebSocketEndpoint, @unchecked Sendable {
     /// Creates a server; nothing is bound until `start`. Any thread.
     public init(configuration: WebSocketServerConfiguration) {
         self.configuration = configuration
+        self.subprotocolCName = Array(configuration.subprotocol.utf8CString)
         self.routes = configuration.routes
         super.init(
             maxQueuedBytesPerConnection: configuration.maxQueuedBytesPerConnection, eventLoop: configuration.eventLoop)

@@ -122,8 +122,15 @@ public struct ClientFeatureSet: Sendable {
             if let s = slot(of: id) { pairs.append((UInt32(s), id)) }
         }
         pairs.sort { $0.slot > $1.slot }
-        removals = pairs.map(\.id)
-        return pairs.map(\.slot)
+        // Written back in place: the caller's array has the room.
+        removals.removeAll(keepingCapacity: true)
+        var slots: [UInt32] = []
+        slots.reserveCapacity(pairs.count)
+        for (slot, id) in pairs {
+            removals.append(id)
+            slots.append(slot)
+        }
+        return slots
     }
 
     /// Applies a batch as the client will: removes, then updates, then adds.

@@ -178,18 +178,31 @@ public struct Pacer<Clock: PinwheelClock>: Sendable {
         if let nextSendAt, now < nextSendAt { return .wait(until: nextSendAt) }
 
         let budget = batchSize
-        var batch = PacedBatch(seq: seq, number: nextNumber)
+        // The units this batch takes, counted first so each of its arrays is allocated once.
+        var end = cursor
         var markers = 0
-        while cursor < units.count {
-            let unit = units[cursor]
+        var (removes, adds, updates) = (0, 0, 0)
+        while end < units.count {
+            let unit = units[end]
             if markers > 0 && markers + unit.size > budget { break }
+            removes += unit.removes.count
+            if unit.feature != nil {
+                if unit.isUpdate { updates += 1 } else { adds += 1 }
+            }
+            markers += unit.size
+            end += 1
+        }
+        var batch = PacedBatch(seq: seq, number: nextNumber)
+        batch.remove.reserveCapacity(removes)
+        batch.add.reserveCapacity(adds)
+        batch.update.reserveCapacity(updates)
+        for unit in units[cursor..<end] {
             batch.remove.append(contentsOf: unitRemoves[unit.removes])
             if let f = unit.feature {
                 if unit.isUpdate { batch.update.append(f) } else { batch.add.append(f) }
             }
-            markers += unit.size
-            cursor += 1
         }
+        cursor = end
         batch.done = cursor == units.count
         doneSent = batch.done
         Self.ascendInRuns(&batch.add)
@@ -214,11 +227,22 @@ public struct Pacer<Clock: PinwheelClock>: Sendable {
     /// page draws a run within one step of applying a batch (64 markers), so the nearest still come
     /// first. A pan's batches hold fewer than 16 features: each is wholly in id order.
     private static func ascendInRuns(_ features: inout [Feature]) {
-        var run = 0
-        while run < features.count {
-            let end = min(features.count, run + 16)
-            features[run..<end].sort { $0.id < $1.id }
-            run = end
+        // Insertion sort within each run, in place: sorting a slice of the array would copy it.
+        features.withUnsafeMutableBufferPointer { buffer in
+            var run = 0
+            while run < buffer.count {
+                let end = min(buffer.count, run + 16)
+                for k in run + 1..<max(run + 1, end) {
+                    let f = buffer[k]
+                    var j = k
+                    while j > run && buffer[j - 1].id > f.id {
+                        buffer[j] = buffer[j - 1]
+                        j -= 1
+                    }
+                    buffer[j] = f
+                }
+                run = end
+            }
         }
     }
 
@@ -281,6 +305,10 @@ public struct Pacer<Clock: PinwheelClock>: Sendable {
                 scratch.attachedTo[r] = lo
             }
         }
+        // A unit per leaver and per add or update, and each remove once: allocated at their size.
+        let leavers = scratch.attachedTo.lazy.filter { $0 < 0 }.count
+        units.reserveCapacity(leavers + scratch.order.count)
+        unitRemoves.reserveCapacity(removes.count)
         // Leavers first, one unit each so batches can be cut anywhere among them.
         for r in removes.indices where scratch.attachedTo[r] < 0 {
             unitRemoves.append(removes[r])
@@ -293,10 +321,11 @@ public struct Pacer<Clock: PinwheelClock>: Sendable {
         for p in 0..<scratch.order.count { scratch.groupStarts[p + 1] += scratch.groupStarts[p] }
         let base = unitRemoves.count
         unitRemoves.append(contentsOf: repeatElement(0, count: scratch.groupStarts[scratch.order.count]))
-        var fill = scratch.groupStarts
+        scratch.fill.removeAll(keepingCapacity: true)
+        scratch.fill.append(contentsOf: scratch.groupStarts)
         for (r, p) in scratch.attachedTo.enumerated() where p >= 0 {
-            unitRemoves[base + fill[p]] = removes[r]
-            fill[p] += 1
+            unitRemoves[base + scratch.fill[p]] = removes[r]
+            scratch.fill[p] += 1
         }
         for (p, entry) in scratch.order.enumerated() {
             let isUpdate = entry.index >= scratch.diff.add.count
@@ -345,4 +374,6 @@ struct PacerScratch {
     /// The adds' ids and positions in `order`, by id.
     var addsByID: [(id: FeatureID, position: Int)] = []
     var groupStarts: [Int] = []
+    /// Where the next remove of each group goes while they are laid out.
+    var fill: [Int] = []
 }

@@ -218,10 +218,19 @@ public enum ClientMessage: Equatable, Sendable {
     /// valid ack passes; so does the odd other message, which only costs it its place in line. A
     /// message that does not pass needs no decoding to know it is no ack.
     public static func mayBeAcknowledgement(_ bytes: [UInt8]) -> Bool {
-        let needle: [UInt8] = Array(#""ack""#.utf8)
-        guard bytes.count <= 256, bytes.count >= needle.count else { return false }
-        return (0...(bytes.count - needle.count)).contains { start in
-            bytes[start] == needle[0] && bytes[start..<start + needle.count].elementsEqual(needle)
+        guard bytes.count <= 256 else { return false }
+        let quote = UInt8(ascii: "\"")
+        return bytes.withUnsafeBufferPointer { b in
+            var start = 0
+            while start + 5 <= b.count {
+                if b[start] == quote && b[start + 1] == UInt8(ascii: "a") && b[start + 2] == UInt8(ascii: "c")
+                    && b[start + 3] == UInt8(ascii: "k") && b[start + 4] == quote
+                {
+                    return true
+                }
+                start += 1
+            }
+            return false
         }
     }
 
