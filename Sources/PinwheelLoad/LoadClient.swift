@@ -52,16 +52,13 @@ struct LoadClient {
     /// - Returns: the number of markers to acknowledge.
     /// - Parameters:
     ///   - keepsSamples: false for long-running bots, whose latency samples would only pile up.
-    ///   - acks: the run's producer's acknowledgements: a batch bringing a newer data version is a
-    ///     staleness sample, the time since that version was acknowledged.
     mutating func apply(
-        _ scanned: MessageScanner, bytes: Int, at now: ContinuousClock.Instant, keepsSamples: Bool = true,
-        acks: AckLog? = nil
+        _ scanned: MessageScanner, bytes: Int, at now: ContinuousClock.Instant, keepsSamples: Bool = true
     ) -> Int {
         if scanned.version > dataVersion {
             // The first batch only tells where the data stood when the client arrived.
-            if dataVersion > 0, keepsSamples, let age = acks?.age(of: scanned.version, at: now) {
-                figures.stalenessMicros.append(Self.micros(age))
+            if dataVersion > 0, keepsSamples {
+                figures.newerData.append(ClientFigures.Arrival(version: scanned.version, at: now))
             }
             dataVersion = scanned.version
         }
@@ -145,8 +142,15 @@ struct ClientFigures: Sendable, Codable {
     var errors: [String: Int] = [:]
     var firstBatchMicros: [UInt32] = []
     var doneMicros: [UInt32] = []
-    /// A producer's acknowledgement of a version → the first batch bringing it.
-    var stalenessMicros: [UInt32] = []
+    /// Each batch that brought newer data: its version, and when it arrived. Set against the
+    /// producer's acknowledgements when the report is made (the producer may run in another process
+    /// of the tool), each is a staleness sample.
+    var newerData: [Arrival] = []
+
+    struct Arrival: Codable {
+        var version: UInt64
+        var at: ContinuousClock.Instant
+    }
 
     mutating func count(error: String) {
         errors[error, default: 0] += 1

@@ -34,8 +34,6 @@ final class LoadGroup: WebSocketClientDelegate, @unchecked Sendable {
     private let origin: String?
     private let period: Duration?
     private let keepsSamples: Bool
-    /// The producer's acknowledgements, when the run pushes changes (for staleness).
-    private let acks: AckLog?
     private let stopTicker = Atomic<Bool>(false)
     private let stopped = Atomic<Bool>(false)
     private let tickerDone = DispatchSemaphore(value: 0)
@@ -51,9 +49,8 @@ final class LoadGroup: WebSocketClientDelegate, @unchecked Sendable {
     ///   - keepsSamples: keep every latency sample for the report (false for bots that run for hours).
     init(
         indices: [Int], options: LoadOptions, origin: String?, start: ContinuousClock.Instant,
-        keepsSamples: Bool = true, acks: AckLog? = nil
+        keepsSamples: Bool = true
     ) {
-        self.acks = acks
         self.options = options
         self.keepsSamples = keepsSamples
         self.origin = origin
@@ -226,8 +223,7 @@ final class LoadGroup: WebSocketClientDelegate, @unchecked Sendable {
             }
             switch scanner.kind {
             case .batch:
-                ack = s.clients[k].apply(
-                    scanner, bytes: text.count, at: now, keepsSamples: keepsSamples, acks: acks)
+                ack = s.clients[k].apply(scanner, bytes: text.count, at: now, keepsSamples: keepsSamples)
                 if s.clients[k].tour == nil { s.clients[k].figures.count(error: "batch before hello") }
             case .hello:
                 guard let hello else {

@@ -76,12 +76,13 @@ public struct LoadOptions: Sendable, Codable {
     static let viewportsPerProcess = 5_000.0
 
     /// The processes `pinwheel load` starts when not told: one per ``viewportsPerProcess`` the clients
-    /// send, at most one per core; one when a producer runs beside the clients (its acknowledgements
-    /// and the viewers' arrivals are compared in one process) or with the poll event loop, which
-    /// spreads the clients over threads of one process instead.
+    /// send, half as many viewports when a producer runs beside them (every viewer then also takes the
+    /// changes in its view), at most one per core; one with the poll event loop, which spreads the
+    /// clients over threads of one process instead.
     public func automaticProcesses(cores: Int) -> Int {
-        guard ingestRate == 0, eventLoop == .libev else { return 1 }
-        let wanted = (Double(clients) * viewportHz / Self.viewportsPerProcess).rounded(.up)
+        guard eventLoop == .libev else { return 1 }
+        let perProcess = ingestRate > 0 ? Self.viewportsPerProcess / 2 : Self.viewportsPerProcess
+        let wanted = (Double(clients) * viewportHz / perProcess).rounded(.up)
         return max(1, min(cores, Int(min(wanted, 64))))
     }
 
@@ -110,12 +111,6 @@ public struct LoadOptions: Sendable, Codable {
         }
         if processes < 1 || processes > 64 {
             throw .invalidOption(name: "processes", value: String(processes), expected: "1 to 64")
-        }
-        if processes > 1 && ingestRate > 0 {
-            throw .invalidOption(
-                name: "processes", value: String(processes),
-                expected:
-                    "1 with --ingest-rate (staleness needs the producer's acknowledgements in the viewers' process)")
         }
         if !(share.count >= 1 && share.index >= 0 && share.index < share.count) {
             throw .invalidOption(

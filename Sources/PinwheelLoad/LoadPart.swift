@@ -19,6 +19,12 @@ struct LoadPart: Codable {
     /// From the first connect to the end of the drain.
     var elapsed: Duration
     var tool: LoadReport.Tool?
+    /// What the producer did, from the one part that ran it (`--ingest-rate`); its staleness is
+    /// filled in when the report is made.
+    var ingest: LoadReport.Ingest?
+    /// The producer's acknowledgements, from the part that ran it: every part's clients' arrivals of
+    /// newer data are set against them.
+    var acknowledgements: [AckLog.Entry]?
 
     /// Seconds the rates count: from the first sample to the last.
     var steadySeconds: Double {
@@ -36,7 +42,8 @@ struct LoadPart: Codable {
     }
 
     /// Parts of one test as one: every client, totals added second by second (over the seconds all
-    /// parts sampled), the longest elapsed time, and the tools' CPU together.
+    /// parts sampled), the longest elapsed time, the tools' CPU together, and the producer's side
+    /// from the part that ran it.
     static func merged(_ parts: [LoadPart]) -> LoadPart {
         let seconds = parts.map(\.samples.count).min() ?? 0
         let samples = (0..<seconds).map { k in
@@ -46,6 +53,7 @@ struct LoadPart: Codable {
         return LoadPart(
             clients: parts.flatMap(\.clients).sorted { $0.index < $1.index }, samples: samples,
             wireBytes: parts.reduce(0) { $0 + $1.wireBytes }, elapsed: parts.map(\.elapsed).max() ?? .zero,
-            tool: tools.isEmpty ? nil : ToolUsage.together(tools))
+            tool: tools.isEmpty ? nil : ToolUsage.together(tools), ingest: parts.lazy.compactMap(\.ingest).first,
+            acknowledgements: parts.lazy.compactMap(\.acknowledgements).first)
     }
 }

@@ -28,7 +28,11 @@ public struct LoadProcesses: Sendable {
         let url = try LoadRunner.url(options)
         let count = options.processes
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("pinwheel-load-\(getpid())")
-        do { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) } catch {
+        do {
+            // Only this user may read it: the producer's part finds the ingest token in its options.
+            try FileManager.default.createDirectory(
+                at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
             throw .partFailed("cannot make \(folder.path): \(error)")
         }
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -88,7 +92,7 @@ public struct LoadProcesses: Sendable {
             }
             measured.append(read)
         }
-        return LoadRunner(options: options).report(LoadPart.merged(measured), server: server.report(), ingest: nil)
+        return LoadRunner(options: options).report(LoadPart.merged(measured), server: server.report())
     }
 
     /// Runs one part (`options.share`) as `run` starts it: tours, keeping its running totals in a file
@@ -127,11 +131,16 @@ public struct LoadProcesses: Sendable {
 
     /// Writes what the part for `share` runs: these options, that share, one process, and no /metrics of
     /// its own (this process reads them). Every option reaches the parts without being listed here.
+    /// The producer, if any, runs in the first part alone, and only it is given the ingest token.
     private func writePartOptions(share: ClientShare, to file: String) throws(LoadError) {
         var part = options
         part.share = share
         part.processes = 1
         part.scrapeMetrics = false
+        if share.index != 0 {
+            part.ingestRate = 0
+            part.ingestToken = nil
+        }
         do { try JSONEncoder().encode(part).write(to: URL(fileURLWithPath: file)) } catch {
             throw .partFailed("cannot write \(file): \(error)")
         }

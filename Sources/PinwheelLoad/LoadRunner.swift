@@ -20,8 +20,8 @@ public final class LoadRunner: Sendable {
         let url = try Self.url(options)
         var server = ServerSideReader(url: url, enabled: options.scrapeMetrics)
         server.readBefore()
-        let (part, ingest) = try tour(url: url, progress: progress) { server.readAfter() }
-        return report(part, server: server.report(), ingest: ingest)
+        let part = try tour(url: url, progress: progress) { server.readAfter() }
+        return report(part, server: server.report())
     }
 
     /// Runs this process's share of the clients (`options.share`) and returns what it measured, for
@@ -31,7 +31,7 @@ public final class LoadRunner: Sendable {
     ///   - whileOpen: called after the drain, before the connections close.
     func runPart(progress: (LoadProgress) -> Void, whileOpen: () -> Void) throws(LoadError) -> LoadPart {
         try options.validate()
-        return try tour(url: try Self.url(options), progress: progress, whileOpen: whileOpen).part
+        return try tour(url: try Self.url(options), progress: progress, whileOpen: whileOpen)
     }
 
     static func url(_ options: LoadOptions) throws(LoadError) -> WebSocketURL {
@@ -39,10 +39,11 @@ public final class LoadRunner: Sendable {
     }
 
     /// Opens this process's clients over the ramp, lets them tour for the duration, waits for the last
-    /// answers, calls `whileOpen`, and closes them.
+    /// answers, calls `whileOpen`, and closes them. With `--ingest-rate` it runs the producer too (of
+    /// several processes, the first alone is given the rate).
     private func tour(
         url: WebSocketURL, progress: (LoadProgress) -> Void, whileOpen: () -> Void
-    ) throws(LoadError) -> (part: LoadPart, ingest: LoadReport.Ingest?) {
+    ) throws(LoadError) -> LoadPart {
         let origin = options.origin ?? "\(url.secure ? "https" : "http")://\(url.hostHeader)"
         let start = ContinuousClock.now + .milliseconds(20)
         let mine = Array(stride(from: options.share.index, to: options.clients, by: options.share.count))
@@ -51,7 +52,7 @@ public final class LoadRunner: Sendable {
         let groups = (0..<threads).map { g in
             LoadGroup(
                 indices: stride(from: g, to: mine.count, by: threads).map { mine[$0] }, options: options,
-                origin: origin, start: start, acks: acks)
+                origin: origin, start: start)
         }
         for group in groups {
             do { try group.start() } catch {
@@ -99,22 +100,29 @@ public final class LoadRunner: Sendable {
         let clients = groups.flatMap { g in g.state.withLock { $0.clients } }
             .map { LoadPart.Client(index: $0.index, session: $0.session, figures: $0.figures) }
             .sorted { $0.index < $1.index }
-        let part = LoadPart(
+        return LoadPart(
             clients: clients, samples: samples, wireBytes: groups.reduce(0) { $0 + $1.wireBytes }, elapsed: elapsed,
-            tool: tool)
-        return (part, ingest)
+            tool: tool, ingest: ingest, acknowledgements: acks?.recorded)
     }
 
-    /// The report of what `part` measured, with the server's side and the producer's.
-    func report(_ part: LoadPart, server: LoadReport.ServerSide?, ingest: LoadReport.Ingest?) -> LoadReport {
+    /// The report of what `part` measured, with the server's side and the producer's: each arrival of
+    /// newer data at a viewer is a staleness sample, the time since the producer heard that version
+    /// acknowledged (zero when the viewer had it first).
+    func report(_ part: LoadPart, server: LoadReport.ServerSide?) -> LoadReport {
         var report = LoadReportBuilder(options: options, clients: part.clients).build(
             elapsed: part.elapsed, steadySeconds: part.steadySeconds, rates: part.rates, server: server,
             wireBytes: part.wireBytes)
         report.tool = part.tool
-        report.ingest = ingest.map { summary in
-            var with = summary
+        report.ingest = part.ingest.map { summary in
+            let acks = AckLog(entries: part.acknowledgements ?? [])
             var staleness = LoadReportBuilder.latencyHistogram()
-            for client in part.clients { for v in client.figures.stalenessMicros { _ = staleness.record(UInt64(v)) } }
+            for client in part.clients {
+                for arrival in client.figures.newerData {
+                    guard let age = acks.age(of: arrival.version, at: arrival.at) else { continue }
+                    _ = staleness.record(UInt64(LoadClient.micros(age)))
+                }
+            }
+            var with = summary
             with.staleness = .init(staleness, divisor: 1000)
             return with
         }

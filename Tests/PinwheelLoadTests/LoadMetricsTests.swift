@@ -89,7 +89,7 @@ struct LoadMetricsTests {
         #expect(throws: Never.self) { try options.validate() }
     }
 
-    @Test("without --processes: one process per 5,000 viewports a second, up to the cores; one beside a producer")
+    @Test("without --processes: one process per 5,000 viewports a second, 2,500 beside a producer, up to the cores")
     func automaticProcesses() {
         var options = LoadOptions(url: "ws://127.0.0.1:1/")
         options.eventLoop = .libev
@@ -107,8 +107,12 @@ struct LoadMetricsTests {
         #expect(options.automaticProcesses(cores: 16) == 8)
         options.viewportHz = 0
         #expect(options.automaticProcesses(cores: 16) == 1)
+        options.clients = 500
         options.viewportHz = 10
+        #expect(options.automaticProcesses(cores: 16) == 1)
         options.ingestRate = 1_000
+        #expect(options.automaticProcesses(cores: 16) == 2)
+        options.clients = 250
         #expect(options.automaticProcesses(cores: 16) == 1)
         options.ingestRate = 0
         options.eventLoop = .poll

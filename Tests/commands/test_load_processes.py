@@ -45,15 +45,6 @@ def test_two_processes_report_every_client_once_and_the_server_saw_them_all(tmp_
     assert "2 tool processes" in done.stdout
 
 
-def test_processes_refuse_a_producer_naming_why(tmp_path):
-    token = tmp_path / "token"
-    token.write_text("secret-token-0123456789")
-    done = load("ws://127.0.0.1:9/", "--clients", "4", "--processes", "2", "--ingest-rate", "100",
-                "--ingest-token-file", str(token))
-    assert done.returncode != 0
-    assert "--processes 2: expected 1 with --ingest-rate" in done.stderr, done.stderr
-
-
 def test_clients_that_cannot_connect_are_counted_from_every_part():
     # Nothing listens on port 9: each part's clients fail to connect, and the merged report counts all.
     done = load("ws://127.0.0.1:9/", "--clients", "4", "--processes", "2", "--no-metrics")

@@ -42,3 +42,28 @@ def test_load_gives_the_rate_asked_and_reports_the_viewers_staleness(live_server
     # The server's RSS grew with the index's newer versions too: no figure per session.
     assert report["server"]["dataChanged"] is True and "rssPerSessionBytes" not in report["server"]
     assert "not per session: the data changed" in done.stdout, done.stdout
+
+
+def test_load_over_two_processes_reports_the_staleness_of_every_viewer(live_server, live_args, tmp_path):
+    # The producer runs in the first process; the second one's viewers are set against its
+    # acknowledgements when the report is made.
+    token_file = live_args[live_args.index("--ingest-token-file") + 1]
+    report_file = tmp_path / "load.json"
+    done = subprocess.run(
+        [pinwheel_binary(), "load", "--url", live_server.ws_url, "--clients", "10", "--processes", "2",
+         "--duration", "4s", "--ramp", "1s", "--viewport-hz", "5", "--ingest-rate", str(RATE),
+         "--ingest-batch", "100", "--ingest-token-file", token_file, "--json", str(report_file), "--quiet"],
+        capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(report_file.read_text())
+    assert report["run"]["processes"] == 2 and "2 tool processes" in done.stdout
+    assert sorted(c["index"] for c in report["clients"]) == list(range(10))
+    ingest = report["ingest"]
+    assert "error" not in ingest and ingest["rejected"] == 0
+    assert 0.8 * RATE * 5 <= ingest["accepted"] <= 1.2 * RATE * 5, ingest
+    staleness = ingest["staleness"]
+    # Every viewer, in either process, saw the producer's changes arrive batch after batch: at least
+    # one sample each for most of the tour's seconds.
+    assert staleness["count"] >= 10 * 3, staleness
+    assert 0 <= staleness["p50"] <= staleness["p99"] <= staleness["max"] < 5000
+    assert report["errors"] == {}

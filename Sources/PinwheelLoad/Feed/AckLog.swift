@@ -4,13 +4,22 @@ import Synchronization
 /// receiving a batch of version v can tell how long ago the change v was acknowledged. Requests in
 /// flight together may be answered out of version order.
 final class AckLog: Sendable {
-    private struct Entry {
+    /// One answer: the versions it covers and when it came.
+    struct Entry: Codable, Equatable {
         var first: UInt64
         var last: UInt64
         var at: ContinuousClock.Instant
     }
 
-    private let entries = Mutex<[Entry]>([])
+    private let entries: Mutex<[Entry]>
+
+    /// - Parameter entries: answers recorded elsewhere (by another process of the tool), in version order.
+    init(entries: [Entry] = []) {
+        self.entries = Mutex(entries)
+    }
+
+    /// The answers so far, in version order.
+    var recorded: [Entry] { entries.withLock { $0 } }
 
     /// Records an answer covering versions `first ... last`.
     func record(first: UInt64, last: UInt64, at: ContinuousClock.Instant) {
