@@ -16,6 +16,8 @@ final class Session: WorkerJob, @unchecked Sendable {
         /// A complete text message, stamped when the service thread got it; `mayBeAck` from
         /// ``ClientMessage/mayBeAcknowledgement(_:)``.
         case message([UInt8], receivedAt: ContinuousClock.Instant, mayBeAck: Bool)
+        /// An ack the service thread decoded to let it wait for the next turn, and its size.
+        case acknowledgement(AckMessage, bytes: Int, receivedAt: ContinuousClock.Instant)
         /// A timer the session asked for fired (coalesced viewport or pacer wait).
         case tick
         /// The shared clusterers now hold newer data.
@@ -29,6 +31,7 @@ final class Session: WorkerJob, @unchecked Sendable {
             switch self {
             case .opened, .closed: .request
             case .message(_, _, let mayBeAck): mayBeAck ? .flow : .request
+            case .acknowledgement: .flow
             case .tick: .flow
             case .dataChanged: .refresh
             }
@@ -119,15 +122,14 @@ final class Session: WorkerJob, @unchecked Sendable {
     /// costs. Service thread.
     func received(_ text: [UInt8], at receivedAt: ContinuousClock.Instant) {
         let mayBeAck = ClientMessage.mayBeAcknowledgement(text)
-        let event = Event.message(text, receivedAt: receivedAt, mayBeAck: mayBeAck)
         let waits = inbox.withLock { box in
             guard mayBeAck, box.acksCanWait, !box.running else { return false }
             // Checked under the lock, so no turn can start meanwhile and start waiting on this ack.
-            guard case .ack? = try? ClientMessage.decode(text) else { return false }
-            box.events.append(event)
+            guard case .ack(let ack)? = try? ClientMessage.decode(text) else { return false }
+            box.events.append(.acknowledgement(ack, bytes: text.count, receivedAt: receivedAt))
             return true
         }
-        if !waits { post(event, onServiceThread: true) }
+        if !waits { post(.message(text, receivedAt: receivedAt, mayBeAck: mayBeAck), onServiceThread: true) }
     }
 
     /// Queues an event and schedules the session on a worker if it is not already waiting in the
@@ -202,6 +204,10 @@ final class Session: WorkerJob, @unchecked Sendable {
         case .message(let bytes, let receivedAt, _):
             let type = machine.received(bytes, at: receivedAt, actions: &actions)
             server.metrics.received(type: type, bytes: bytes.count)
+            counters.messagesIn += 1
+        case .acknowledgement(let ack, let bytes, let receivedAt):
+            let type = machine.received(.ack(ack), at: receivedAt, actions: &actions)
+            server.metrics.received(type: type, bytes: bytes)
             counters.messagesIn += 1
         case .tick:
             machine.tick(actions: &actions)

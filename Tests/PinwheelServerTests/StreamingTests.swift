@@ -102,6 +102,10 @@ struct StreamingTests {
         let service = try #require(counter(metrics, #"pinwheel_turns_total{thread="service"}"#))
         let worker = try #require(counter(metrics, #"pinwheel_turns_total{thread="worker"}"#))
         #expect(service >= 2 && worker >= 1, "\(service) on the service thread, \(worker) on workers")
+        // Each ack after a viewport's last batch waits in the inbox, decoded, for the next viewport's
+        // turn, and counts once there; the last batch's ack is still waiting.
+        let acks = try #require(counter(metrics, #"pinwheel_messages_in_total{type="ack"}"#))
+        #expect(acks == view.batches.count - 1, "\(acks) acks counted of \(view.batches.count) sent")
     }
 
     @Test("a pan within one zoom is read as what entered and left the view, and the view ends exact")

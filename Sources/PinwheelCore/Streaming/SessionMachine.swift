@@ -112,6 +112,16 @@ public struct SessionMachine<Clock: PinwheelClock> {
             actions.send("error", encoder)
             return "invalid"
         }
+        return received(message, at: receivedAt, actions: &actions)
+    }
+
+    /// A message from the client that the server has already decoded (an ack it read to see whether
+    /// it could wait for the session's next turn).
+    /// - Returns: the message's type for the metrics.
+    @_specialize(exported:true,where Clock == ContinuousClock)
+    public mutating func received(
+        _ message: ClientMessage, at receivedAt: Clock.Instant, actions: inout SessionActions<Clock>
+    ) -> String {
         // Only runs of viewports coalesce: anything else is answered after the viewports before it.
         if case .viewport = message {} else { flush(actions: &actions) }
         switch message {
