@@ -30,8 +30,10 @@ public struct LoadProcesses: Sendable {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("pinwheel-load-\(getpid())")
         do {
             // Only this user may read it: the producer's part finds the ingest token in its options.
+            // Set again in case a folder of this name was left by an earlier run of the same pid.
             try FileManager.default.createDirectory(
                 at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: folder.path)
         } catch {
             throw .partFailed("cannot make \(folder.path): \(error)")
         }
