@@ -232,7 +232,7 @@ public struct Pacer<Clock: PinwheelClock>: Sendable {
             var run = 0
             while run < buffer.count {
                 let end = min(buffer.count, run + 16)
-                for k in run + 1..<max(run + 1, end) {
+                for k in run + 1..<end {
                     let f = buffer[k]
                     var j = k
                     while j > run && buffer[j - 1].id > f.id {
