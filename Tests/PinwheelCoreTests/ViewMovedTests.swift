@@ -12,7 +12,7 @@ struct ViewMovedTests {
 
     /// The same points after changes, compacted: a live index over a fresh build of them, with no
     /// changes laid over it, whose points carry revisions: points moved and deleted, and points added
-    /// where the session of ``sessionSendsTheSameBatches(live:)`` walks.
+    /// where the session of ``sessionSendsTheSameBatches(index:)`` walks.
     static let compacted: LiveClusterIndex = {
         var table = PointTable(ClusterIndexTests.dataset(seed: 3, count: 20_000))
         var rng = SplitMix64(seed: 8)
@@ -32,6 +32,27 @@ struct ViewMovedTests {
         }
         return LiveClusterIndex(base: try! ClusterIndex(dataset: table.dataset))
     }()
+
+    /// A live index with a delta laid over its build: points moved, added (some on top of others)
+    /// and deleted, as the live floor's producer changes them.
+    static let changed = try! LiveClusterIndexTests.overlaid(seed: 5, base: 20_000, changes: 4_000).live
+    /// The same history with every level's adjustments in persistent maps (the fine levels' way).
+    static let changedMapped = try! LiveClusterIndexTests.overlaid(
+        seed: 5, base: 20_000, changes: 4_000, largestDenseLevel: 0
+    ).live
+
+    /// The indexes moves are read from: a build, and live indexes with changes laid over theirs.
+    enum Kind: String, CaseIterable, CustomTestStringConvertible {
+        case build, live, liveMapped
+        var index: any Clusterer {
+            switch self {
+            case .build: ViewMovedTests.index
+            case .live: ViewMovedTests.changed
+            case .liveMapped: ViewMovedTests.changedMapped
+            }
+        }
+        var testDescription: String { rawValue }
+    }
 
     /// The index answering only whole queries, or answering moves and counting those it answered.
     final class Forwarding: Clusterer {
@@ -92,9 +113,11 @@ struct ViewMovedTests {
         return (old, new)
     }
 
-    @Test("a view moved within its zoom level gains and loses exactly what two whole queries of it differ by")
-    func differenceOfWholeQueries() throws {
-        let index = Self.index
+    @Test(
+        "a view moved within its zoom level gains and loses exactly what two whole queries of it differ by",
+        arguments: Kind.allCases)
+    func differenceOfWholeQueries(kind: Kind) throws {
+        let index = kind.index
         var rng = SplitMix64(seed: 9)
         var entering: [Feature] = []
         var leaving: [FeatureID] = []
@@ -141,25 +164,29 @@ struct ViewMovedTests {
         #expect(nonEmpty > 100, "many trials move a view that keeps part of its features")
     }
 
-    @Test("a live index moves views while nothing is laid over its build, and reads them whole after a change")
-    func liveIndex() {
-        let (old, new) = (
-            BBox(west: 8, south: 47, east: 12, north: 49), BBox(west: 8.5, south: 47, east: 12.5, north: 49)
-        )
-        var entering: [Feature] = []
-        var leaving: [FeatureID] = []
-        #expect(Self.compacted.viewMoved(from: old, zoom: 7, to: new, zoom: 7, entering: &entering, leaving: &leaving))
-        #expect(!entering.isEmpty)
-        var delta = ClusterDelta(base: Self.compacted.base)
-        delta.apply(
-            ChangedPoint(
-                id: Self.compacted.dataset.ids[0],
-                now: PointRecord(position: Coordinate(lat: 48, lon: 10), revision: 4_001)))
-        let changed = LiveClusterIndex(
-            delta: delta, version: 4_001, names: Self.compacted.dataset.names,
-            columns: Self.compacted.dataset.properties.columns, pointCount: Self.compacted.pointCount)
-        #expect(!changed.viewMoved(from: old, zoom: 7, to: new, zoom: 7, entering: &entering, leaving: &leaving))
-        #expect(entering.isEmpty && leaving.isEmpty)
+    @Test("a live index's moves bring the points changed since its build, and take away those deleted")
+    func liveIndexMovesCarryChanges() throws {
+        let live = Self.changed
+        var (entering, leaving): ([Feature], [FeatureID]) = ([], [])
+        var (added, removed) = (0, 0)
+        var rng = SplitMix64(seed: 12)
+        let firstAdded = live.changedRows!.start
+        let changedPoints = Array(live.delta.added.values)
+        for _ in 0..<400 {
+            let zoom = Double(10 + rng.next() % 9)
+            let point = changedPoints[Int(rng.next() % UInt64(changedPoints.count))].position
+            let centre = (lon: point.lon, lat: point.lat)
+            // From a box moved away to the box around the changed point.
+            guard let (new, old) = Self.boxes(&rng, centre: centre, span: 400 / pow(2, zoom)),
+                live.viewMoved(from: old, zoom: zoom, to: new, zoom: zoom, entering: &entering, leaving: &leaving)
+            else { continue }
+            added += entering.filter { $0.row == firstAdded }.count
+            removed +=
+                entering.filter { $0.isPoint && $0.row < firstAdded && live.delta.removedRows.contains(Int($0.row)) }
+                .count
+        }
+        #expect(added > 100, "points the delta added enter moved views: \(added)")
+        #expect(removed == 0, "no changed base point enters where it was")
     }
 
     @Test("a box across the antimeridian is left to whole queries")
@@ -175,9 +202,14 @@ struct ViewMovedTests {
 
     @Test(
         "a session serving pans and zooms as moved views sends exactly the batches of one querying whole views",
-        arguments: [false, true])
-    func sessionSendsTheSameBatches(live: Bool) throws {
-        let index: any Clusterer = live ? Self.compacted : Self.index
+        arguments: ["build", "compacted", "live"])
+    func sessionSendsTheSameBatches(index name: String) throws {
+        let index: any Clusterer =
+            switch name {
+            case "build": Self.index
+            case "compacted": Self.compacted
+            default: Self.changed
+            }
         let moving = Forwarding(index, answersMoves: true)
         let whole = Forwarding(index, answersMoves: false)
         // A small cap, so some views are capped and served whole.

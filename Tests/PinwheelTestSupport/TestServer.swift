@@ -54,10 +54,14 @@ public final class TestServer: Sendable {
 
     /// GETs a path and returns the status and body; `https` accepts the test's self-signed certificate.
     public func get(_ path: String, https: Bool = false) async throws -> (status: Int, body: String) {
+        try await Self.get((https ? "https://127.0.0.1:\(port)" : httpURL) + path)
+    }
+
+    /// GETs a URL with curl and returns the status and body, accepting a self-signed certificate.
+    public static func get(_ url: String) async throws -> (status: Int, body: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        let base = https ? "https://127.0.0.1:\(port)" : httpURL
-        process.arguments = ["curl", "-s", "-k", "-o", "-", "-w", "\n%{http_code}", base + path]
+        process.arguments = ["curl", "-s", "-k", "-o", "-", "-w", "\n%{http_code}", url]
         let pipe = Pipe()
         process.standardOutput = pipe
         try process.run()

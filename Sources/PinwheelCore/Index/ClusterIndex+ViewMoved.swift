@@ -9,35 +9,47 @@ extension ClusterIndex {
     ) -> Bool {
         entering.removeAll(keepingCapacity: true)
         leaving.removeAll(keepingCapacity: true)
+        guard let (from, to) = movedRects(from: old, zoom: oldZoom, to: new, zoom: newZoom) else { return false }
+        guard dataset.count > 0 else { return true }
+        withContext(zoom: newZoom) { context in
+            var scratch = SpreadScratch()
+            scanMove(
+                context, from: from, to: to,
+                entering: { emit(context, item: $0, scratch: &scratch, into: &entering) },
+                leaving: { emitIDs(context, item: $0, into: &leaving) })
+        }
+        return true
+    }
+
+    /// The rectangles of two views a move can be read between: nil when the view changed zoom level,
+    /// spread zoom or side of the raw level, crosses the antimeridian, or jumped.
+    func movedRects(from old: BBox, zoom oldZoom: Double, to new: BBox, zoom newZoom: Double) -> (
+        from: MercatorRect, to: MercatorRect
+    )? {
         // A query reads a zoom's level, lays spreads out for its floor, and past the raw level makes
         // each feature its own parent: zooms alike in all three show the same features.
         guard levelIndex(zoom: oldZoom) == levelIndex(zoom: newZoom),
             ClusterIndex.spreadZoom(oldZoom) == ClusterIndex.spreadZoom(newZoom),
             isBeyondRaw(oldZoom) == isBeyondRaw(newZoom)
-        else { return false }
+        else { return nil }
         // Boxes across the antimeridian are two rectangles each: rare, and left to whole queries.
-        guard !old.crossesAntimeridian, !new.crossesAntimeridian else { return false }
+        guard !old.crossesAntimeridian, !new.crossesAntimeridian else { return nil }
         let (from, to) = (MercatorRect(spanning: old), MercatorRect(spanning: new))
         // A jump shares nothing with the view it leaves: a whole query reads less.
         guard from.minX <= to.maxX, to.minX <= from.maxX, from.minY <= to.maxY, to.minY <= from.maxY else {
-            return false
+            return nil
         }
-        guard dataset.count > 0 else { return true }
-        withContext(zoom: newZoom) { context in
-            scanMove(context, from: from, to: to, entering: &entering, leaving: &leaving)
-        }
-        return true
+        return (from, to)
     }
 
-    /// Appends the features of the items inside `to` and not `from` to `entering`, and the ids of
-    /// those inside `from` and not `to` to `leaving`, reading each grid row once.
+    /// Calls `entering` with the items inside `to` and not `from`, and `leaving` with those inside
+    /// `from` and not `to`, reading each grid row once.
     ///
     /// Cells inside both rectangles' inner cells hold only items inside both (the grid's scale is a
     /// power of two, so a cell's bounds are exact): a row crossing them is read as the runs on either
     /// side. Each item read is tested against both rectangles.
-    func scanMove(
-        _ context: QueryContext, from: MercatorRect, to: MercatorRect, entering: inout [Feature],
-        leaving: inout [FeatureID]
+    @inline(__always) func scanMove(
+        _ context: QueryContext, from: MercatorRect, to: MercatorRect, entering: (Int) -> Void, leaving: (Int) -> Void
     ) {
         let level = context.level
         guard level.meta.count > 0 else { return }
@@ -50,13 +62,12 @@ extension ClusterIndex {
         }
         let innerRows = inner(oldRows, newRows)
         let innerColumns = inner(oldColumns, newColumns)
-        var scratch = SpreadScratch()
         func read(row: Int, columns: ClosedRange<Int>) {
             level.forEachItem(row: row, columns: columns) { i in
                 let (x, y) = (level.xy[2 * i], level.xy[2 * i + 1])
                 switch (from.contains(x: x, y: y), to.contains(x: x, y: y)) {
-                case (false, true): emit(context, item: i, scratch: &scratch, into: &entering)
-                case (true, false): emitIDs(context, item: i, into: &leaving)
+                case (false, true): entering(i)
+                case (true, false): leaving(i)
                 default: break
                 }
             }

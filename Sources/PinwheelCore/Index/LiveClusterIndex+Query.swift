@@ -8,11 +8,23 @@ extension LiveClusterIndex {
     public func features(in bbox: BBox, zoom: Double, into out: inout [Feature]) {
         base.features(in: bbox, zoom: zoom, into: &out)
         guard !delta.isEmpty else { return }
+        overlay(&out)
+        var rects: [MercatorRect] = []
+        _ = bbox.mercatorRects(into: &rects)
         let li = base.levelIndex(zoom: zoom)
-        let beyondRaw = base.isBeyondRaw(zoom)
+        for rect in rects {
+            forEachStandalone(atLevel: li, in: rect) { entry, from in
+                out.append(standalone(entry, from: from, atLevel: li, beyondRaw: base.isBeyondRaw(zoom)))
+            }
+        }
+    }
+
+    /// Base features as the delta leaves them: without the points changed since the build, each
+    /// cluster with its count and centroid now (or its one remaining point, or gone once empty).
+    func overlay(_ features: inout [Feature]) {
         var kept = 0
-        for i in out.indices {
-            var f = out[i]
+        for i in features.indices {
+            var f = features[i]
             if f.isPoint {
                 if delta.removedRows.contains(Int(f.row)) { continue }
             } else if f.slot >= 0 {
@@ -23,29 +35,26 @@ extension LiveClusterIndex {
                     f = adjusted
                 }
             }
-            out[kept] = f
+            features[kept] = f
             kept += 1
         }
-        out.removeLast(out.count - kept)
+        features.removeLast(features.count - kept)
+    }
 
-        var rects: [MercatorRect] = []
-        _ = bbox.mercatorRects(into: &rects)
-        for rect in rects {
-            forEachStandalone(atLevel: li, in: rect) { entry, from in
-                let parent: FeatureID?
-                if beyondRaw {
-                    parent = FeatureID(entry.id)
-                } else if li == 0 {
-                    parent = nil
-                } else if li == from && entry.parentHolder >= 0 {
-                    // The coarsest level it stands alone at: one level up a cluster holds it.
-                    parent = base.identity(level: li - 1, item: Int(entry.parentHolder)).id
-                } else {
-                    parent = FeatureID(entry.id)
-                }
-                out.append(feature(entry.id, at: entry.position, revision: entry.revision, parent: parent))
-            }
+    /// An added point drawn alone at level `li`, from the list of level `from`.
+    func standalone(_ entry: StandaloneEntry, from: Int, atLevel li: Int, beyondRaw: Bool) -> Feature {
+        let parent: FeatureID?
+        if beyondRaw {
+            parent = FeatureID(entry.id)
+        } else if li == 0 {
+            parent = nil
+        } else if li == from && entry.parentHolder >= 0 {
+            // The coarsest level it stands alone at: one level up a cluster holds it.
+            parent = base.identity(level: li - 1, item: Int(entry.parentHolder)).id
+        } else {
+            parent = FeatureID(entry.id)
         }
+        return feature(entry.id, at: entry.position, revision: entry.revision, parent: parent)
     }
 
     /// A base cluster as the delta leaves it: nil once it holds nothing; its one remaining base
@@ -74,7 +83,7 @@ extension LiveClusterIndex {
 
     /// Calls `body` with every added point drawn as a point at level `li` inside a rectangle.
     /// - Parameter body: gets each entry and the level of the list it is in.
-    private func forEachStandalone(atLevel li: Int, in rect: MercatorRect, _ body: (StandaloneEntry, Int) -> Void) {
+    func forEachStandalone(atLevel li: Int, in rect: MercatorRect, _ body: (StandaloneEntry, Int) -> Void) {
         guard rect.minX <= rect.maxX, rect.minY <= rect.maxY else { return }
         for from in 0...li where !delta.standalone[from].isEmpty {
             let cells = delta.standalone[from]

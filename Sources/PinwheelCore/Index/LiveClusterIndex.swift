@@ -42,20 +42,6 @@ public final class LiveClusterIndex: Clusterer {
             columns: base.dataset.properties.columns, pointCount: base.dataset.count)
     }
 
-    /// Between a compaction and the next change the index is its build alone, which reads a moved
-    /// view from what enters and leaves it; with changes laid over the build, views are read whole.
-    public func viewMoved(
-        from old: BBox, zoom oldZoom: Double, to new: BBox, zoom newZoom: Double, entering: inout [Feature],
-        leaving: inout [FeatureID]
-    ) -> Bool {
-        guard delta.isEmpty else {
-            entering.removeAll(keepingCapacity: true)
-            leaving.removeAll(keepingCapacity: true)
-            return false
-        }
-        return base.viewMoved(from: old, zoom: oldZoom, to: new, zoom: newZoom, entering: &entering, leaving: &leaving)
-    }
-
     public func children(of id: FeatureID) -> [Feature]? {
         if id >> 32 == 0, delta.added[UInt32(id)] != nil { return [] }
         return base.children(of: id).map(withoutRemoved)

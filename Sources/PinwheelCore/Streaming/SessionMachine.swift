@@ -291,8 +291,7 @@ public struct SessionMachine<Clock: PinwheelClock> {
     /// Reads what enters and leaves the view when the viewport moved within the zoom level of the
     /// view the client has exactly, into `features` and `leaving`.
     /// - Returns: false when the viewport needs a whole query: another level, a jump, a plan still
-    ///   being sent, a live index with changes laid over its build, or a view that would pass
-    ///   `maxFeatures`.
+    ///   being sent, newer data than the view was read from, or a view that would pass `maxFeatures`.
     private mutating func moveShownView(to viewport: ViewportMessage) -> Bool {
         guard let shown = shownView, pacer.isDone, held.isEmpty,
             clusterer.viewMoved(
@@ -312,7 +311,7 @@ public struct SessionMachine<Clock: PinwheelClock> {
         actions.refreshed = true
         query(viewport)
         actions.servedVersion = servedVersion
-        shownView = nil
+        shownView = capped == nil ? (viewport.bbox, viewport.indexZoom) : nil
         carryOut(pacer.refresh(features: features, viewport: viewport.bbox), actions: &actions)
     }
 

@@ -1,0 +1,110 @@
+import Foundation
+import Logging
+import PinwheelCore
+import PinwheelTestSupport
+import Testing
+
+@testable import PinwheelServer
+
+/// Viewers of a server whose data changes.
+@Suite("Viewports over live data", .serialized)
+struct LiveViewportTests {
+    /// A live server over the test dataset, taking changes with the token "live-viewport-test".
+    static func liveServer(_ configure: (inout ServerConfiguration) -> Void) throws -> (
+        Server, FileChangeLogTests.Directory
+    ) {
+        let dir = FileChangeLogTests.Directory()
+        var configuration = ServerConfiguration(webRoot: TestServer.repositoryRoot + "/web")
+        configuration.host = "127.0.0.1"
+        configuration.port = 0
+        configuration.ingestToken = "live-viewport-test"
+        configure(&configuration)
+        var logger = Logger(label: "pinwheel-test")
+        logger.logLevel = .warning
+        let server = try Server(
+            configuration: configuration, dataset: TestServer.dataset, log: FileChangeLog(directory: dir.path),
+            logger: logger)
+        try server.start()
+        return (server, dir)
+    }
+
+    /// Submits NDJSON changes and returns the version that holds them.
+    static func change(_ server: Server, _ lines: [String]) throws -> UInt64 {
+        let body = Array(lines.joined(separator: "\n").utf8)
+        guard case .answered(let status, let answer) = server.ingest!.submit(body, producer: "test") else {
+            throw TestFailure("the changes were not taken")
+        }
+        #expect(status == 200 && answer.accepted == lines.count)
+        return answer.version
+    }
+
+    struct TestFailure: Error, CustomStringConvertible {
+        let description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    static func metrics(_ server: Server) async throws -> String {
+        let (status, body) = try await TestServer.get("http://127.0.0.1:\(server.port)/metrics")
+        #expect(status == 200)
+        return body
+    }
+
+    /// Receives and acknowledges batches on `id` until one computed from data at `version` or later.
+    static func receive(_ driver: WSDriver, _ id: String, upTo version: UInt64, into view: inout ClientView)
+        async throws
+    {
+        while true {
+            let batch = try await driver.message(id, type: "batch", timeout: .seconds(10))
+            view.apply(batch)
+            driver.ack(id, batch)
+            if batch["version"].uint64 ?? 0 >= version { return }
+        }
+    }
+
+    /// A series' value in a `/metrics` page; nil when absent.
+    static func value(_ metrics: String, _ series: String) -> Double? {
+        metrics.split(separator: "\n").first { $0.hasPrefix(series + " ") }.flatMap {
+            Double($0.dropFirst(series.count + 1))
+        }
+    }
+
+    @Test("pans over changes laid over the build are read as moves, and each view ends exactly the index's")
+    func pansOverChangedDataAreMoves() async throws {
+        // No compaction while the viewer pans: every pan reads the same live index, changes laid over it.
+        let (server, dir) = try Self.liveServer { $0.compactionInterval = .seconds(3600) }
+        defer { server.stop() }
+        _ = dir
+        let driver = try WSDriver()
+        try await driver.connect("a", url: "ws://127.0.0.1:\(server.port)/", origin: "http://127.0.0.1:\(server.port)")
+        _ = try await driver.message("a", type: "hello")
+        var view = ClientView()
+        driver.send("a", viewport(1, europe, zoom: 6))
+        try await driver.drain("a", seq: 1, into: &view)
+        // Points moved, added and deleted where the viewer is about to pan.
+        var lines = (0..<40).map { k in
+            #"{"op":"upsert","id":"mover-\#(k)","lat":\#(43 + Double(k % 8)),"lon":\#(-4 + Double(k) * 0.6)}"#
+        }
+        let ids = TestServer.dataset.dataset.ids
+        lines += (0..<20).map { k in #"{"op":"upsert","id":\#(ids[k * 7]),"lat":47.5,"lon":\#(2 + Double(k) * 0.5)}"# }
+        lines += (0..<20).map { k in #"{"op":"delete","id":\#(ids[k * 7 + 3])}"# }
+        let version = try Self.change(server, lines)
+        // The refresh brings the view up to the changes.
+        try await Self.receive(driver, "a", upTo: version, into: &view)
+        #expect(try #require(Self.value(try await Self.metrics(server), "pinwheel_index_delta_points")) > 0)
+        let before = try #require(
+            Self.value(try await Self.metrics(server), #"pinwheel_viewport_reads_total{read="moved"}"#))
+        for k in 1...4 {
+            let west = -5 + 2 * Double(k)
+            let box = [west, 42, west + 20, 52]
+            driver.send("a", viewport(k + 1, box, zoom: 6))
+            try await driver.drain("a", seq: k + 1, into: &view)
+            var out: [Feature] = []
+            server.clusterers.clusterer(for: .hierarchical).features(
+                in: BBox(west: box[0], south: box[1], east: box[2], north: box[3]), zoom: 6, into: &out)
+            #expect(Set(view.features.keys) == Set(out.map(\.id)), "pan \(k)")
+        }
+        let after = try #require(
+            Self.value(try await Self.metrics(server), #"pinwheel_viewport_reads_total{read="moved"}"#))
+        #expect(after - before == 4, "every pan read as a move")
+    }
+}
