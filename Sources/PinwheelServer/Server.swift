@@ -24,6 +24,10 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
     /// Index thread only: whether the machine is short of cores, which makes the workers and
     /// compactions yield.
     private var coreShortage = CoreShortage()
+    /// Index thread only: the wait between two refreshes, longer while viewers' first batches are slow.
+    private var refreshPacing: RefreshPacing
+    /// Viewports answered since the last refresh, and the slow ones among them.
+    let firstBatches: FirstBatchTally
     /// Live indexes sessions stopped serving from since the last refresh (see ``retire(_:)``).
     private let retired = Mutex<[LiveClusterIndex]>([])
     /// When each algorithm was last asked for: while data changes, only those in use are rebuilt.
@@ -99,6 +103,8 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
         self.logger = logger
         current = Mutex(clusterers)
         publishedVersion = clusterers.clusterer(for: configuration.algorithm).dataset.version
+        refreshPacing = RefreshPacing(shortest: configuration.refreshInterval)
+        firstBatches = FirstBatchTally(slowerThan: configuration.slowFirstBatch)
         self.live = live
         if let live, configuration.aggregates.isEmpty,
             let base = clusterers.clusterer(for: .hierarchical) as? ClusterIndex
@@ -118,6 +124,7 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
         if live != nil {
             metrics.dataVersionLoaded(dataset.dataset.version)
             metrics.coresShort(false)
+            metrics.refreshPaced(every: configuration.refreshInterval)
         }
         workers = Workers(count: configuration.workers, metrics: metrics)
         transport = WebSocketServer(configuration: transportConfiguration())
@@ -125,7 +132,7 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
 
     /// Binds the port and starts the lws service thread.
     public func start() throws {
-        live?.start { [weak self] in self?.refreshAndJudgeCores() }
+        live?.start { [weak self] in self?.refreshAndJudgeCores() ?? .zero }
         try transport.start(delegate: self)
         presence.start { [weak self] connection, message in
             _ = self?.send(message, type: "presence", to: connection)
@@ -284,8 +291,19 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
     }
 
     /// Index thread: a refresh, then whether the workers and compactions should yield (``CoreShortage``).
-    private func refreshAndJudgeCores() {
+    /// - Returns: the least time until the next refresh (``RefreshPacing``).
+    private func refreshAndJudgeCores() -> Duration {
         refreshIndex()
+        let (answered, slow) = firstBatches.take()
+        let before = refreshPacing.interval
+        refreshPacing.observe(answered: answered, slow: slow)
+        if refreshPacing.interval != before { metrics.refreshPaced(every: refreshPacing.interval) }
+        judgeCores()
+        return refreshPacing.interval
+    }
+
+    /// Index thread: whether the workers and compactions should yield (``CoreShortage``).
+    private func judgeCores() {
         let now = ContinuousClock.now
         guard coreShortage.isDue(at: now),
             let reading = CoreShortage.Reading.now(alsoIdle: keeper?.cpuOnIdleCores ?? .zero),

@@ -52,8 +52,12 @@ public struct ServerConfiguration: Sendable {
     /// Largest `POST /v1/changes` body, bytes; larger ones get 413.
     public var maxIngestBodyBytes: Int = 16 * 1024 * 1024
     /// Least time between two refreshes of the index while data changes: each refresh publishes the
-    /// changes since the last and refreshes the sessions they reach.
+    /// changes since the last and refreshes the sessions they reach. Stretched up to three times while
+    /// viewers' first batches are slow (``RefreshPacing``).
     public var refreshInterval: Duration = .milliseconds(100)
+    /// The viewport → first batch latency beyond which a viewport counts as slow for
+    /// ``RefreshPacing``: the server's own target, which clients see with their network added.
+    public var slowFirstBatch: Duration = .milliseconds(3)
     /// Least time between two full rebuilds (compactions) of the index while data changes; between
     /// them, changes are laid over the last build.
     public var compactionInterval: Duration = .seconds(2)

@@ -37,6 +37,8 @@ public final class ServerMetrics: Sendable {
     private let deltaPoints: CoreMetrics.Meter
     /// 1 while the machine is short of cores and the workers and compactions yield (``CoreShortage``).
     private let coresShort: CoreMetrics.Meter
+    /// The wait between two refreshes of a live index now (``RefreshPacing``).
+    private let refreshInterval: CoreMetrics.Meter
     private let changesIn: CoreMetrics.Counter
     private let windowWait: CoreMetrics.Timer
     /// Exact percentiles of ``firstBatchMicros``, refreshed at each scrape.
@@ -98,6 +100,7 @@ public final class ServerMetrics: Sendable {
         refresh = CoreMetrics.Timer(label: "pinwheel_index_refresh_seconds", factory: factory)
         deltaPoints = Meter(label: "pinwheel_index_delta_points", factory: factory)
         coresShort = Meter(label: "pinwheel_cores_short", factory: factory)
+        refreshInterval = Meter(label: "pinwheel_refresh_interval_seconds", factory: factory)
         changesIn = Counter(label: "pinwheel_changes_accepted_total", factory: factory)
         firstBatchP50 = registry.makeGauge(
             descriptor: Self.firstBatchDescriptor("p50", help: "Median viewport to first batch, exact"))
@@ -217,6 +220,8 @@ public final class ServerMetrics: Sendable {
 
     /// Index thread: whether the machine is short of cores now.
     func coresShort(_ short: Bool) { coresShort.set(short ? 1 : 0) }
+
+    func refreshPaced(every interval: Duration) { refreshInterval.set(interval / .seconds(1)) }
 
     /// Records the server's time from a viewport's arrival to its first batch being handed to the
     /// transport (without a wait for the client's window).

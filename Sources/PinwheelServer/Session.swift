@@ -251,7 +251,10 @@ final class Session: WorkerJob, @unchecked Sendable {
             if message.type == "batch" { counters.batches += 1 }
             if message.type == "error" { counters.errors += 1 }
         }
-        for latency in actions.firstBatchLatencies { server.metrics.firstBatch(after: latency) }
+        for latency in actions.firstBatchLatencies {
+            server.metrics.firstBatch(after: latency)
+            if server.live != nil { server.firstBatches.record(latency) }
+        }
         for wait in actions.windowWaits { server.metrics.windowWait(wait) }
         if actions.refreshed { server.metrics.viewRefreshed() }
         if let viewport = actions.served {

@@ -114,7 +114,7 @@ struct ServeCommand: ParsableCommand {
 
     @Option(
         help:
-            "Milliseconds between two refreshes of the index while live data changes; each sends viewers what changed in their view."
+            "Milliseconds between two refreshes of the index while live data changes; each sends viewers what changed in their view. Stretched up to three times while viewports wait for their first batch."
     )
     var refreshInterval = 100
 

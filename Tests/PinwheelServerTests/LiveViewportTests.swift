@@ -6,7 +6,8 @@ import Testing
 
 @testable import PinwheelServer
 
-/// Viewers of a server whose data changes.
+/// Viewers of a server whose data changes: pans over changed data read as moves, and the wait
+/// between refreshes stretching while viewports are answered slowly.
 @Suite("Viewports over live data", .serialized)
 struct LiveViewportTests {
     /// A live server over the test dataset, taking changes with the token "live-viewport-test".
@@ -106,5 +107,49 @@ struct LiveViewportTests {
         let after = try #require(
             Self.value(try await Self.metrics(server), #"pinwheel_viewport_reads_total{read="moved"}"#))
         #expect(after - before == 4, "every pan read as a move")
+    }
+
+    @Test(
+        "viewports answered slowly stretch the wait between refreshes to three times the configured one, and changes still arrive"
+    )
+    func slowViewportsStretchRefreshes() async throws {
+        // Every first batch counts as slow here.
+        let (server, dir) = try Self.liveServer {
+            $0.slowFirstBatch = .zero
+            $0.refreshInterval = .milliseconds(100)
+        }
+        defer { server.stop() }
+        _ = dir
+        #expect(Self.value(try await Self.metrics(server), "pinwheel_refresh_interval_seconds") == 0.1)
+        let driver = try WSDriver()
+        let viewers = ["a", "b", "c"]
+        for name in viewers {
+            try await driver.connect(
+                name, url: "ws://127.0.0.1:\(server.port)/", origin: "http://127.0.0.1:\(server.port)")
+            _ = try await driver.message(name, type: "hello")
+        }
+        var interval = 0.1
+        var seq = 0
+        let deadline = ContinuousClock.now + .seconds(20)
+        while interval < 0.3 && ContinuousClock.now < deadline {
+            seq += 1
+            let west = -5 + Double(seq % 10)
+            for name in viewers {
+                var view = ClientView()
+                driver.send(name, viewport(seq, [west, 42, west + 20, 52], zoom: 6))
+                try await driver.drain(name, seq: seq, into: &view)
+            }
+            try await Task.sleep(for: .milliseconds(110))
+            interval = try #require(Self.value(try await Self.metrics(server), "pinwheel_refresh_interval_seconds"))
+        }
+        #expect(abs(interval - 0.3) < 1e-9, "the interval reached \(interval) s")
+        // Refreshes are further apart, not gone: a change in view reaches the viewer.
+        var view = ClientView()
+        seq += 1
+        driver.send("a", viewport(seq, europe, zoom: 6))
+        try await driver.drain("a", seq: seq, into: &view)
+        let version = try Self.change(server, [#"{"op":"upsert","id":"late","lat":47,"lon":5}"#])
+        try await Self.receive(driver, "a", upTo: version, into: &view)
+        #expect(view.batches.last?["version"].uint64 == version)
     }
 }

@@ -9,12 +9,12 @@ import Synchronization
 ///
 /// Every applied change is also kept as a ``ChangedPoint`` until the index thread takes it
 /// (``takeChanges()``). That thread runs `refresh` as soon as changes arrived and the last run
-/// started at least `refreshInterval` ago, so a burst of changes costs one refresh, and at least every
-/// `idleWake` otherwise (a background compaction may be due or done). Every `snapshotEvery` changes the
+/// started at least the interval the last run returned ago (at first `refreshInterval`), so a burst
+/// of changes costs one refresh, and at least every `idleWake` otherwise (a background compaction may be due or done). Every `snapshotEvery` changes the
 /// table is written to the log as a snapshot, so a restart replays at most that many.
 final class LiveData: @unchecked Sendable {
     struct Options: Sendable {
-        /// Least time between the starts of two refreshes of the index.
+        /// Least time between the starts of the first two refreshes of the index.
         var refreshInterval: Duration = .milliseconds(100)
         /// Longest time the index thread sleeps without changes.
         var idleWake: Duration = .milliseconds(250)
@@ -113,7 +113,8 @@ final class LiveData: @unchecked Sendable {
     }
 
     /// Starts the index thread, which runs `refresh` when changes arrived or a while passed.
-    func start(refresh: @escaping @Sendable () -> Void) {
+    /// - Parameter refresh: returns the least time from its start to the next one's.
+    func start(refresh: @escaping @Sendable () -> Duration) {
         let thread = Thread { [self] in
             indexLoop(refresh: refresh)
             finished.signal()
@@ -131,17 +132,18 @@ final class LiveData: @unchecked Sendable {
         log.close()
     }
 
-    private func indexLoop(refresh: @Sendable () -> Void) {
-        var lastStart = ContinuousClock.now - options.refreshInterval
+    private func indexLoop(refresh: @Sendable () -> Duration) {
+        var interval = options.refreshInterval
+        var lastStart = ContinuousClock.now - interval
         while true {
             _ = wake.wait(timeout: .now() + .nanoseconds(Int(options.idleWake.nanoseconds)))
             if stopping.load(ordering: .acquiring) { return }
-            let due = lastStart + options.refreshInterval
+            let due = lastStart + interval
             if due > .now { Thread.sleep(forTimeInterval: Double((due - .now).nanoseconds) / 1e9) }
             // Signals that arrived meanwhile are covered by this refresh.
             while wake.wait(timeout: .now()) == .success {}
             lastStart = .now
-            refresh()
+            interval = refresh()
             let version = state.withLock { $0.table.dataset.version }
             if version >= snapshotVersion + options.snapshotEvery { snapshot() }
         }
