@@ -9,9 +9,10 @@ import Synchronization
 ///
 /// Every applied change is also kept as a ``ChangedPoint`` until the index thread takes it
 /// (``takeChanges()``). That thread runs `refresh` as soon as changes arrived and the last run
-/// started at least the interval the last run returned ago (at first `refreshInterval`), so a burst
-/// of changes costs one refresh, and at least every `idleWake` otherwise (a background compaction may be due or done). Every `snapshotEvery` changes the
-/// table is written to the log as a snapshot, so a restart replays at most that many.
+/// started at least the interval it returned ago (at first `refreshInterval`), so a burst of changes
+/// costs one refresh, and at least every `idleWake` otherwise (a background compaction may be due or
+/// done). Every `snapshotEvery` changes the table is written to the log as a snapshot, so a restart
+/// replays at most that many.
 final class LiveData: @unchecked Sendable {
     struct Options: Sendable {
         /// Least time between the starts of the first two refreshes of the index.
