@@ -1,5 +1,4 @@
 import Foundation
-import Logging
 import PinwheelCore
 import PinwheelTestSupport
 import Testing
@@ -10,25 +9,6 @@ import Testing
 /// between refreshes stretching while viewports are answered slowly.
 @Suite("Viewports over live data", .serialized)
 struct LiveViewportTests {
-    /// A live server over the test dataset, taking changes with the token "live-viewport-test".
-    static func liveServer(_ configure: (inout ServerConfiguration) -> Void) throws -> (
-        Server, FileChangeLogTests.Directory
-    ) {
-        let dir = FileChangeLogTests.Directory()
-        var configuration = ServerConfiguration(webRoot: TestServer.repositoryRoot + "/web")
-        configuration.host = "127.0.0.1"
-        configuration.port = 0
-        configuration.ingestToken = "live-viewport-test"
-        configure(&configuration)
-        var logger = Logger(label: "pinwheel-test")
-        logger.logLevel = .warning
-        let server = try Server(
-            configuration: configuration, dataset: TestServer.dataset, log: FileChangeLog(directory: dir.path),
-            logger: logger)
-        try server.start()
-        return (server, dir)
-    }
-
     /// Submits NDJSON changes and returns the version that holds them.
     static func change(_ server: Server, _ lines: [String]) throws -> UInt64 {
         let body = Array(lines.joined(separator: "\n").utf8)
@@ -72,9 +52,11 @@ struct LiveViewportTests {
     @Test("pans over changes laid over the build are read as moves, and each view ends exactly the index's")
     func pansOverChangedDataAreMoves() async throws {
         // No compaction while the viewer pans: every pan reads the same live index, changes laid over it.
-        let (server, dir) = try Self.liveServer { $0.compactionInterval = .seconds(3600) }
+        let (server, folder) = try startLiveServer(token: "live-viewport-test") {
+            $0.compactionInterval = .seconds(3600)
+        }
         defer { server.stop() }
-        _ = dir
+        _ = folder
         let driver = try WSDriver()
         try await driver.connect("a", url: "ws://127.0.0.1:\(server.port)/", origin: "http://127.0.0.1:\(server.port)")
         _ = try await driver.message("a", type: "hello")
@@ -114,12 +96,12 @@ struct LiveViewportTests {
     )
     func slowViewportsStretchRefreshes() async throws {
         // Every first batch counts as slow here.
-        let (server, dir) = try Self.liveServer {
+        let (server, folder) = try startLiveServer(token: "live-viewport-test") {
             $0.slowFirstBatch = .zero
             $0.refreshInterval = .milliseconds(100)
         }
         defer { server.stop() }
-        _ = dir
+        _ = folder
         #expect(Self.value(try await Self.metrics(server), "pinwheel_refresh_interval_seconds") == 0.1)
         let driver = try WSDriver()
         let viewers = ["a", "b", "c"]

@@ -1,5 +1,4 @@
 import Foundation
-import Logging
 import PinwheelCore
 import PinwheelTestSupport
 import Testing
@@ -12,18 +11,9 @@ import Testing
 struct RetiredIndexTests {
     @Test("the index a viewer was served from is freed once the viewer has taken up a newer one")
     func retiredIndexIsFreed() async throws {
-        let dir = FileChangeLogTests.Directory()
-        var configuration = ServerConfiguration(webRoot: TestServer.repositoryRoot + "/web")
-        configuration.host = "127.0.0.1"
-        configuration.port = 0
-        configuration.ingestToken = "retired-index-test"
-        var logger = Logger(label: "pinwheel-test")
-        logger.logLevel = .warning
-        let server = try Server(
-            configuration: configuration, dataset: TestServer.dataset, log: FileChangeLog(directory: dir.path),
-            logger: logger)
-        try server.start()
+        let (server, folder) = try startLiveServer(token: "retired-index-test")
         defer { server.stop() }
+        _ = folder
         let driver = try WSDriver()
         try await driver.connect("a", url: "ws://127.0.0.1:\(server.port)/", origin: "http://127.0.0.1:\(server.port)")
         _ = try await driver.message("a", type: "hello")
