@@ -12,9 +12,10 @@ extension LiveClusterIndex {
         var rects: [MercatorRect] = []
         _ = bbox.mercatorRects(into: &rects)
         let li = base.levelIndex(zoom: zoom)
+        let beyondRaw = base.isBeyondRaw(zoom)
         for rect in rects {
             forEachStandalone(atLevel: li, in: rect) { entry, from in
-                out.append(standalone(entry, from: from, atLevel: li, beyondRaw: base.isBeyondRaw(zoom)))
+                out.append(standalone(entry, from: from, atLevel: li, beyondRaw: beyondRaw))
             }
         }
     }

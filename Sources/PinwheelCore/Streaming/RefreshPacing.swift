@@ -8,7 +8,7 @@
 /// fewer refreshes, each coalescing more changes per feature, leave the cores to the viewports. It
 /// comes back a fiftieth at a time once fewer than ``slowShareToRelax`` are slow, and holds in
 /// between, so it does not swing with every window.
-public struct RefreshPacing: Sendable, Equatable {
+public struct RefreshPacing: Sendable {
     /// The configured interval: the shortest.
     public let shortest: Duration
     /// The longest the interval stretches to.
