@@ -42,13 +42,6 @@ struct LiveViewportTests {
         }
     }
 
-    /// A series' value in a `/metrics` page; nil when absent.
-    static func value(_ metrics: String, _ series: String) -> Double? {
-        metrics.split(separator: "\n").first { $0.hasPrefix(series + " ") }.flatMap {
-            Double($0.dropFirst(series.count + 1))
-        }
-    }
-
     @Test("pans over changes laid over the build are read as moves, and each view ends exactly the index's")
     func pansOverChangedDataAreMoves() async throws {
         // No compaction while the viewer pans: every pan reads the same live index, changes laid over it.
@@ -73,9 +66,9 @@ struct LiveViewportTests {
         let version = try Self.change(server, lines)
         // The refresh brings the view up to the changes.
         try await Self.receive(driver, "a", upTo: version, into: &view)
-        #expect(try #require(Self.value(try await Self.metrics(server), "pinwheel_index_delta_points")) > 0)
+        #expect(try #require(metricValue(try await Self.metrics(server), "pinwheel_index_delta_points")) > 0)
         let before = try #require(
-            Self.value(try await Self.metrics(server), #"pinwheel_viewport_reads_total{read="moved"}"#))
+            metricValue(try await Self.metrics(server), #"pinwheel_viewport_reads_total{read="moved"}"#))
         for k in 1...4 {
             let west = -5 + 2 * Double(k)
             let box = [west, 42, west + 20, 52]
@@ -87,7 +80,7 @@ struct LiveViewportTests {
             #expect(Set(view.features.keys) == Set(out.map(\.id)), "pan \(k)")
         }
         let after = try #require(
-            Self.value(try await Self.metrics(server), #"pinwheel_viewport_reads_total{read="moved"}"#))
+            metricValue(try await Self.metrics(server), #"pinwheel_viewport_reads_total{read="moved"}"#))
         #expect(after - before == 4, "every pan read as a move")
     }
 
@@ -102,7 +95,7 @@ struct LiveViewportTests {
         }
         defer { server.stop() }
         _ = folder
-        #expect(Self.value(try await Self.metrics(server), "pinwheel_refresh_interval_seconds") == 0.1)
+        #expect(metricValue(try await Self.metrics(server), "pinwheel_refresh_interval_seconds") == 0.1)
         let driver = try WSDriver()
         let viewers = ["a", "b", "c"]
         for name in viewers {
@@ -122,7 +115,7 @@ struct LiveViewportTests {
                 try await driver.drain(name, seq: seq, into: &view)
             }
             try await Task.sleep(for: .milliseconds(110))
-            interval = try #require(Self.value(try await Self.metrics(server), "pinwheel_refresh_interval_seconds"))
+            interval = try #require(metricValue(try await Self.metrics(server), "pinwheel_refresh_interval_seconds"))
         }
         #expect(abs(interval - 0.3) < 1e-9, "the interval reached \(interval) s")
         // Refreshes are further apart, not gone: a change in view reaches the viewer.

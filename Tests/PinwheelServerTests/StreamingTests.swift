@@ -133,11 +133,9 @@ struct StreamingTests {
         #expect(counter(metrics, #"pinwheel_viewport_reads_total{read="whole"}"#) == 2)
     }
 
-    /// A counter's value in a `/metrics` page; nil when absent.
+    /// A counter's value in a `/metrics` page; nil when absent or not a whole number.
     func counter(_ metrics: String, _ series: String) -> Int? {
-        metrics.split(separator: "\n").first { $0.hasPrefix(series + " ") }.flatMap {
-            Int($0.dropFirst(series.count + 1))
-        }
+        metricValue(metrics, series).flatMap { Int(exactly: $0) }
     }
 
     @Test("a second viewport sends only the difference")
