@@ -62,35 +62,46 @@ extension ClusterIndex {
         }
         let innerRows = inner(oldRows, newRows)
         let innerColumns = inner(oldColumns, newColumns)
-        func read(row: Int, columns: ClosedRange<Int>) {
-            level.forEachItem(row: row, columns: columns) { i in
-                let (x, y) = (level.xy[2 * i], level.xy[2 * i + 1])
-                switch (from.contains(x: x, y: y), to.contains(x: x, y: y)) {
-                case (false, true): entering(i)
-                case (true, false): leaving(i)
-                default: break
-                }
+        // The rectangles overlap, so in a row both span their columns join into one run.
+        let rows = min(oldRows.lowerBound, newRows.lowerBound)...max(oldRows.upperBound, newRows.upperBound)
+        let joined =
+            min(oldColumns.lowerBound, newColumns.lowerBound)...max(oldColumns.upperBound, newColumns.upperBound)
+        func classify(_ i: Int) {
+            let (x, y) = (level.xy[2 * i], level.xy[2 * i + 1])
+            switch (from.contains(x: x, y: y), to.contains(x: x, y: y)) {
+            case (false, true): entering(i)
+            case (true, false): leaving(i)
+            default: break
             }
         }
-        // The rectangles overlap, so in a row both span their columns join into one run.
-        for row in min(oldRows.lowerBound, newRows.lowerBound)...max(oldRows.upperBound, newRows.upperBound) {
-            let inOld = oldRows.contains(row)
-            let inNew = newRows.contains(row)
-            guard inOld || inNew else { continue }
-            let columns =
-                inOld && inNew
-                ? min(oldColumns.lowerBound, newColumns.lowerBound)...max(oldColumns.upperBound, newColumns.upperBound)
-                : inOld ? oldColumns : newColumns
-            if innerRows.contains(row) && !innerColumns.isEmpty {
-                if columns.lowerBound < innerColumns.lowerBound {
-                    read(row: row, columns: columns.lowerBound...innerColumns.lowerBound - 1)
+        withUnsafeTemporaryAllocation(of: LevelView.RunSearch.self, capacity: LevelView.runsSearchedTogether) {
+            runs in
+            var count = 0
+            func read(_ row: Int, _ columns: ClosedRange<Int>) {
+                runs[count] = level.search(row: row, columns: columns)
+                count += 1
+                if count == runs.count {
+                    level.forEachItem(in: runs, classify)
+                    count = 0
                 }
-                if innerColumns.upperBound <= columns.upperBound {
-                    read(row: row, columns: innerColumns.upperBound...columns.upperBound)
-                }
-            } else {
-                read(row: row, columns: columns)
             }
+            for row in rows {
+                let inOld = oldRows.contains(row)
+                let inNew = newRows.contains(row)
+                guard inOld || inNew else { continue }
+                let columns = inOld && inNew ? joined : inOld ? oldColumns : newColumns
+                if innerRows.contains(row) && !innerColumns.isEmpty {
+                    if columns.lowerBound < innerColumns.lowerBound {
+                        read(row, columns.lowerBound...innerColumns.lowerBound - 1)
+                    }
+                    if innerColumns.upperBound <= columns.upperBound {
+                        read(row, innerColumns.upperBound...columns.upperBound)
+                    }
+                } else {
+                    read(row, columns)
+                }
+            }
+            level.forEachItem(in: UnsafeMutableBufferPointer(rebasing: runs[..<count]), classify)
         }
     }
 }
