@@ -4,6 +4,7 @@
 
 #include <libwebsockets.h>
 #include <netinet/tcp.h>
+#include <stdlib.h>
 #include <string.h>
 #include <ev.h>
 
@@ -73,6 +74,50 @@ static inline void shim_ev_break(void *loop) {
 
 static inline void shim_ev_loop_destroy(void *loop) {
     ev_loop_destroy((struct ev_loop *)loop);
+}
+
+/// A libev prepare watcher: `run(owner)` each time the loop is about to poll, after the callbacks of
+/// the events it last polled. It does not keep the loop running on its own.
+struct shim_before_polling {
+    ev_prepare watcher;
+    void (*run)(void *owner);
+    void *owner;
+};
+
+static inline void shim_before_polling_fire(struct ev_loop *loop, ev_prepare *watcher, int revents) {
+    (void)loop;
+    (void)revents;
+    struct shim_before_polling *hook = (struct shim_before_polling *)watcher;
+    hook->run(hook->owner);
+}
+
+/// Starts a hook on `loop`; NULL when memory ran out. The loop's thread, or before it runs.
+static inline struct shim_before_polling *shim_before_polling_start(void *loop, void (*run)(void *), void *owner) {
+    struct shim_before_polling *hook = malloc(sizeof *hook);
+    if (!hook) return NULL;
+    hook->run = run;
+    hook->owner = owner;
+    ev_prepare_init(&hook->watcher, shim_before_polling_fire);
+    ev_prepare_start((struct ev_loop *)loop, &hook->watcher);
+    ev_unref((struct ev_loop *)loop);
+    return hook;
+}
+
+/// Stops and frees a hook. The loop's thread.
+static inline void shim_before_polling_stop(void *loop, struct shim_before_polling *hook) {
+    ev_ref((struct ev_loop *)loop);
+    ev_prepare_stop((struct ev_loop *)loop, &hook->watcher);
+    free(hook);
+}
+
+/// Has lws service `wsi` as it would on a poll that found its socket writable: lws clears the POLLOUT
+/// it was asked for and calls WRITEABLE. Outside any lws callback, on the service thread.
+static inline void shim_service_as_writable(struct lws *wsi) {
+    struct lws_pollfd pollfd;
+    pollfd.fd = lws_get_socket_fd(wsi);
+    pollfd.events = LWS_POLLOUT;
+    pollfd.revents = LWS_POLLOUT;
+    lws_service_fd(lws_get_context(wsi), &pollfd);
 }
 
 #endif

@@ -35,6 +35,11 @@ final class ServiceLoop: Sendable {
     // thread runs, cancelled by that thread as it retires: never touched by two at once.
     nonisolated(unsafe) private var ticker: DispatchSourceTimer?
     static let timerTick: Duration = .milliseconds(100)
+    // With libev, the prepare watcher that runs `beforePolling` (its address; 0 without one), and
+    // the closure: set by `start` before the service thread runs, stopped by that thread as it
+    // leaves the loop.
+    private let beforePollingHookBits = Atomic<UInt>(0)
+    nonisolated(unsafe) private var beforePolling: (() -> Void)?
 
     init(backend: EventLoopBackend) {
         self.backend = backend
@@ -77,11 +82,15 @@ final class ServiceLoop: Sendable {
     /// through an unretained context user pointer. Any thread, once.
     /// - Parameters:
     ///   - shouldExit: asked on the service thread after every `lws_service` return.
+    ///   - beforePolling: with libev, runs on the service thread each time the loop is about to poll,
+    ///     outside any lws callback (see ``wakeForOutput()``).
     ///   - didDestroy: runs on the service thread after `lws_context_destroy`.
     func start(
         context: OpaquePointer, name: String, owner: AnyObject & Sendable,
-        shouldExit: @escaping @Sendable () -> Bool, didDestroy: @escaping @Sendable () -> Void
+        shouldExit: @escaping @Sendable () -> Bool, beforePolling: @escaping @Sendable () -> Void,
+        didDestroy: @escaping @Sendable () -> Void
     ) {
+        installBeforePolling(beforePolling)
         contextBits.store(
             UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(context))), ordering: .sequentiallyConsistent)
         let contextAddress = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(context)))
@@ -90,6 +99,7 @@ final class ServiceLoop: Sendable {
             withExtendedLifetime(owner) {
                 let context = OpaquePointer(bitPattern: contextAddress)!
                 while lws_service(context, 0) >= 0 && !shouldExit() {}
+                removeBeforePolling()
                 retire()
                 lws_context_destroy(context)
                 freeEventLoop()
@@ -109,6 +119,17 @@ final class ServiceLoop: Sendable {
         timer.setEventHandler { [weak self] in self?.wake() }
         timer.resume()
         ticker = timer
+    }
+
+    /// True when the loop runs `beforePolling` before each poll (libev). Any thread.
+    var pollsAfterBeforePolling: Bool { beforePollingHookBits.load(ordering: .relaxed) != 0 }
+
+    /// Makes the service thread notice output just queued. From another thread that is a `wake`. On
+    /// the service thread with libev it is nothing: the thread is inside a callback of the loop,
+    /// which runs `beforePolling` before it polls again. Any thread.
+    func wakeForOutput() {
+        if pollsAfterBeforePolling && serviceThread.load(ordering: .relaxed) == UInt(pthread_self()) { return }
+        wake()
     }
 
     /// Makes `lws_service` return soon, raising LWS_CALLBACK_EVENT_WAIT_CANCELLED. Any thread;
@@ -154,6 +175,31 @@ final class ServiceLoop: Sendable {
 
     /// True once the service thread has destroyed the context and ended. Any thread.
     var hasExited: Bool { exited.load(ordering: .sequentiallyConsistent) }
+
+    // Starts the prepare watcher on our libev loop (none for poll). `start`, before the service
+    // thread runs.
+    private func installBeforePolling(_ body: @escaping () -> Void) {
+        guard let evLoop = UnsafeMutableRawPointer(bitPattern: evLoopBits.load(ordering: .sequentiallyConsistent))
+        else { return }
+        beforePolling = body
+        let owner = Unmanaged.passUnretained(self).toOpaque()
+        let hook = shim_before_polling_start(
+            evLoop,
+            { raw in
+                Unmanaged<ServiceLoop>.fromOpaque(raw!).takeUnretainedValue().beforePolling?()
+            }, owner)
+        beforePollingHookBits.store(UInt(bitPattern: hook), ordering: .sequentiallyConsistent)
+    }
+
+    // Service thread, once the loop returned for good.
+    private func removeBeforePolling() {
+        let hook = beforePollingHookBits.exchange(0, ordering: .sequentiallyConsistent)
+        guard let evLoop = UnsafeMutableRawPointer(bitPattern: evLoopBits.load(ordering: .sequentiallyConsistent)),
+            let hook = UnsafeMutablePointer<shim_before_polling>(bitPattern: hook)
+        else { return }
+        shim_before_polling_stop(evLoop, hook)
+        beforePolling = nil
+    }
 
     // Service thread only: stops new wakes and waits out the ones in flight, so no thread calls
     // lws_cancel_service on a context being destroyed (store, then check wakers: they cannot both miss).

@@ -10,6 +10,7 @@ final class TransportCounters: Sendable {
     let bytesSent = Atomic<Int>(0)
     let deflateGuardTrips = Atomic<Int>(0)
     let wireBytesReceived = Atomic<Int>(0)
+    let writablesBeforePolling = Atomic<Int>(0)
 
     /// A snapshot together with the queue totals. Any thread.
     func snapshot(outboxes: Outboxes) -> TransportStats {
@@ -24,6 +25,7 @@ final class TransportCounters: Sendable {
             queuedBytes: totals.queuedBytes,
             overCapacityCloses: totals.overCapacityCloses,
             deflateGuardTrips: deflateGuardTrips.load(ordering: .relaxed),
-            wireBytesReceived: wireBytesReceived.load(ordering: .relaxed))
+            wireBytesReceived: wireBytesReceived.load(ordering: .relaxed),
+            writablesBeforePolling: writablesBeforePolling.load(ordering: .relaxed))
     }
 }

@@ -22,4 +22,7 @@ public struct TransportStats: Sendable, Equatable {
     /// Client only: bytes the kernel received on the sockets of connections that have closed, as
     /// they came over the wire (compressed, with the handshake and every frame header).
     public var wireBytesReceived: Int = 0
+    /// WRITEABLE callbacks lws gave before the loop polled, for output queued since the last poll
+    /// (libev; ``EventLoopBackend``): each saves the wait for a poll to report the socket writable.
+    public var writablesBeforePolling: Int = 0
 }

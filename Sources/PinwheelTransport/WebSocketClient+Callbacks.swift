@@ -81,6 +81,7 @@ extension WebSocketClient {
             }
         case LWS_CALLBACK_CLIENT_WRITEABLE:
             guard let connection = connection(of: wsi) else { return -1 }
+            noteWritable()
             return connection.io.writeQueued(
                 wsi, outboxes: outboxes, limit: configuration.writesPerWritable, counters: counters)
         case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
@@ -166,8 +167,13 @@ extension WebSocketClient {
         }) {
             startConnect(request)
         }
-        // Before its handshake a connection cannot write; ESTABLISHED asks for WRITEABLE itself.
-        wakeConnections { id in connections[id].flatMap { $0.isOpen ? $0.io : nil } }
+        wakeConnections(openConnection)
+    }
+
+    /// The state of a connection that may write: before its handshake a connection cannot, and
+    /// ESTABLISHED asks for WRITEABLE itself. Lws service thread only.
+    func openConnection(_ id: ConnectionID) -> LWSConnection? {
+        connections[id].flatMap { $0.isOpen ? $0.io : nil }
     }
 
     private func startConnect(_ request: PendingConnect) {

@@ -72,6 +72,7 @@ public final class WebSocketClient: WebSocketEndpoint, @unchecked Sendable {
             loop.start(
                 context: context, name: "lws-client", owner: self,
                 shouldExit: { [unowned self] in mayExit(connectionsLeft: connections.count) },
+                beforePolling: { [unowned self] in writeWoken(openConnection) },
                 didDestroy: { [unowned self] in didDestroyContext() })
             state = .running
         }

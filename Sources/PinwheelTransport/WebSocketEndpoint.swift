@@ -14,6 +14,8 @@ public class WebSocketEndpoint: @unchecked Sendable {
     var stopping = false
     /// Lws service thread only: the wake list's array, kept between wake-ups.
     private var woken: [Outboxes.Wake] = []
+    /// Lws service thread only: true while ``writeWoken(_:)`` has lws service a socket as writable.
+    private(set) var writingBeforePolling = false
 
     init(maxQueuedBytesPerConnection: Int, eventLoop: EventLoopBackend) {
         self.outboxes = Outboxes(capacity: maxQueuedBytesPerConnection)
@@ -40,7 +42,7 @@ public class WebSocketEndpoint: @unchecked Sendable {
     public func send(framed buffer: [UInt8], binary: Bool = false, to connection: ConnectionID) -> SendResult {
         precondition(buffer.count >= Self.headroom, "a framed message starts with the headroom")
         let (result, wake) = outboxes.enqueue(framed: buffer, binary: binary, to: connection)
-        if wake { loop.wake() }
+        if wake { loop.wakeForOutput() }
         return result
     }
 
@@ -57,7 +59,7 @@ public class WebSocketEndpoint: @unchecked Sendable {
     /// closed before its handshake ended: `didFailToConnect`). Any thread.
     public func close(_ connection: ConnectionID, code: CloseCode = .normal, reason: String = "") {
         if outboxes.requestClose(connection, code: code, reason: reason, dropQueued: false) {
-            loop.wake()
+            loop.wakeForOutput()
         }
     }
 
@@ -76,9 +78,11 @@ public class WebSocketEndpoint: @unchecked Sendable {
     }
 
     /// EVENT_WAIT_CANCELLED, last step: asks lws for a WRITEABLE on every connection that got output
-    /// or a close since the last wake. `connection` finds an open connection's state by id.
+    /// or a close since the last wake. `connection` finds an open connection's state by id. With
+    /// libev the loop writes them before it polls instead (``writeWoken(_:)``).
     /// Lws service thread only.
     func wakeConnections(_ connection: (ConnectionID) -> LWSConnection?) {
+        guard !loop.pollsAfterBeforePolling else { return }
         outboxes.takeWakeList(into: &woken)
         for (id, close) in woken {
             if let connection = connection(id), let wsi = connection.wsi {
@@ -87,11 +91,34 @@ public class WebSocketEndpoint: @unchecked Sendable {
         }
     }
 
+    /// Before the loop polls (libev): every connection that got output or a close since the last
+    /// poll writes it now, in the WRITEABLE lws calls when asked to service its socket as writable.
+    ///
+    /// Waiting for the poll to report the socket writable costs two epoll_ctl calls per message
+    /// (lws turns POLLOUT on, then off) and a trip round the loop. A peer that reads has a writable
+    /// socket anyway; one that does not takes what fits, and lws keeps the rest and waits for
+    /// POLLOUT itself, as after any write. `connection` finds an open connection's state by id.
+    /// Lws service thread only, outside lws callbacks.
+    func writeWoken(_ connection: (ConnectionID) -> LWSConnection?) {
+        outboxes.takeWakeList(into: &woken)
+        for (id, close) in woken {
+            guard let connection = connection(id), let wsi = connection.wsi else { continue }
+            connection.wake(wsi, close: close)
+            guard lws_partial_buffered(wsi) == 0 else { continue }
+            writingBeforePolling = true
+            shim_service_as_writable(wsi)
+            writingBeforePolling = false
+        }
+    }
+
+    /// Counts a WRITEABLE that `writeWoken` brought about. Lws service thread only, in WRITEABLE.
+    func noteWritable() {
+        if writingBeforePolling { counters.writablesBeforePolling.add(1, ordering: .relaxed) }
+    }
+
     private func enqueue(_ bytes: UnsafeRawBufferPointer, to connection: ConnectionID) -> SendResult {
         let (result, wake) = outboxes.enqueue(bytes, to: connection)
-        if wake {
-            loop.wake()
-        }
+        if wake { loop.wakeForOutput() }
         return result
     }
 }

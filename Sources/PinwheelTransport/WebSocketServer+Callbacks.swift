@@ -43,6 +43,7 @@ extension WebSocketServer {
             return 0
         case LWS_CALLBACK_SERVER_WRITEABLE:
             guard let connection = connection(of: wsi) else { return -1 }
+            noteWritable()
             return connection.writeQueued(
                 wsi, outboxes: outboxes, limit: configuration.writesPerWritable, counters: counters)
         case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:

@@ -81,6 +81,7 @@ public final class WebSocketServer: WebSocketEndpoint, @unchecked Sendable {
             loop.start(
                 context: context, name: "lws-server", owner: self,
                 shouldExit: { [unowned self] in mayExit(connectionsLeft: connections.count) },
+                beforePolling: { [unowned self] in writeWoken { connections[$0] } },
                 didDestroy: { [unowned self] in didDestroyContext() })
             state = .running
         }

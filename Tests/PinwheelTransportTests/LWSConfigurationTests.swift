@@ -114,4 +114,34 @@ struct LWSConfigurationTests {
         #expect(eventually { events.close(id)?.code == .goingAway })
         #expect(serverEvents.closedCount == 2)
     }
+
+    @Test(
+        "output queued on the service thread or from another thread is written before the loop polls again (libev)",
+        arguments: EventLoopBackend.allCases)
+    func writesBeforePolling(backend: EventLoopBackend) throws {
+        let (server, _) = try makeServer { $0.eventLoop = backend }
+        defer { server.stop() }
+        let (client, events) = try makeClient { $0.eventLoop = backend }
+        defer { client.stop() }
+        let id = try client.connect(to: "ws://127.0.0.1:\(server.port)/", subprotocol: "pinwheel.v1")
+        #expect(eventually { events.isOpen(id) })
+        let before = (server: server.stats.writablesBeforePolling, client: client.stats.writablesBeforePolling)
+        // The test thread queues each message (a wake of the client's loop); the server's echo is queued
+        // in its delegate, on its service thread.
+        for index in 0..<20 {
+            client.send("m\(index)", to: id)
+            #expect(eventually { events.messages(id).count == index + 1 })
+        }
+        #expect(events.messages(id) == (0..<20).map { "echo:m\($0)" })
+        let server20 = server.stats.writablesBeforePolling - before.server
+        let client20 = client.stats.writablesBeforePolling - before.client
+        switch backend {
+        case .libev:
+            #expect(server20 == 20)
+            #expect(client20 == 20)
+        case .poll:
+            #expect(server20 == 0)
+            #expect(client20 == 0)
+        }
+    }
 }
