@@ -1,17 +1,20 @@
-// Contains the two assertions of lws 4.1.6's permessage-deflate that a peer can reach.
+// Contains the two assertions of lws 4.1.6's permessage-deflate that a peer could reach, and lets
+// received frames pass through it untouched.
 //
 // extension-permessage-deflate.c asserts `priv->rx.avail_out` (line 351) after it inflates the
 // sync-flush trailer into 5 spare bytes: when a compressed message's last input fills the 1 KiB
 // inflate buffer exactly while zlib still holds 5 or more bytes of a match, the trailer's inflate
-// fills the spare bytes too and the assertion aborts the process. Any client can send such a message
-// (ten Python `websockets` clients sending 60 kB messages abort an unguarded server within seconds).
-// It also asserts `!priv->tx.avail_in` (line 415) on the send side, which LWSConnection's
-// fragmenting avoids and this guard contains if it ever fires.
+// fills the spare bytes too and the assertion aborts the process. Any client could send such a
+// message (ten Python `websockets` clients sending 60 kB messages aborted an unguarded server within
+// seconds). Pinwheel no longer lets lws inflate: every connection's extension answers
+// LWS_EXT_CB_PAYLOAD_RX with "unknown", lws hands the frame on as it came, and whole messages are
+// inflated by message_inflate.c. lws also asserts `!priv->tx.avail_in` (line 415) on the send side,
+// which LWSConnection's fragmenting avoids and this guard contains if it ever fires.
 //
-// Both assertions sit where the extension holds no lock and no allocation of its own is half done,
-// so returning from them is safe: the guard arms a jump point around lws's callback, and the
-// process's __assert_fail (resolved here before glibc's, since libwebsockets calls it through its
-// PLT) jumps back to it for those assertions only. The callback then reports failure, lws drops that
+// That assertion sits where the extension holds no lock and no allocation of its own is half done,
+// so returning from it is safe: the guard arms a jump point around lws's callback, and the process's
+// __assert_fail (resolved here before glibc's, since libwebsockets calls it through its PLT) jumps
+// back to it for that extension's assertions only. The callback then reports failure, lws drops that
 // one connection (it sends no Close frame after a failed extension) and every other session goes on.
 // Every other assertion in the process goes to glibc's __assert_fail unchanged.
 //
@@ -98,11 +101,12 @@ int deflate_guard_callback(struct lws_context *context, const struct lws_extensi
         if (opcode == 1 || opcode == 2) frame->token[0] |= 0x40;
         return 0;
     }
-    if (reason != LWS_EXT_CB_PAYLOAD_RX && reason != LWS_EXT_CB_PAYLOAD_TX)
-        return lws_extension_callback_pm_deflate(context, ext, wsi, reason, user, in, len);
+    // "Unknown" (PMDR_UNKNOWN, 0): lws's parsers consume the frame and hand it on as it came.
+    if (reason == LWS_EXT_CB_PAYLOAD_RX) return 0;
+    if (reason != LWS_EXT_CB_PAYLOAD_TX) return lws_extension_callback_pm_deflate(context, ext, wsi, reason, user, in, len);
     // Leaving the payload as lws handed it sends the frame as it is; with nothing compressed by the
     // extension, its PRESEND leaves RSV1 clear.
-    if (reason == LWS_EXT_CB_PAYLOAD_TX && send_mode != DEFLATE_GUARD_LWS_COMPRESSES) return 0;
+    if (send_mode != DEFLATE_GUARD_LWS_COMPRESSES) return 0;
     sigjmp_buf recovery;
     if (sigsetjmp(recovery, 0)) {
         compressing = 0;
@@ -110,23 +114,11 @@ int deflate_guard_callback(struct lws_context *context, const struct lws_extensi
         return -1;
     }
     armed = &recovery;
-    compressing = reason == LWS_EXT_CB_PAYLOAD_TX;
+    compressing = 1;
     int result = lws_extension_callback_pm_deflate(context, ext, wsi, reason, user, in, len);
     compressing = 0;
     armed = NULL;
-    // lws 4.1.6's client parser (client-parser-ws.c:650) delivers an uncompressed frame again and
-    // again when the extension says it has nothing to do with it (PMDR_NOTHING_WE_SHOULD_DO, 5): it
-    // never consumes the input. "Unknown" (PMDR_UNKNOWN, 0) consumes it, and the server's parser
-    // treats the two alike. Later lws releases handle both.
-    if (reason == LWS_EXT_CB_PAYLOAD_RX && result == 5) result = 0;
     return result;
-}
-
-int deflate_guard_pass_rx_callback(struct lws_context *context, const struct lws_extension *ext, struct lws *wsi,
-                                   enum lws_extension_callback_reasons reason, void *user, void *in, size_t len) {
-    // "Unknown" (PMDR_UNKNOWN, 0): the client parser consumes the frame and hands it on as it came.
-    if (reason == LWS_EXT_CB_PAYLOAD_RX) return 0;
-    return deflate_guard_callback(context, ext, wsi, reason, user, in, len);
 }
 
 int deflate_guard_take_trip(struct lws *wsi) {

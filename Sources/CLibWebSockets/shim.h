@@ -36,24 +36,14 @@ static inline void shim_lws_set_log_level(int levels) {
     lws_set_log_level(levels, NULL);
 }
 
-/// The extension list offering permessage-deflate through the guard. Swift cannot put an extension
-/// callback into the struct's function-pointer field, so the static list lives here, valid for the
-/// process lifetime.
+/// The extension list offering permessage-deflate through the guard, which passes received frames on
+/// still compressed (whole messages are inflated with deflate_guard_inflate_message). Swift cannot put
+/// an extension callback into the struct's function-pointer field, so the static list lives here,
+/// valid for the process lifetime. The offer is a client's: it asks the server to compress each
+/// message on its own, as a server's upgrade response asks its clients (DeflateNegotiation).
 static inline const struct lws_extension *shim_deflate_extensions(void) {
     static const struct lws_extension extensions[] = {
         { "permessage-deflate", deflate_guard_callback,
-          "permessage-deflate; client_no_context_takeover; client_max_window_bits" },
-        { NULL, NULL, NULL }
-    };
-    return extensions;
-}
-
-/// The client's list: the same extension, but received frames reach the application still compressed
-/// (whole messages are inflated with deflate_guard_inflate_message), so the client asks the server to
-/// compress each message on its own.
-static inline const struct lws_extension *shim_client_deflate_extensions(void) {
-    static const struct lws_extension extensions[] = {
-        { "permessage-deflate", deflate_guard_pass_rx_callback,
           "permessage-deflate; server_no_context_takeover; client_no_context_takeover; client_max_window_bits" },
         { NULL, NULL, NULL }
     };

@@ -1,4 +1,5 @@
 import CLibWebSockets
+import PinwheelCore
 
 /// Service-thread state of one WebSocket connection, server or client side. Lws service thread only.
 final class LWSConnection {
@@ -28,8 +29,8 @@ final class LWSConnection {
     var compresses = false
     /// Binary frames are delivered (a client's connections) instead of closing with 1003 (a server's).
     var acceptsBinary = false
-    /// Compressed messages arrive as they came and are inflated whole here (a client's connections,
-    /// whose extension passes frames through), instead of by lws in 1 KiB pieces (a server's).
+    /// Set where permessage-deflate may be on: a message whose first frame has RSV1 set is inflated
+    /// whole here (the extension passes frames through as they came).
     var inflatesMessages = false
     /// The keepalive sweep during which the peer last sent anything, a pong included.
     private(set) var heardAtSweep: UInt32 = 0
@@ -212,15 +213,6 @@ final class LWSConnection {
         lws_set_extension_option(wsi, "permessage-deflate", "compression_level", "1") >= 0
     }
 
-    /// Has lws free the server's decompressor after each message, once the upgrade response promised
-    /// `client_no_context_takeover` (``DeflateNegotiation``): 7 KiB of zlib state and a 32 KiB window
-    /// per connection that sends now and then. lws 4.1.6 calls this option `server_no_context_takeover`,
-    /// its names swapped as for the compressor. Lws service thread only.
-    func freeDecompressorAfterEachMessage(_ wsi: OpaquePointer) {
-        guard compresses else { return }
-        _ = lws_set_extension_option(wsi, "permessage-deflate", "server_no_context_takeover", nil)
-    }
-
     /// Writes a ping on its own: lws sends control frames around permessage-deflate, and nothing of
     /// a compressed message is draining when lws calls WRITEABLE. It carries a payload because lws
     /// 4.1.6 does not report an empty pong (RECEIVE_PONG).
@@ -302,12 +294,17 @@ final class LWSConnection {
     /// lws echoes the payload after this callback, having already turned codes RFC 6455 §7.4 forbids
     /// below 5000 into 1002; codes of 5000 and above are rewritten here, in place, the same way.
     /// - Returns: the callback's value: -1 fails a connection whose close payload is a single byte
-    ///   (no valid close has one), which lws would otherwise echo.
+    ///   (no valid close has one) or whose reason is not UTF-8 (RFC 6455 §8.1; the server leaves lws's
+    ///   UTF-8 check off), which lws would otherwise echo.
     /// Lws service thread only.
     func notePeerClose(_ payload: UnsafeMutableRawBufferPointer) -> Int32 {
         guard payload.count >= 2 else {
             peerClose = (.noStatus, "")
             return payload.isEmpty ? 0 : -1
+        }
+        guard UnsafeRawBufferPointer(rebasing: payload[2...]).withMemoryRebound(to: UInt8.self, UTF8Text.isValid) else {
+            peerClose = (.noStatus, "")
+            return -1
         }
         let code = UInt16(payload[0]) << 8 | UInt16(payload[1])
         peerClose = (CloseCode(rawValue: code), String(decoding: payload[2...], as: UTF8.self))

@@ -20,21 +20,15 @@ enum LWSContextParts {
         UnsafePointer(storage.value(lws_retry_bo_t()))
     }
 
-    /// The extension list: permessage-deflate, or none.
+    /// The extension list: permessage-deflate whose messages arrive still compressed, for
+    /// `MessageAssembler` to inflate whole; or none.
     static func extensions(deflate: Bool) -> UnsafePointer<lws_extension>? {
         deflate ? shim_deflate_extensions() : nil
     }
 
-    /// A client's extension list: permessage-deflate whose messages arrive still compressed, for
-    /// `MessageAssembler` to inflate whole; or none.
-    static func clientExtensions(deflate: Bool) -> UnsafePointer<lws_extension>? {
-        deflate ? shim_client_deflate_extensions() : nil
-    }
-
     /// The server's WebSocket rx buffer, allocated per connection for its whole life (lws's default is
     /// 4 KiB). Messages arrive in chunks of at most this size and `MessageAssembler` joins them up to
-    /// `maxMessageBytes`; permessage-deflate inflates in 1 KiB chunks anyway, and control frames
-    /// carry at most 125 bytes.
+    /// `maxMessageBytes`, and control frames carry at most 125 bytes.
     static let webSocketRxBufferSize = 1024
 
     /// A protocol entry without its callback: the caller assigns a top-level function directly,

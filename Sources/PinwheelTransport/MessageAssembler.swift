@@ -4,10 +4,10 @@ import PinwheelCore
 /// Joins the chunks lws hands over into whole messages, refusing any that grow past a limit, and text
 /// messages that are not UTF-8.
 ///
-/// On a server's connections lws delivers at most `rx_buffer_size` bytes per callback (1024 with
-/// permessage-deflate, already inflated), so the limit counts inflated bytes: a 2 MiB message
-/// compressed to a few KB is refused. A client's connections get compressed messages as they came and
-/// inflate each whole here, within the same limit. Lws service thread only.
+/// lws delivers at most `rx_buffer_size` bytes per callback, as they came over the wire: a compressed
+/// message (RSV1 on its first frame) is joined compressed and inflated whole here, and the limit counts
+/// its inflated bytes too, so a 2 MiB message compressed to a few KB is refused. Lws service thread
+/// only.
 struct MessageAssembler {
     enum Outcome {
         /// More chunks follow.
@@ -67,9 +67,7 @@ struct MessageAssembler {
             case .failure(.noMemory): return .outOfMemory
             }
         }
-        // lws (LWS_SERVER_OPTION_VALIDATE_UTF8) checks text as it arrives, but with permessage-deflate
-        // negotiated it misses a character cut off by the end of the message (lws 4.1.6 ops-ws.c only
-        // checks that for the deflate outcomes EMPTY_FINAL and UNKNOWN).
+        // The only UTF-8 check: lws's (LWS_SERVER_OPTION_VALIDATE_UTF8) would read compressed frames.
         guard binary || message.withUnsafeBufferPointer(UTF8Text.isValid) else { return .invalidUTF8 }
         return .complete(message)
     }

@@ -41,7 +41,7 @@ extension WebSocketClient {
         var info = lws_context_creation_info()
         info.port = CONTEXT_PORT_NO_LISTEN
         info.protocols = UnsafePointer(protocols)
-        info.extensions = LWSContextParts.clientExtensions(deflate: configuration.permessageDeflate)
+        info.extensions = LWSContextParts.extensions(deflate: configuration.permessageDeflate)
         // RAW_ORIGIN: send the Origin we are given, not "http://" + it.
         info.options =
             UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT) | UInt64(LWS_SERVER_OPTION_JUST_USE_RAW_ORIGIN)

@@ -101,18 +101,16 @@ extension WebSocketServer {
     }
 
     // The upgrade response: with permessage-deflate, tell the client to compress each message on its
-    // own, so ESTABLISHED can have lws free the decompressor between messages.
+    // own, as `MessageAssembler` inflates each whole message alone. lws writes its one extension line
+    // with room to spare, so the promise always goes out; a client that compressed with context anyway
+    // would be closed with 1007 at its second message.
     private func promiseNoContextTakeover(_ wsi: OpaquePointer, _ args: UnsafeMutablePointer<lws_process_html_args>?) {
-        let key = UInt(bitPattern: wsi)
-        // A wsi address may be reused: whatever an earlier handshake on it decided goes.
-        deflatePromised.remove(key)
         guard configuration.permessageDeflate, let args, let p = args.pointee.p else { return }
         let end = UnsafeMutableRawPointer(p).assumingMemoryBound(to: UInt8.self)
         // lws 4.1.6 sets `max_len` (the room left in its buffer) and `p` for this callback, not `len`.
         let room = Int(args.pointee.max_len)
         guard let added = DeflateNegotiation.promiseNoContextTakeover(before: end, room: room) else { return }
         args.pointee.p = p + added
-        deflatePromised.insert(key)
     }
 
     private func opened(_ wsi: OpaquePointer) {
@@ -128,10 +126,9 @@ extension WebSocketServer {
             closeGrace: configuration.closeTimeout)
         connections[id]?.heard(atSweep: keepalive?.count ?? 0)
         let offer = LWSConnection.header(wsi, WSI_TOKEN_EXTENSIONS)
-        connections[id]?.compresses = configuration.permessageDeflate && LWSConnection.deflateIsActive(wsi)
-        if deflatePromised.remove(UInt(bitPattern: wsi)) != nil {
-            connections[id]?.freeDecompressorAfterEachMessage(wsi)
-        }
+        let compresses = configuration.permessageDeflate && LWSConnection.deflateIsActive(wsi)
+        connections[id]?.compresses = compresses
+        connections[id]?.inflatesMessages = compresses
         outboxes.register(id, deflate: .server(compresses: connections[id]?.compresses == true, offer: offer))
         counters.openConnections.add(1, ordering: .relaxed)
         counters.totalConnections.add(1, ordering: .relaxed)

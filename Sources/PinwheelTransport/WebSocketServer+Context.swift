@@ -85,10 +85,10 @@ extension WebSocketServer {
         protocolOptions.options = UnsafePointer(storage.value(defaultOption))
 
         var contextInfo = lws_context_creation_info()
-        // VALIDATE_UTF8 is read from the context's options, not the vhost's.
+        // Without lws's VALIDATE_UTF8: it would check compressed frames as they pass through, and
+        // `MessageAssembler` checks every whole text message.
         contextInfo.options =
-            UInt64(LWS_SERVER_OPTION_EXPLICIT_VHOSTS) | UInt64(LWS_SERVER_OPTION_VALIDATE_UTF8)
-            | LWSContextParts.eventLoopOptions(configuration.eventLoop)
+            UInt64(LWS_SERVER_OPTION_EXPLICIT_VHOSTS) | LWSContextParts.eventLoopOptions(configuration.eventLoop)
         if configuration.tls != nil {
             contextInfo.options |= UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT)
         }

@@ -35,9 +35,6 @@ public final class WebSocketServer: WebSocketEndpoint, @unchecked Sendable {
     var lastID: UInt64 = 0
     /// Pings silent connections and drops those that stay silent; nil without a keepalive.
     var keepalive: KeepaliveSweep?
-    /// Upgrades whose response promised `client_no_context_takeover`, by connection address, from
-    /// ADD_HEADERS to ESTABLISHED.
-    var deflatePromised: Set<UInt> = []
     var httpResponses: [UInt: PendingHTTPResponse] = [:]
     /// Route requests whose handler is still running, by connection address: the request's number.
     var httpWaiting: [UInt: UInt64] = [:]

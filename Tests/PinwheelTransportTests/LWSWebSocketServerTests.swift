@@ -171,9 +171,14 @@ struct LWSWebSocketServerTests {
         return result
     }
 
-    @Test("a message over maxMessageBytes closes with 1009: plain, deflated, and fragmented")
-    func oversizeCloses1009() throws {
-        let (server, serverEvents) = try makeServer { $0.maxMessageBytes = 1000 }
+    @Test(
+        "a message over maxMessageBytes closes with 1009: plain, deflated, and fragmented, on poll and on libev",
+        arguments: EventLoopBackend.allCases)
+    func oversizeCloses1009(backend: EventLoopBackend) throws {
+        let (server, serverEvents) = try makeServer {
+            $0.maxMessageBytes = 1000
+            $0.eventLoop = backend
+        }
         defer { server.stop() }
         let url = "ws://127.0.0.1:\(server.port)/"
         let cases: [(Bool, ProbeSend)] = [
@@ -239,6 +244,49 @@ struct LWSWebSocketServerTests {
             #expect(result.closeCode == 1007, "deflate \(deflate): \(result)")
         }
         #expect(eventually { serverEvents.closedCount == 2 })
+        #expect(serverEvents.events.withLock { $0.messages.isEmpty })
+    }
+
+    @Test(
+        "a frame marked compressed that does not inflate closes with 1007, naming the problem, on poll and on libev",
+        arguments: EventLoopBackend.allCases)
+    func corruptCompressedFrameCloses1007(backend: EventLoopBackend) throws {
+        let (server, serverEvents) = try makeServer { $0.eventLoop = backend }
+        defer { server.stop() }
+        // A raw client: the handshake with permessage-deflate, then one masked text frame with RSV1 set
+        // whose payload starts with a block of the reserved type 3.
+        let run = try runPython(
+            #"""
+            import base64, json, os, socket, sys
+            conn = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+            conn.settimeout(10)
+            key = base64.b64encode(os.urandom(16))
+            conn.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                         b"Sec-WebSocket-Key: " + key + b"\r\nSec-WebSocket-Version: 13\r\n"
+                         b"Sec-WebSocket-Protocol: pinwheel.v1\r\n"
+                         b"Sec-WebSocket-Extensions: permessage-deflate\r\n\r\n")
+            response = b""
+            while b"\r\n\r\n" not in response:
+                response += conn.recv(4096)
+            head, data = response.split(b"\r\n\r\n", 1)
+            payload, mask = bytes([0xFF] * 16), os.urandom(4)
+            conn.sendall(bytes([0xC1, 0x80 | len(payload)]) + mask
+                         + bytes(b ^ mask[i % 4] for i, b in enumerate(payload)))
+            while len(data) < 2 or len(data) < 2 + (data[1] & 0x7F):
+                chunk = conn.recv(4096)
+                if not chunk:
+                    break
+                data += chunk
+            body = data[2:2 + (data[1] & 0x7F)]
+            print(json.dumps({"deflate": b"permessage-deflate" in head, "opcode": data[0] & 0x0F,
+                              "code": body[0] << 8 | body[1], "reason": body[2:].decode()}))
+            """#, arguments: [String(server.port)])
+        let seen = try JSONSerialization.jsonObject(with: Data(run.output.utf8)) as? [String: Any]
+        #expect(seen?["deflate"] as? Bool == true, "output: \(run.output)")
+        #expect(seen?["opcode"] as? Int == 8)
+        #expect(seen?["code"] as? Int == 1007)
+        #expect(seen?["reason"] as? String == "invalid permessage-deflate data")
+        #expect(eventually { serverEvents.closedCount == 1 })
         #expect(serverEvents.events.withLock { $0.messages.isEmpty })
     }
 

@@ -4,7 +4,7 @@ import Testing
 
 @testable import PinwheelTransport
 
-@Suite("A client joining compressed messages and inflating each whole")
+@Suite("Joining compressed messages and inflating each whole")
 struct MessageAssemblerInflateTests {
     /// `text` compressed as one permessage-deflate message, as the server's workers do.
     static func compressed(_ text: String) throws -> [UInt8] {
@@ -88,6 +88,31 @@ struct MessageAssemblerInflateTests {
             return
         }
         #expect(message.count == 20_000)
+    }
+
+    @Test(
+        "messages either side of the inflaters' size split (zlib under 1 KiB, igzip above) come out whole, cut ones refused"
+    )
+    func bothInflaters() throws {
+        var generator = SplitMix64(seed: 9)
+        var sizes: [Int] = []
+        for letters in [40, 400, 1_500, 1_650, 1_800, 2_500, 30_000] {
+            let text = generator.letters(letters)
+            let bytes = try Self.compressed(text)
+            sizes.append(bytes.count)
+            var assembler = MessageAssembler(limit: 1 << 20)
+            guard case .complete(let message) = Self.feed(bytes, chunk: 1024, compressed: true, into: &assembler) else {
+                Issue.record("\(letters) letters, \(bytes.count) bytes compressed, did not inflate")
+                continue
+            }
+            #expect(message == Array(text.utf8))
+            let cut = Array(bytes.prefix(bytes.count * 2 / 3))
+            guard case .invalidCompression = Self.feed(cut, chunk: 1024, compressed: true, into: &assembler) else {
+                Issue.record("two thirds of \(bytes.count) compressed bytes inflated")
+                continue
+            }
+        }
+        #expect(sizes.contains { $0 < 1024 } && sizes.contains { $0 >= 1024 }, "compressed sizes \(sizes)")
     }
 
     @Test("an empty compressed message is empty, and compressed text must still be UTF-8")

@@ -5,20 +5,16 @@
 
 #include <libwebsockets.h>
 
-/// lws's permessage-deflate callback, with its two peer-reachable assertions turned into a failed
-/// connection instead of an aborted process.
 /// The window (log2 bytes) and memLevel of the compressor lws makes for each message sent. A block
 /// then holds at most 2^(memLevel + 6) - 1 symbols, which LWSConnection's fragment size depends on.
 #define DEFLATE_GUARD_WINDOW_BITS 12
 #define DEFLATE_GUARD_MEM_LEVEL 7
 
+/// lws's permessage-deflate callback for servers and clients alike: received frames pass through
+/// untouched, RSV1 and all, for deflate_guard_inflate_message to inflate whole; sending is lws's, with
+/// its peer-reachable assertion turned into a failed connection instead of an aborted process.
 int deflate_guard_callback(struct lws_context *context, const struct lws_extension *ext, struct lws *wsi,
                            enum lws_extension_callback_reasons reason, void *user, void *in, size_t len);
-
-/// The same for a client connection that inflates whole messages itself
-/// (deflate_guard_inflate_message): received frames pass through untouched, RSV1 and all.
-int deflate_guard_pass_rx_callback(struct lws_context *context, const struct lws_extension *ext, struct lws *wsi,
-                                   enum lws_extension_callback_reasons reason, void *user, void *in, size_t len);
 
 /// How the next lws_write on this thread goes out on a connection with permessage-deflate: set it
 /// around one lws_write of a whole message, on the lws service thread, and back to
