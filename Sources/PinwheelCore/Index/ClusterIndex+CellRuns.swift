@@ -8,15 +8,48 @@ extension ClusterIndex.LevelView {
         var lo: Int
         var hi: Int
         let end: Int
+
+        /// Takes one step of the binary search, with `key` giving an item's cell key; false once
+        /// `lo` is the run's first item (or its end).
+        @inline(__always) mutating func step(_ key: (Int) -> UInt64) -> Bool {
+            guard lo < hi else { return false }
+            let mid = (lo + hi) >> 1
+            let below = key(mid) < first
+            lo = below ? mid + 1 : lo
+            hi = below ? hi : mid
+            return true
+        }
     }
 
-    /// The search for the items of a run of one grid row's cells, its directory entry read.
+    /// The grid cell key of item `i`.
+    @inline(__always) func key(_ i: Int) -> UInt64 {
+        GridOrder.key(x: xy[2 * i], y: xy[2 * i + 1], bits: gridBits)
+    }
+
+    /// The search for the items of a run of one grid row's cells, its directory entry read: the run's
+    /// items come through the cell directory, its first cell found by binary search.
     @inline(__always) func search(row: Int, columns: ClosedRange<Int>) -> RunSearch {
         let first = UInt64(row) << UInt64(gridBits) | UInt64(columns.lowerBound)
         let last = UInt64(row) << UInt64(gridBits) | UInt64(columns.upperBound)
         let candidates = cells.items(from: first, through: last)
         return RunSearch(
             first: first, last: last, lo: candidates.lowerBound, hi: candidates.upperBound, end: candidates.upperBound)
+    }
+
+    /// Calls `body` with each item of a searched run, in cell-key order.
+    @inline(__always) func forEachItem(of run: RunSearch, _ body: (Int) -> Void) {
+        var i = run.lo
+        while i < run.end && key(i) <= run.last {
+            body(i)
+            i += 1
+        }
+    }
+
+    /// Calls `body` with each item in a run of one grid row's cells, in cell-key order.
+    @inline(__always) func forEachItem(row: Int, columns: ClosedRange<Int>, _ body: (Int) -> Void) {
+        var run = search(row: row, columns: columns)
+        while run.step(key) {}
+        forEachItem(of: run, body)
     }
 
     /// Calls `body` with each item of several runs, run after run in cell-key order, as
@@ -27,27 +60,15 @@ extension ClusterIndex.LevelView {
     /// together, so the misses of different runs overlap: a pan reads two short runs in each of its
     /// rows, and their searches were most of its time.
     @inline(__always) func forEachItem(in runs: UnsafeMutableBufferPointer<RunSearch>, _ body: (Int) -> Void) {
-        let bits = gridBits
-        @inline(__always) func key(_ i: Int) -> UInt64 {
-            GridOrder.key(x: xy[2 * i], y: xy[2 * i + 1], bits: bits)
-        }
         var searching = true
         while searching {
             searching = false
-            for k in runs.indices where runs[k].lo < runs[k].hi {
-                let mid = (runs[k].lo + runs[k].hi) >> 1
-                let below = key(mid) < runs[k].first
-                runs[k].lo = below ? mid + 1 : runs[k].lo
-                runs[k].hi = below ? runs[k].hi : mid
+            for k in runs.indices where runs[k].step(key) {
                 searching = true
             }
         }
         for run in runs {
-            var i = run.lo
-            while i < run.end && key(i) <= run.last {
-                body(i)
-                i += 1
-            }
+            forEachItem(of: run, body)
         }
     }
 

@@ -55,29 +55,6 @@ extension ClusterIndex {
             func cell(_ v: Double) -> Int { max(0, min(Int(v * scale), side - 1)) }
             return (cell(rect.minY)...cell(rect.maxY), cell(rect.minX)...cell(rect.maxX))
         }
-
-        /// Calls `body` with each item in a run of one grid row's cells, in cell-key order: the run's
-        /// items come through the cell directory, its first cell found by binary search.
-        @inline(__always) func forEachItem(row: Int, columns: ClosedRange<Int>, _ body: (Int) -> Void) {
-            let bits = gridBits
-            @inline(__always) func key(_ i: Int) -> UInt64 {
-                GridOrder.key(x: xy[2 * i], y: xy[2 * i + 1], bits: bits)
-            }
-            let first = UInt64(row) << UInt64(bits) | UInt64(columns.lowerBound)
-            let last = UInt64(row) << UInt64(bits) | UInt64(columns.upperBound)
-            let candidates = cells.items(from: first, through: last)
-            var lo = candidates.lowerBound
-            var hi = candidates.upperBound
-            while lo < hi {
-                let mid = (lo + hi) >> 1
-                if key(mid) < first { lo = mid + 1 } else { hi = mid }
-            }
-            var i = lo
-            while i < candidates.upperBound && key(i) <= last {
-                body(i)
-                i += 1
-            }
-        }
     }
 
     /// Everything a query reads, as buffer pointers: its level, the level above (for parents) and the
