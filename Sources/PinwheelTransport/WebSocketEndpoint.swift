@@ -83,12 +83,7 @@ public class WebSocketEndpoint: @unchecked Sendable {
     /// Lws service thread only.
     func wakeConnections(_ connection: (ConnectionID) -> LWSConnection?) {
         guard !loop.pollsAfterBeforePolling else { return }
-        outboxes.takeWakeList(into: &woken)
-        for (id, close) in woken {
-            if let connection = connection(id), let wsi = connection.wsi {
-                connection.wake(wsi, close: close)
-            }
-        }
+        wakeListed(connection, writeNow: false)
     }
 
     /// Before the loop polls (libev): every connection that got output or a close since the last
@@ -100,11 +95,17 @@ public class WebSocketEndpoint: @unchecked Sendable {
     /// POLLOUT itself, as after any write. `connection` finds an open connection's state by id.
     /// Lws service thread only, outside lws callbacks.
     func writeWoken(_ connection: (ConnectionID) -> LWSConnection?) {
+        wakeListed(connection, writeNow: true)
+    }
+
+    // Asks for a WRITEABLE on each connection of the wake list; with `writeNow`, has lws give it
+    // there and then, unless lws still holds part of an earlier write.
+    private func wakeListed(_ connection: (ConnectionID) -> LWSConnection?, writeNow: Bool) {
         outboxes.takeWakeList(into: &woken)
         for (id, close) in woken {
             guard let connection = connection(id), let wsi = connection.wsi else { continue }
             connection.wake(wsi, close: close)
-            guard lws_partial_buffered(wsi) == 0 else { continue }
+            guard writeNow && lws_partial_buffered(wsi) == 0 else { continue }
             writingBeforePolling = true
             shim_service_as_writable(wsi)
             writingBeforePolling = false
