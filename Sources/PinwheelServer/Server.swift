@@ -137,11 +137,16 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
         presence.start { [weak self] connection, message in
             _ = self?.send(message, type: "presence", to: connection)
         }
-        logger.info("listening on \(configuration.host):\(port), web root \(configuration.webRoot)")
+        logger.info(
+            "listening on \(transport.listeningAddress) (--host \(configuration.host)), web root \(configuration.webRoot)"
+        )
     }
 
     /// The bound port (the kernel's choice when configured with 0).
     public var port: Int { transport.port }
+
+    /// The address and port the kernel bound, e.g. "127.0.0.1:8080" or "[::1]:8080".
+    public var listeningAddress: String { transport.listeningAddress }
 
     /// Starts draining: `/healthz` answers 503 `draining` from now on, so a load balancer's health
     /// checks take this node out and send new sessions to the others; the sessions open now keep

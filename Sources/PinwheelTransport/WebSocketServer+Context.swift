@@ -47,11 +47,12 @@ extension WebSocketServerConfiguration {
 }
 
 extension WebSocketServer {
-    /// Creates the lws context and its one vhost, and reads back the bound port.
+    /// Creates the lws context and its one vhost, and reads back the address and port the kernel bound.
     /// The C structures live in `storage` until the context is destroyed. The thread calling `start`.
-    func makeContext() throws -> (context: OpaquePointer, port: Int) {
+    func makeContext() throws -> (context: OpaquePointer, port: Int, listening: String) {
         let storage = CStorage()
         let configuration = configuration
+        let address = try ListenAddress.resolve(configuration.host)
 
         // protocols[0] answers plain HTTP (mount callbacks and lws's file serving); [1] is ours, then the
         // other subprotocols, then the terminator.
@@ -103,7 +104,15 @@ extension WebSocketServer {
         var vhostInfo = lws_context_creation_info()
         vhostInfo.vhost_name = storage.string("pinwheel")
         vhostInfo.port = Int32(configuration.port)
-        vhostInfo.iface = storage.string(configuration.host)
+        vhostInfo.iface = storage.string(address.numeric)
+        // An address lws cannot bind fails the vhost instead of waiting for the interface to appear.
+        vhostInfo.options |= UInt64(LWS_SERVER_OPTION_FAIL_UPON_UNABLE_TO_BIND)
+        switch address.family {
+        case .ipv4: vhostInfo.options |= UInt64(LWS_SERVER_OPTION_DISABLE_IPV6)
+        case .ipv6:
+            vhostInfo.options |=
+                UInt64(LWS_SERVER_OPTION_IPV6_V6ONLY_MODIFY) | UInt64(LWS_SERVER_OPTION_IPV6_V6ONLY_VALUE)
+        }
         vhostInfo.protocols = UnsafePointer(protocols)
         vhostInfo.pvo = UnsafePointer(storage.value(protocolOptions))
         vhostInfo.mounts = makeMounts(in: storage)
@@ -116,15 +125,25 @@ extension WebSocketServer {
             vhostInfo.ssl_cert_filepath = storage.string(tls.certificatePath)
             vhostInfo.ssl_private_key_filepath = storage.string(tls.privateKeyPath)
         }
+        let listenersBefore = ListenAddress.listeningSockets()
         guard let vhost = lws_create_vhost(context, &vhostInfo) else {
             lws_context_destroy(context)
+            let why = address.bindFailure(port: configuration.port) ?? "port taken or TLS files refused?"
             throw TransportError.lwsCallFailed(
                 function: "lws_create_vhost",
-                detail:
-                    "listen on \(configuration.host):\(configuration.port) (port taken, bad interface or TLS files?)")
+                detail: "cannot listen on \(address.withPort(configuration.port)) (host \(configuration.host)): \(why)")
         }
         self.storage = storage
-        return (context, Int(lws_get_vhost_listen_port(vhost)))
+        let port = Int(lws_get_vhost_listen_port(vhost))
+        // What the kernel bound, from the listening socket lws just made (getsockname).
+        let listener = ListenAddress.listeningSockets().subtracting(listenersBefore)
+            .compactMap { ListenAddress.bound($0) }.first { $0.port == port }
+        guard let listener else {
+            lws_context_destroy(context)
+            throw TransportError.lwsCallFailed(
+                function: "lws_create_vhost", detail: "no listening socket on \(address.withPort(port))")
+        }
+        return (context, port, listener.address.withPort(listener.port))
     }
 
     /// The name of protocols[0], also the origin of the callback mounts that reach it.

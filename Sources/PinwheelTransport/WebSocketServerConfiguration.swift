@@ -1,6 +1,8 @@
 /// Everything a `WebSocketServer` needs to know before it binds its port.
 public struct WebSocketServerConfiguration: Sendable {
-    /// Interface to bind, e.g. "127.0.0.1" or "0.0.0.0".
+    /// Address to bind: IPv4 or IPv6 ("127.0.0.1", "::1", "0.0.0.0", "::"), or a name resolved at
+    /// start to its first IPv4 address, else its first IPv6 one ("localhost" is 127.0.0.1). "::"
+    /// listens on IPv6 only. An address the machine does not have fails `start`.
     public var host: String = "127.0.0.1"
     /// TCP port; 0 asks the kernel for a free one (read it back from `WebSocketServer.port`).
     public var port: Int = 8080

@@ -30,7 +30,10 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "Serve N generated points instead of a file.")
     var synthetic: Int?
 
-    @Option(help: "Address to listen on.")
+    @Option(
+        help:
+            "Address to listen on: IPv4 or IPv6 (0.0.0.0 every IPv4 interface, :: every IPv6 one), or a name resolved at start to its first IPv4 address (localhost: 127.0.0.1)."
+    )
     var host = "127.0.0.1"
 
     @Option(help: "Port to listen on; 0 picks a free one.")
@@ -291,7 +294,7 @@ struct ServeCommand: ParsableCommand {
         let scheme = tlsCert == nil ? "http" : "https"
         // Unbuffered, so a test or script reading our stdout sees the line at once.
         FileHandle.standardOutput.write(
-            Data("pinwheel listening on \(scheme)://\(urlHost(host)):\(server.port)\n".utf8))
+            Data("pinwheel listening on \(scheme)://\(server.listeningAddress)\n".utf8))
         let relay = try startPresenceRelay(server: server, logger: logger)
         let tourists = try startBots(server: server, secure: tlsCert != nil, logger: logger)
         if let token = live?.token { startMovers(server: server, token: token, logger: logger) }
