@@ -27,6 +27,8 @@ extension WebSocketServerConfiguration {
                 throw fail("keepalive.hangUpAfter", keepalive.hangUpAfter)
             }
         }
+        guard (2...3600).contains(httpDeadline.components.seconds) else { throw fail("httpDeadline", httpDeadline) }
+        guard httpMinimumBodyRate >= 0 else { throw fail("httpMinimumBodyRate", httpMinimumBodyRate) }
         for path in routes.keys where !path.hasPrefix("/") || path.contains("?") {
             throw fail("routes", path)
         }
@@ -119,6 +121,8 @@ extension WebSocketServer {
         vhostInfo.extensions = LWSContextParts.extensions(deflate: configuration.permessageDeflate)
         vhostInfo.retry_and_idle_policy = LWSContextParts.noValidityTimer(in: storage)
         vhostInfo.headers = LWSContextParts.securityHeaders(in: storage)
+        vhostInfo.timeout_secs_ah_idle = UInt32(
+            HTTPBodyPace.headerAllowance(requestDeadline: configuration.httpDeadline).components.seconds)
         if let tls = configuration.tls {
             // lws reads this flag from the vhost's options too; without it the vhost serves plain text.
             vhostInfo.options |= UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT)

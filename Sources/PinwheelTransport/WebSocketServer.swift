@@ -41,6 +41,7 @@ public final class WebSocketServer: WebSocketEndpoint, @unchecked Sendable {
     var httpWaiting: [UInt: UInt64] = [:]
     /// Request bodies being read, by connection address.
     var httpBodies: [UInt: PendingHTTPBody] = [:]
+    var nextHTTPSweep = ContinuousClock.now
     var lastHTTPRequest: UInt64 = 0
     var routes: [String: HTTPHandler]
     var storage: CStorage?
