@@ -19,7 +19,9 @@ final class RefusalLog: Sendable {
     }
 
     /// Notes one refusal; logs it unless a line went out less than `interval` ago.
-    func note(_ message: String, now: ContinuousClock.Instant = .now) {
+    /// - Returns: the line logged, nil when this one was left out.
+    @discardableResult
+    func note(_ message: String, now: ContinuousClock.Instant = .now) -> String? {
         let left = state.withLock { state -> Int? in
             if let last = state.last, now - last < interval {
                 state.suppressed += 1
@@ -29,8 +31,9 @@ final class RefusalLog: Sendable {
             state.last = now
             return state.suppressed
         }
-        guard let left else { return }
+        guard let left else { return nil }
         let more = left > 0 ? " (\(left) more refused since the last line)" : ""
         logger.notice("\(message)\(more)")
+        return message + more
     }
 }

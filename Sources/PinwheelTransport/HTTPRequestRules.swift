@@ -36,10 +36,17 @@ enum HTTPRequestRules {
         (byte < 0x20 && byte != 0x09) || byte == 0x7F
     }
 
+    // The request line's parts, which lws keeps as tokens too: not header values (a query may carry
+    // percent-encoded bytes of any value once lws decodes it).
+    private static let requestLine: Set<UInt32> = [
+        WSI_TOKEN_GET_URI, WSI_TOKEN_POST_URI, WSI_TOKEN_OPTIONS_URI, WSI_TOKEN_PUT_URI, WSI_TOKEN_PATCH_URI,
+        WSI_TOKEN_DELETE_URI, WSI_TOKEN_CONNECT, WSI_TOKEN_HEAD_URI, WSI_TOKEN_HTTP_URI_ARGS, WSI_TOKEN_HTTP,
+    ].map(\.rawValue).reduce(into: []) { $0.insert($1) }
+
     // The name of the first header lws kept whose value holds a forbidden byte. Headers lws does not
     // keep are never read by anyone.
     private static func controlByteHeader(_ wsi: OpaquePointer) -> String? {
-        for raw in 0..<WSI_TOKEN_COUNT.rawValue {
+        for raw in 0..<WSI_TOKEN_COUNT.rawValue where !requestLine.contains(raw) {
             let token = lws_token_indexes(raw)
             guard lws_hdr_total_length(wsi, token) > 0 else { continue }
             for value in fragments(wsi, token) where value.contains(where: isForbidden) {
