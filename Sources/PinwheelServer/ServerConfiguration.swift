@@ -11,7 +11,8 @@ public struct ServerConfiguration: Sendable {
     public var webRoot: String
     /// Folder served at `/vendor/leaflet/` (Debian's libjs-leaflet).
     public var leafletRoot: String = "/usr/share/javascript/leaflet"
-    /// Origins allowed to open a WebSocket; empty means the server's own origin only.
+    /// Origins allowed to open a WebSocket besides the server's own, which always is; `*` allows
+    /// every origin. See ``OriginPolicy``.
     public var allowedOrigins: [String] = []
     /// Sessions beyond this are closed with 1013.
     public var maxSessions: Int = 10_000
@@ -51,6 +52,10 @@ public struct ServerConfiguration: Sendable {
     public var ingestRate: Double = 100_000
     /// Largest `POST /v1/changes` body, bytes; larger ones get 413.
     public var maxIngestBodyBytes: Int = 16 * 1024 * 1024
+    /// The most time one HTTP request may take, headers and body together; a late body gets 408.
+    public var httpDeadline: Duration = .seconds(30)
+    /// Bytes per second a request body must keep up from 2 s after its headers; 0 turns it off.
+    public var httpMinimumBodyRate: Int = 1024
     /// Least time between two refreshes of the index while data changes: each refresh publishes the
     /// changes since the last and refreshes the sessions they reach. Stretched up to three times while
     /// viewers' first batches are slow (``RefreshPacing``).

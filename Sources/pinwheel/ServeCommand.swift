@@ -30,7 +30,10 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "Serve N generated points instead of a file.")
     var synthetic: Int?
 
-    @Option(help: "Address to listen on.")
+    @Option(
+        help:
+            "Address to listen on: IPv4 or IPv6 (0.0.0.0 every IPv4 interface, :: every IPv6 one), or a name resolved at start to its first IPv4 address (localhost: 127.0.0.1)."
+    )
     var host = "127.0.0.1"
 
     @Option(help: "Port to listen on; 0 picks a free one.")
@@ -108,6 +111,16 @@ struct ServeCommand: ParsableCommand {
 
     @Option(help: "Largest POST /v1/changes body in bytes; larger ones get 413.")
     var maxIngestBytes = 16 * 1024 * 1024
+
+    @Option(
+        help:
+            "Seconds one HTTP request may take, headers and body together (headers: half of it, at most 10); a late body gets 408 and its connection is closed."
+    )
+    var httpDeadline = 30
+
+    @Option(
+        help: "Bytes per second a request body must keep up from 2 s after its headers, or get 408; 0 turns it off.")
+    var httpMinBodyRate = 1024
 
     @Option(help: "Changes between two snapshots of live data (the log replays at most this many at start).")
     var snapshotEvery: UInt64 = 1_000_000
@@ -203,6 +216,10 @@ struct ServeCommand: ParsableCommand {
         if !(ingestRate > 0 && ingestRate.isFinite) { throw ValidationError("--ingest-rate must be positive") }
         if maxIngestBytes < 1024 { throw ValidationError("--max-ingest-bytes must be at least 1024") }
         if snapshotEvery < 1 { throw ValidationError("--snapshot-every must be at least 1") }
+        if !(2...3600).contains(httpDeadline) {
+            throw ValidationError("--http-deadline must be between 2 and 3600 seconds, got \(httpDeadline)")
+        }
+        if httpMinBodyRate < 0 { throw ValidationError("--http-min-body-rate must be 0 or more") }
         if !(10...10_000).contains(refreshInterval) {
             throw ValidationError("--refresh-interval must be between 10 and 10000 ms, got \(refreshInterval)")
         }
@@ -267,6 +284,8 @@ struct ServeCommand: ParsableCommand {
         configuration.ingestToken = live?.token
         configuration.ingestRate = ingestRate
         configuration.maxIngestBodyBytes = maxIngestBytes
+        configuration.httpDeadline = .seconds(httpDeadline)
+        configuration.httpMinimumBodyRate = httpMinBodyRate
         configuration.snapshotEvery = snapshotEvery
         configuration.refreshInterval = .milliseconds(refreshInterval)
         configuration.compactionInterval = .milliseconds(Int64(compactionInterval * 1000))
@@ -291,7 +310,7 @@ struct ServeCommand: ParsableCommand {
         let scheme = tlsCert == nil ? "http" : "https"
         // Unbuffered, so a test or script reading our stdout sees the line at once.
         FileHandle.standardOutput.write(
-            Data("pinwheel listening on \(scheme)://\(urlHost(host)):\(server.port)\n".utf8))
+            Data("pinwheel listening on \(scheme)://\(server.listeningAddress)\n".utf8))
         let relay = try startPresenceRelay(server: server, logger: logger)
         let tourists = try startBots(server: server, secure: tlsCert != nil, logger: logger)
         if let token = live?.token { startMovers(server: server, token: token, logger: logger) }
