@@ -4,6 +4,7 @@
 
 #include <libwebsockets.h>
 #include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
 #include <ev.h>
@@ -34,6 +35,25 @@ static inline long long shim_tcp_bytes_received(int fd) {
 /// lws_set_log_level takes a function pointer that Swift would have to spell; nil keeps lws's stderr emitter.
 static inline void shim_lws_set_log_level(int levels) {
     lws_set_log_level(levels, NULL);
+}
+
+/// Sets lws's log levels and the function every line it logs goes through (lwsl_emit_stderr writes
+/// them as lws would). The function is process-wide, like the levels.
+static inline void shim_lws_set_log_emitter(int levels, void (*emit)(int level, const char *line)) {
+    lws_set_log_level(levels, emit);
+}
+
+/// A best-effort 503 on a socket just accepted and about to be closed because the server holds as
+/// many connections as it may: one non-blocking send into an empty socket buffer, never waiting.
+static inline void shim_send_busy_response(int fd) {
+    static const char response[] =
+        "HTTP/1.1 503 Service Unavailable\r\n"
+        "Content-Type: text/plain\r\n"
+        "Content-Length: 42\r\n"
+        "Retry-After: 1\r\n"
+        "Connection: close\r\n\r\n"
+        "server at its connection limit; try again\n";
+    (void)send(fd, response, sizeof response - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
 /// The extension list offering permessage-deflate through the guard, which passes received frames on

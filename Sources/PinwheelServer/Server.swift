@@ -221,6 +221,7 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
             c.tls = TLSFiles(certificatePath: cert, privateKeyPath: key)
         }
         c.eventLoop = configuration.eventLoop
+        c.maxConnections = configuration.maxConnections
         return c
     }
 

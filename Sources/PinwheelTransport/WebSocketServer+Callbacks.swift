@@ -63,6 +63,7 @@ extension WebSocketServer {
             // Lws tells every protocol of the vhost; the main one drains, once per wake.
             guard isMainProtocol(wsi) else { return 0 }
             drainInbox()
+            tickAdmission()
             if keepalive?.isDue(at: .now) == true { sweepKeepalive() }
             loop.breakIfExiting(mayExit(connectionsLeft: connections.count))
             return 0

@@ -17,6 +17,7 @@ extension WebSocketServerConfiguration {
         guard maxQueuedBytesPerConnection > 0 else {
             throw fail("maxQueuedBytesPerConnection", maxQueuedBytesPerConnection)
         }
+        if let maxConnections, maxConnections < 1 { throw fail("maxConnections", maxConnections) }
         guard txPacketSize > 0 else { throw fail("txPacketSize", txPacketSize) }
         guard writesPerWritable > 0 else { throw fail("writesPerWritable", writesPerWritable) }
         if let keepalive {
@@ -94,7 +95,7 @@ extension WebSocketServer {
         }
         contextInfo.user = Unmanaged.passUnretained(self).toOpaque()
         contextInfo.foreign_loops = try loop.prepareForeignLoops()
-        shim_lws_set_log_level(configuration.lwsLogLevels)
+        LWSLog.install(levels: configuration.lwsLogLevels)
         guard let context = lws_create_context(&contextInfo) else {
             throw TransportError.lwsCallFailed(
                 function: "lws_create_context", detail: "event loop \(configuration.eventLoop.rawValue)")

@@ -42,6 +42,8 @@ public final class WebSocketServer: WebSocketEndpoint, @unchecked Sendable {
     var httpBodies: [UInt: PendingHTTPBody] = [:]
     var lastHTTPRequest: UInt64 = 0
     var routes: [String: HTTPHandler]
+    /// The connection cap and the count it is checked against (set by `start`).
+    var admission = ConnectionAdmission(cap: Int.max)
     var storage: CStorage?
 
     private enum Lifecycle {
@@ -67,6 +69,8 @@ public final class WebSocketServer: WebSocketEndpoint, @unchecked Sendable {
             try configuration.validate()
             self.delegate = delegate
             keepalive = configuration.keepalive.map { KeepaliveSweep($0) }
+            admission = ConnectionAdmission(cap: configuration.maxConnections ?? DescriptorBudget.current().connections)
+            AcceptFailures.rearm()
             let (context, port): (OpaquePointer, Int)
             do {
                 (context, port) = try makeContext()

@@ -237,6 +237,7 @@ struct ServeCommand: ParsableCommand {
         configuration.port = port
         configuration.allowedOrigins = allowedOrigins
         configuration.maxSessions = maxSessions
+        budgetDescriptors(&configuration, logger: logger)
         configuration.viewportHz = viewportHz
         configuration.maxFeatures = maxFeatures
         configuration.pace = pace
