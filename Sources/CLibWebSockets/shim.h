@@ -5,6 +5,8 @@
 #include <libwebsockets.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <sys/ioctl.h>
+#include <linux/sockios.h>
 #include <stdlib.h>
 #include <string.h>
 #include <ev.h>
@@ -30,6 +32,24 @@ static inline long long shim_tcp_bytes_received(int fd) {
     unsigned long long value;
     memcpy(&value, info + 128, sizeof value);
     return (long long)value;
+}
+
+/// Bytes of ours the peer's kernel acknowledged on a TCP socket: tcp_info.tcpi_bytes_acked (Linux 4.1),
+/// at offset 120 of the kernel's layout, as above. -1 when the kernel does not say.
+static inline long long shim_tcp_bytes_acked(int fd) {
+    unsigned char info[232] = {0};
+    socklen_t length = sizeof info;
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, info, &length) != 0 || length < 128) return -1;
+    unsigned long long value;
+    memcpy(&value, info + 120, sizeof value);
+    return (long long)value;
+}
+
+/// Bytes written to a TCP socket that the peer has not acknowledged yet (SIOCOUTQ); -1 on error.
+static inline long long shim_tcp_unacknowledged_bytes(int fd) {
+    int value = 0;
+    if (ioctl(fd, SIOCOUTQ, &value) != 0) return -1;
+    return value;
 }
 
 /// lws_set_log_level takes a function pointer that Swift would have to spell; nil keeps lws's stderr emitter.

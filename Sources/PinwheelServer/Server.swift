@@ -222,6 +222,11 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
         }
         c.eventLoop = configuration.eventLoop
         c.maxConnections = configuration.maxConnections
+        // The same numbers as each session's message flood rule, over every frame, pings included;
+        // a producer's messages are governed by the ingest rate instead.
+        var policy = FramePolicy(idleTimeout: configuration.idleTimeout)
+        policy.messagesExempt = [IngestConnection.subprotocol]
+        c.framePolicy = policy
         return c
     }
 

@@ -18,6 +18,9 @@ public struct ServerConfiguration: Sendable {
     /// Connections (WebSocket and HTTP together) held at once; nil: the descriptor limit less a
     /// reserve (``DescriptorBudget``).
     public var maxConnections: Int?
+    /// Sessions that send no message for this long are closed with 1000; pings and pongs do not
+    /// count. nil: never.
+    public var idleTimeout: Duration? = .seconds(600)
     /// Viewports served per second per session; faster ones are coalesced (latest wins).
     public var viewportHz: Double = 10
     /// Most features one viewport is served; past it, those nearest the viewport's centre.

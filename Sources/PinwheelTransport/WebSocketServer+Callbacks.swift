@@ -33,9 +33,11 @@ extension WebSocketServer {
         case LWS_CALLBACK_RECEIVE:
             guard let connection = connection(of: wsi) else { return -1 }
             connection.heard(atSweep: keepalive?.count ?? 0)
+            connection.frames.chunkArrived(bytes: length)
             return connection.receive(
                 wsi, chunk: UnsafeRawBufferPointer(start: input, count: length), counters: counters
             ) { message, _ in
+                connection.frames.messageArrived(atSweep: policing.count)
                 delegate?.webSocketServer(self, didReceive: message, from: connection.id)
             }
         case LWS_CALLBACK_RECEIVE_PONG:
@@ -64,6 +66,7 @@ extension WebSocketServer {
             guard isMainProtocol(wsi) else { return 0 }
             drainInbox()
             tickAdmission()
+            sweepFramePolicy()
             if keepalive?.isDue(at: .now) == true { sweepKeepalive() }
             loop.breakIfExiting(mayExit(connectionsLeft: connections.count))
             return 0
@@ -126,6 +129,7 @@ extension WebSocketServer {
             maxMessageBytes: configuration.otherSubprotocols[subprotocol] ?? configuration.maxMessageBytes,
             closeGrace: configuration.closeTimeout)
         connections[id]?.heard(atSweep: keepalive?.count ?? 0)
+        if let connection = connections[id] { openFrameBudget(connection, wsi, subprotocol: subprotocol) }
         let offer = LWSConnection.header(wsi, WSI_TOKEN_EXTENSIONS)
         let compresses = configuration.permessageDeflate && LWSConnection.deflateIsActive(wsi)
         connections[id]?.compresses = compresses

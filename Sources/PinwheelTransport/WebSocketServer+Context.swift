@@ -18,6 +18,16 @@ extension WebSocketServerConfiguration {
             throw fail("maxQueuedBytesPerConnection", maxQueuedBytesPerConnection)
         }
         if let maxConnections, maxConnections < 1 { throw fail("maxConnections", maxConnections) }
+        if let framePolicy {
+            guard framePolicy.framesPerSecond > 0 else {
+                throw fail("framePolicy.framesPerSecond", framePolicy.framesPerSecond)
+            }
+            guard framePolicy.seconds > 0 else { throw fail("framePolicy.seconds", framePolicy.seconds) }
+            if let idle = framePolicy.idleTimeout, idle <= .zero { throw fail("framePolicy.idleTimeout", idle) }
+            if let stall = framePolicy.stallTimeout, stall < .seconds(1) {
+                throw fail("framePolicy.stallTimeout", stall)
+            }
+        }
         guard txPacketSize > 0 else { throw fail("txPacketSize", txPacketSize) }
         guard writesPerWritable > 0 else { throw fail("writesPerWritable", writesPerWritable) }
         if let keepalive {

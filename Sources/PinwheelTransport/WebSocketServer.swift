@@ -44,6 +44,8 @@ public final class WebSocketServer: WebSocketEndpoint, @unchecked Sendable {
     var routes: [String: HTTPHandler]
     /// The connection cap and the count it is checked against (set by `start`).
     var admission = ConnectionAdmission(cap: Int.max)
+    /// The clock of the frame budget and idle timeout sweeps.
+    var policing = PolicingClock()
     var storage: CStorage?
 
     private enum Lifecycle {
