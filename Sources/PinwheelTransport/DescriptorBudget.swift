@@ -24,9 +24,8 @@ public struct DescriptorBudget: Sendable, Equatable {
     public var connections: Int { max(1, softLimit - reserve) }
 
     /// Descriptors kept for everything but connections: a fixed 64 for the process's own files
-    /// (an idle `pinwheel serve` holds about 20: standard streams, the listener, lws's event pipe,
-    /// libev's epoll and its pipes, libdispatch's; the file change log, its snapshots and NATS add
-    /// fewer than 10), plus a sixteenth of the limit for the files lws opens while it sends static
+    /// (an idle `pinwheel serve` holds 15: standard streams, the listener, lws's event pipe, libev's
+    /// epoll, libdispatch's, the spare of ``AcceptFailures``; live data with `--movers` holds 16), plus a sixteenth of the limit for the files lws opens while it sends static
     /// files (one per HTTP connection in the middle of a file) and short-lived /proc reads.
     /// At the Debian default limit of 1,024 that is 128, leaving 896 connections.
     public static func reserve(forLimit limit: Int) -> Int {
