@@ -237,6 +237,12 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
             c.tls = TLSFiles(certificatePath: cert, privateKeyPath: key)
         }
         c.eventLoop = configuration.eventLoop
+        c.maxConnections = configuration.maxConnections
+        // The same numbers as each session's message flood rule, over every frame, pings included;
+        // a producer's messages are governed by the ingest rate instead.
+        var frames = FramePolicy(idleTimeout: configuration.idleTimeout)
+        frames.messagesExempt = [IngestConnection.subprotocol]
+        c.framePolicy = frames
         return c
     }
 

@@ -16,6 +16,12 @@ public struct ServerConfiguration: Sendable {
     public var allowedOrigins: [String] = []
     /// Sessions beyond this are closed with 1013.
     public var maxSessions: Int = 10_000
+    /// Connections (WebSocket and HTTP together) held at once; nil: the descriptor limit less a
+    /// reserve (``DescriptorBudget``).
+    public var maxConnections: Int?
+    /// Sessions that send no message for this long are closed with 1000; pings and pongs do not
+    /// count. nil: never.
+    public var idleTimeout: Duration? = .seconds(600)
     /// Viewports served per second per session; faster ones are coalesced (latest wins).
     public var viewportHz: Double = 10
     /// Most features one viewport is served; past it, those nearest the viewport's centre.

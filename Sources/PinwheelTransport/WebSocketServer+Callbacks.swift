@@ -37,9 +37,11 @@ extension WebSocketServer {
         case LWS_CALLBACK_RECEIVE:
             guard let connection = connection(of: wsi) else { return -1 }
             connection.heard(atSweep: keepalive?.count ?? 0)
+            connection.frames.chunkArrived(bytes: length)
             return connection.receive(
                 wsi, chunk: UnsafeRawBufferPointer(start: input, count: length), counters: counters
             ) { message, _ in
+                connection.frames.messageArrived(atSweep: policing.count)
                 delegate?.webSocketServer(self, didReceive: message, from: connection.id)
             }
         case LWS_CALLBACK_RECEIVE_PONG:
@@ -67,6 +69,8 @@ extension WebSocketServer {
             // Lws tells every protocol of the vhost; the main one drains, once per wake.
             guard isMainProtocol(wsi) else { return 0 }
             drainInbox()
+            tickAdmission()
+            sweepFramePolicy()
             if keepalive?.isDue(at: .now) == true { sweepKeepalive() }
             sweepHTTPBodies(at: .now)
             loop.breakIfExiting(mayExit(connectionsLeft: connections.count))
@@ -152,6 +156,7 @@ extension WebSocketServer {
             maxMessageBytes: configuration.otherSubprotocols[subprotocol] ?? configuration.maxMessageBytes,
             closeGrace: configuration.closeTimeout)
         connections[id]?.heard(atSweep: keepalive?.count ?? 0)
+        if let connection = connections[id] { openFrameBudget(connection, wsi, subprotocol: subprotocol) }
         let offer = LWSConnection.header(wsi, WSI_TOKEN_EXTENSIONS)
         let compresses = configuration.permessageDeflate && LWSConnection.deflateIsActive(wsi)
         connections[id]?.compresses = compresses

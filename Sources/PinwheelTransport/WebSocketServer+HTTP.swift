@@ -56,6 +56,12 @@ func serverHTTPCallback(
     case LWS_CALLBACK_CLOSED_HTTP:
         server.forgetHTTP(wsi)
         return lws_callback_http_dummy(wsi, reason, user, input, length)
+    case LWS_CALLBACK_FILTER_NETWORK_CONNECTION:
+        // lws passes the accepted socket in `input`.
+        return server.filterNewConnection(fd: Int32(truncatingIfNeeded: Int(bitPattern: input)))
+    case LWS_CALLBACK_WSI_CREATE, LWS_CALLBACK_WSI_DESTROY:
+        server.countConnection(created: reason == LWS_CALLBACK_WSI_CREATE)
+        return lws_callback_http_dummy(wsi, reason, user, input, length)
     default:
         return lws_callback_http_dummy(wsi, reason, user, input, length)
     }

@@ -25,6 +25,11 @@ public struct WebSocketServerConfiguration: Sendable {
     public var maxMessageBytes: Int = 64 * 1024
     /// Largest outbound queue per connection, in bytes; a send past it closes the connection with 1008.
     public var maxQueuedBytesPerConnection: Int = 4 * 1024 * 1024
+    /// Most connections, WebSocket and HTTP together, held at once; past it a new connection is closed
+    /// at once (after a best-effort 503). nil: the descriptor limit less a reserve (``DescriptorBudget``).
+    public var maxConnections: Int? = nil
+    /// The frame budget (pings included) and the idle timeout; nil: neither.
+    public var framePolicy: FramePolicy? = FramePolicy()
     /// Pings idle connections and hangs up on silent ones; nil disables both.
     public var keepalive: Keepalive? = Keepalive()
     /// Serve https/wss with these PEM files; nil serves plain http/ws.

@@ -50,6 +50,12 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "More sessions than this are closed with 1013.")
     var maxSessions = 10_000
 
+    @Option(
+        help: ArgumentHelp(
+            "Close a session that sends no message for this many seconds with 1000 (pings do not count); 0 never does.",
+            valueName: "seconds"))
+    var idleTimeout = 600
+
     @Option(help: "Viewports served per second per client (latest wins).")
     var viewportHz = 10.0
 
@@ -173,6 +179,9 @@ struct ServeCommand: ParsableCommand {
         if bots < 0 || bots >= maxSessions {
             throw ValidationError("--bots must be 0 up to --max-sessions - 1 (\(maxSessions - 1)), got \(bots)")
         }
+        if idleTimeout < 0 {
+            throw ValidationError("--idle-timeout must be 0 (never) or more seconds, got \(idleTimeout)")
+        }
         if !(viewportHz > 0 && viewportHz.isFinite) { throw ValidationError("--viewport-hz must be positive") }
         if !["fail", "skip"].contains(onBadRow) {
             throw ValidationError("--on-bad-row must be fail or skip, got \(onBadRow)")
@@ -254,6 +263,8 @@ struct ServeCommand: ParsableCommand {
         configuration.port = port
         configuration.allowedOrigins = allowedOrigins
         configuration.maxSessions = maxSessions
+        budgetDescriptors(&configuration, logger: logger)
+        configuration.idleTimeout = idleTimeout > 0 ? .seconds(idleTimeout) : nil
         configuration.viewportHz = viewportHz
         configuration.maxFeatures = maxFeatures
         configuration.pace = pace
