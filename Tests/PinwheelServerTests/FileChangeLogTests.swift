@@ -434,4 +434,39 @@ struct FileChangeLogTests {
         try Self.flip("\(dir.path)/snapshot-\(String(repeating: "0", count: 20)).bin", at: 0)
         #expect(throws: ChangeLogError.self) { _ = try FileChangeLog(directory: dir.path).latestSnapshot() }
     }
+
+    // MARK: check and repair
+
+    @Test("check tells intact, recoverable and refused folders apart; repair keeps the intact part and the log opens")
+    func checkAndRepair() throws {
+        let dir = Directory()
+        _ = try Self.fill(dir, records: 10)
+        #expect(try LogFolderCheck(directory: dir.path).verdict == .intact)
+        let segment = try #require(try Self.segments(dir).last)
+        let path = "\(dir.path)/\(segment)"
+        let (starts, size) = Self.recordOffsets(records: 10)
+        let whole = try Data(contentsOf: URL(fileURLWithPath: path))
+        try whole.prefix(size - 5).write(to: URL(fileURLWithPath: path))
+        #expect(try LogFolderCheck(directory: dir.path).verdict == .recoverable)
+        try whole.write(to: URL(fileURLWithPath: path))
+        try Self.flip(path, at: starts[6] + 18)
+        let check = try LogFolderCheck(directory: dir.path)
+        #expect(check.verdict == .refused)
+        #expect(check.report.contains("DAMAGED at byte \(starts[6])"), "\(check.report)")
+        #expect(
+            check.removals == [
+                LogFolderCheck.Removal(
+                    name: segment, offset: starts[6], bytes: size - starts[6], versions: 22...30, changes: 9)
+            ])
+        #expect(check.keptLast == 18)
+        // Showing changes nothing; repairing moves the cut bytes aside, and the folder opens.
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)).count == size)
+        let aside = try check.repair()
+        let movedAside = try Data(contentsOf: URL(fileURLWithPath: "\(aside)/\(segment).from-byte-\(starts[6])"))
+        #expect(movedAside.count == size - starts[6])
+        let (log, replayed, last) = try Self.reopen(dir)
+        log.close()
+        #expect(last == 18 && replayed.changes.count == 18)
+        #expect(try LogFolderCheck(directory: dir.path).verdict == .intact)
+    }
 }
