@@ -204,6 +204,9 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
                 guard let self, !draining.load(ordering: .acquiring) else {
                     return HTTPResponse(status: 503, text: "draining\n")
                 }
+                // A node that cannot keep changes is out of a load balancer's rotation; its open
+                // sessions go on being served.
+                if let problem = live?.log.appendProblem { return HTTPResponse(status: 503, text: "\(problem)\n") }
                 return HTTPResponse(text: "ok\n")
             },
             "/metrics": { [weak self] _ in

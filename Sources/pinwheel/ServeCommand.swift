@@ -304,7 +304,7 @@ struct ServeCommand: ParsableCommand {
         if let live {
             let changeLog: any ChangeLog
             if log == "file" {
-                changeLog = try FileChangeLog(directory: live.directory)
+                changeLog = try FileChangeLog(directory: live.directory) { logger.warning("change log: \($0)") }
             } else {
                 var options = JetStreamChangeLog.Options(servers: natsServers, directory: live.directory)
                 options.name = "pinwheel \(urlHost(host)):\(port)"
