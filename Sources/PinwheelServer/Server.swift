@@ -116,7 +116,13 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
             keeper = nil
         }
         if let live, let token = configuration.ingestToken {
-            ingest = Ingest(live: live, token: token, rate: configuration.ingestRate)
+            ingest = Ingest(
+                live: live, token: token, rate: configuration.ingestRate, deadline: configuration.ingestDeadline
+            ) { [logger] stall in
+                logger.warning(
+                    "this process did not run for \(stall) (stopped, or starved of CPU): change requests it held are dropped, not applied"
+                )
+            }
         } else {
             ingest = nil
         }
@@ -194,12 +200,19 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
                 guard let self, !draining.load(ordering: .acquiring) else {
                     return HTTPResponse(status: 503, text: "draining\n")
                 }
+                // A node whose replicated log lost its server takes no changes and sees nobody else's:
+                // 503 takes it out of HAProxy's rotation until its client has moved to another server.
+                if let problem = (live?.log as? ChangeLogHealth)?.problem {
+                    return HTTPResponse(status: 503, text: "degraded: \(problem)\n")
+                }
                 return HTTPResponse(text: "ok\n")
             },
             "/metrics": { [weak self] _ in
                 guard let self else { return HTTPResponse(status: 503, text: "stopping\n") }
                 let stats = transport.stats
-                let text = metrics.render(queuedBytes: stats.queuedBytes, deflateGuardTrips: stats.deflateGuardTrips)
+                let text =
+                    metrics.render(queuedBytes: stats.queuedBytes, deflateGuardTrips: stats.deflateGuardTrips)
+                    + ((live?.log as? ChangeLogHealth)?.metricsText ?? "") + (ingest?.metricsText ?? "")
                 return HTTPResponse(contentType: "text/plain; version=0.0.4; charset=utf-8", text: text)
             },
             "/v1/changes": { [weak self] request in
