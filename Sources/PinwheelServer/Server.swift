@@ -116,7 +116,13 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
             keeper = nil
         }
         if let live, let token = configuration.ingestToken {
-            ingest = Ingest(live: live, token: token, rate: configuration.ingestRate)
+            ingest = Ingest(
+                live: live, token: token, rate: configuration.ingestRate, deadline: configuration.ingestDeadline
+            ) { [logger] stall in
+                logger.warning(
+                    "this process did not run for \(stall) (stopped, or starved of CPU): change requests it held are dropped, not applied"
+                )
+            }
         } else {
             ingest = nil
         }
@@ -204,15 +210,17 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
                 guard let self, !draining.load(ordering: .acquiring) else {
                     return HTTPResponse(status: 503, text: "draining\n")
                 }
-                // A node that cannot keep changes is out of a load balancer's rotation; its open
-                // sessions go on being served.
+                // A node that cannot keep changes (a full disk, or a replicated log that lost its
+                // server) is out of a load balancer's rotation; its open sessions go on being served.
                 if let problem = live?.log.appendProblem { return HTTPResponse(status: 503, text: "\(problem)\n") }
                 return HTTPResponse(text: "ok\n")
             },
             "/metrics": { [weak self] _ in
                 guard let self else { return HTTPResponse(status: 503, text: "stopping\n") }
                 let stats = transport.stats
-                let text = metrics.render(queuedBytes: stats.queuedBytes, deflateGuardTrips: stats.deflateGuardTrips)
+                let text =
+                    metrics.render(queuedBytes: stats.queuedBytes, deflateGuardTrips: stats.deflateGuardTrips)
+                    + ((live?.log as? ChangeLogHealth)?.metricsText ?? "") + (ingest?.metricsText ?? "")
                 return HTTPResponse(contentType: "text/plain; version=0.0.4; charset=utf-8", text: text)
             },
             "/v1/changes": { [weak self] request in

@@ -56,6 +56,9 @@ public struct ServerConfiguration: Sendable {
     public var ingestToken: String?
     /// Changes per second each producer may send; beyond it requests get 429.
     public var ingestRate: Double = 100_000
+    /// How long a change request may take from its arrival to being sent to the log; a later one is
+    /// dropped, never applied.
+    public var ingestDeadline: Duration = .seconds(10)
     /// Largest `POST /v1/changes` body, bytes; larger ones get 413.
     public var maxIngestBodyBytes: Int = 16 * 1024 * 1024
     /// The most time one HTTP request may take, headers and body together; a late body gets 408.

@@ -12,6 +12,10 @@ public struct HTTPRequest: Sendable, Equatable {
     public var peer: String = ""
     /// The body of a POST, PUT or PATCH, at most the server's `maxRequestBodyBytes`.
     public var body: [UInt8] = []
+    /// The request's `Idempotency-Key` header, nil when absent.
+    public var idempotencyKey: String?
+    /// When the server began to handle the request (its headers were read).
+    public var received: ContinuousClock.Instant = .now
 
     public init(
         method: String = "GET", path: String, query: String = "", authorization: String? = nil, peer: String = "",

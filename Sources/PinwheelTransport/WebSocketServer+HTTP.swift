@@ -84,10 +84,11 @@ extension WebSocketServer {
         }
         var peer = [CChar](repeating: 0, count: 64)
         _ = lws_get_peer_simple(wsi, &peer, peer.count)
-        let request = HTTPRequest(
+        var request = HTTPRequest(
             method: method, path: path, query: LWSConnection.header(wsi, WSI_TOKEN_HTTP_URI_ARGS) ?? "",
             authorization: LWSConnection.header(wsi, WSI_TOKEN_HTTP_AUTHORIZATION),
             peer: String(decoding: peer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        request.idempotencyKey = LWSConnection.customHeader(wsi, "idempotency-key:")
         guard ["POST", "PUT", "PATCH"].contains(method) else { return dispatch(wsi, request) }
         // Bodies are read as sent: lws 4.1 decodes neither chunked transfer nor compressed content.
         if let coding = LWSConnection.header(wsi, WSI_TOKEN_HTTP_CONTENT_ENCODING),

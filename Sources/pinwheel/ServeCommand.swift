@@ -115,6 +115,12 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "Changes per second each producer may send; beyond it requests get 429.")
     var ingestRate: Double = 100_000
 
+    @Option(
+        help: ArgumentHelp(
+            "Seconds a change request may take from its arrival to being sent to the log; later (or after this process was stopped while holding it) it is dropped with 503, never applied. Keep producers' timeouts longer.",
+            valueName: "seconds"))
+    var ingestDeadline: Double = 10
+
     @Option(help: "Largest POST /v1/changes body in bytes; larger ones get 413.")
     var maxIngestBytes = 16 * 1024 * 1024
 
@@ -223,6 +229,9 @@ struct ServeCommand: ParsableCommand {
             }
         }
         if !(ingestRate > 0 && ingestRate.isFinite) { throw ValidationError("--ingest-rate must be positive") }
+        if !(ingestDeadline > 0 && ingestDeadline.isFinite) {
+            throw ValidationError("--ingest-deadline must be a positive number of seconds, got \(ingestDeadline)")
+        }
         if maxIngestBytes < 1024 { throw ValidationError("--max-ingest-bytes must be at least 1024") }
         if snapshotEvery < 1 { throw ValidationError("--snapshot-every must be at least 1") }
         if !(2...3600).contains(httpDeadline) {
@@ -294,6 +303,7 @@ struct ServeCommand: ParsableCommand {
         let live = try liveData(logger: logger)
         configuration.ingestToken = live?.token
         configuration.ingestRate = ingestRate
+        configuration.ingestDeadline = .milliseconds(Int64(ingestDeadline * 1000))
         configuration.maxIngestBodyBytes = maxIngestBytes
         configuration.httpDeadline = .seconds(httpDeadline)
         configuration.httpMinimumBodyRate = httpMinBodyRate
