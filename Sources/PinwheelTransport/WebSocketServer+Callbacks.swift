@@ -88,16 +88,8 @@ extension WebSocketServer {
     private func admits(_ wsi: OpaquePointer) -> Bool {
         if loop.stopRequested.load(ordering: .sequentiallyConsistent) { return false }
         guard let origin = LWSConnection.header(wsi, WSI_TOKEN_ORIGIN) else { return true }
-        switch configuration.allowedOrigins {
-        case .any:
-            return true
-        case .allowList(let origins):
-            return origins.contains { $0.caseInsensitiveCompare(origin) == .orderedSame }
-        case .sameOrigin:
-            guard let host = LWSConnection.header(wsi, WSI_TOKEN_HOST) else { return false }
-            let scheme = configuration.tls == nil ? "http" : "https"
-            return "\(scheme)://\(host)".caseInsensitiveCompare(origin) == .orderedSame
-        }
+        return configuration.allowedOrigins.allows(
+            origin: origin, host: LWSConnection.header(wsi, WSI_TOKEN_HOST), secure: configuration.tls != nil)
     }
 
     // The upgrade response: with permessage-deflate, tell the client to compress each message on its

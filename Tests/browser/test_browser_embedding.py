@@ -2,6 +2,7 @@
 markers from the layers beneath."""
 
 import base64
+import re
 
 import pytest
 
@@ -128,4 +129,70 @@ def test_the_pane_option_puts_the_markers_in_another_pane(page, server):
     )
     page.wait_for_function("() => window.other.settled() && window.other.markers.size > 0")
     assert page.evaluate("() => window.other._renderer._container.parentElement.className").find("leaflet-shadow-pane") >= 0
+    assert page.console_log.errors == []
+
+
+def test_only_the_connection_status_is_a_live_region(page, server):
+    open_map(page, server, *EUROPE)
+    live = page.evaluate(
+        """() => Array.from(document.querySelectorAll('[aria-live], [role=status], [role=alert], [role=log]'), e => e.id)""")
+    assert live == ["hud-conn", "hud-refusal"]
+    for figure in ("hud-points", "hud-adds", "hud-bytes", "hud-settled"):
+        assert page.evaluate(f"() => document.getElementById('{figure}').closest('[aria-live], [role=status], [role=alert]')") is None
+    assert page.evaluate("() => pinwheel.layer._renderer._container.getAttribute('aria-hidden')") == "true"
+
+
+def keyboard_buttons(page):
+    """The accessibility tree of the map's list of markers: [(role, name)] from Playwright's aria snapshot."""
+    snapshot = page.locator(".pw-keyboard").aria_snapshot()
+    return snapshot, re.findall(r'- button "([^"]*)"', snapshot)
+
+
+def test_markers_in_view_are_named_buttons_and_enter_opens_a_cluster(page, server):
+    open_map(page, server, *EUROPE)
+    page.wait_for_function("() => document.querySelectorAll('.pw-keyboard button').length > 10")
+    snapshot, names = keyboard_buttons(page)
+    assert snapshot.startswith('- list "Markers in view"'), snapshot[:200]
+    clusters = [n for n in names if n.startswith("Cluster of ")]
+    assert clusters, names[:10]
+    counts = [int(n.split()[2].replace(",", "")) for n in clusters]
+    assert counts == sorted(counts, reverse=True), "the largest clusters first"
+    in_view = page.evaluate(
+        """() => { const m = pinwheel.map, s = m.getSize(); let n = 0, top = 0;
+                   for (const e of pinwheel.state.markers.values()) {
+                       const p = m.latLngToContainerPoint(e.layer.getLatLng());
+                       if (p.x >= -4 && p.y >= -4 && p.x <= s.x + 4 && p.y <= s.y + 4 && e.feature.count > 1) {
+                           n++; top = Math.max(top, e.feature.count); } }
+                   return {clusters: n, top: top}; }""")
+    assert counts[0] == in_view["top"]
+    assert len(clusters) == min(in_view["clusters"], 150)
+
+    # Tab from the map reaches the first marker; Enter opens it as a click does.
+    page.evaluate("() => { window.clusterClicks = []; pinwheel.layer.on('clusterclick', e => window.clusterClicks.push(e.feature.id)); }")
+    page.focus("#map")
+    page.keyboard.press("Tab")
+    focused = page.evaluate("() => document.activeElement.textContent")
+    assert focused == names[0]
+    ring = page.evaluate("() => getComputedStyle(document.querySelector('.pw-focus-ring')).display")
+    assert ring == "block", "the focused marker is ringed on the map"
+    screenshot(page, "keyboard-focus.png")
+    zoom = page.evaluate("() => pinwheel.map.getZoom()")
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => window.clusterClicks.length === 1")
+    page.wait_for_function(f"() => pinwheel.map.getZoom() > {zoom}")
+    wait_settled(page)
+    # The list follows the new view, and focus stays in it.
+    page.wait_for_function("() => document.activeElement && document.activeElement.closest('.pw-keyboard') !== null")
+    assert page.console_log.errors == []
+
+
+def test_enter_on_a_point_opens_its_popup(page, server):
+    open_map(page, server, 48.85, 2.35, 12, algorithm="hierarchical")
+    page.wait_for_function("() => Array.from(document.querySelectorAll('.pw-keyboard button')).some(b => !b.textContent.startsWith('Cluster of'))")
+    _, names = keyboard_buttons(page)
+    point = next(n for n in names if not n.startswith("Cluster of"))
+    page.get_by_role("button", name=point, exact=True).first.focus()
+    page.keyboard.press("Enter")
+    page.wait_for_selector(".pw-popup h3")
+    assert page.inner_text(".pw-popup h3") == point
     assert page.console_log.errors == []

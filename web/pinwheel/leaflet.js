@@ -9,6 +9,7 @@
  */
 
 import { PinwheelClient, normalizedBBox } from './client.js';
+import { markerButtons } from './keyboard.js';
 
 // ---- Constants -----------------------------------------------------------------------------------
 
@@ -212,8 +213,11 @@ function hitTesting(map, find, click) {
     let lastMove = null;
     let pointing = false;
     const onClick = (e) => {
-        // A click that ends a drag of the map is no click on a marker.
+        // A click that ends a drag of the map is no click on a marker, nor is one on a control, a
+        // popup or the keyboard's list.
         if (map.dragging && map.dragging.moved()) return;
+        if (e.target !== container && !map.getPane('mapPane').contains(e.target)) return;
+        if (e.target.closest && e.target.closest('.leaflet-popup-pane')) return;
         const marker = find(e);
         if (!marker) return;
         e.stopPropagation();
@@ -320,9 +324,12 @@ function layerClass() {
             c.on('feature-added', (e) => this._onAdded(e.feature));
             c.on('view-complete', (e) => {
                 this._scheduleFit();
+                if (this._keyboard) this._keyboard.schedule();
                 this.fire('viewcomplete', e);
             });
             this._fitFrame = 0;
+            /** The keyboard's list of the markers in view (web/pinwheel/keyboard.js), while on a map. */
+            this._keyboard = null;
             c.on('status', (e) => this.fire('status', e));
             c.on('reset', () => this._clearDrawing());
         },
@@ -335,7 +342,13 @@ function layerClass() {
             // the layer takes the clicks that land on its markers before they reach them.
             map.addLayer(this._renderer);
             this._renderer._container.style.pointerEvents = 'none';
+            // Screen readers and keyboards reach the markers through a list of buttons instead.
+            this._renderer._container.setAttribute('aria-hidden', 'true');
             this._stopHitTesting = hitTesting(map, (e) => this._markerAt(e), (entry) => this._onMarkerClick(entry));
+            this._keyboard = markerButtons(map, {
+                entries: () => this._drawnEntries(),
+                activate: (entry) => this._onMarkerClick(entry),
+            });
             this._group = L.featureGroup().addTo(map);
             this._expansionGroup = L.featureGroup().addTo(map);
             this._stopDragRedraw = redrawWhileDragging(map, this._renderer);
@@ -375,6 +388,8 @@ function layerClass() {
         onRemove: function (map) {
             this._stopDragRedraw();
             this._stopHitTesting();
+            this._keyboard.stop();
+            this._keyboard = null;
             map.off('move zoom', this._onMove, this);
             map.off('zoomanim', this._onZoomAnim, this);
             this._unwrapPanBy();
@@ -913,6 +928,12 @@ function layerClass() {
             return hit;
         },
 
+        /** What is drawn, spread pins first (they are on top), for the keyboard's list. */
+        _drawnEntries: function* () {
+            yield* this.spread.values();
+            yield* this.markers.values();
+        },
+
         /** A click on a marker (or a spread pin): the same as a click on its feature. */
         _onMarkerClick: function (entry) {
             if (this.spread.get(entry.feature.id) === entry) {
@@ -950,8 +971,10 @@ function layerClass() {
             }
             for (const f of msg.spread) {
                 const entry = this._createEntry(f, this._featureLatLng(f), 1, this._expansionGroup);
+                entry.spread = true;
                 this.spread.set(f.id, entry);
             }
+            if (this._keyboard) this._keyboard.schedule();
         },
 
         _clearSpread: function () {
@@ -960,6 +983,7 @@ function layerClass() {
             const owner = this._spreadOwner;
             if (owner && this.markers.get(owner.feature.id) === owner) this._setAlpha(owner, 1);
             this._spreadOwner = null;
+            if (this._keyboard) this._keyboard.schedule();
         },
     });
     return PinwheelLayer;

@@ -1,0 +1,46 @@
+import PinwheelCore
+import PinwheelTransport
+
+/// `GET /v1/admission`: whether a page of the request's origin may open a WebSocket, and if not,
+/// why. A browser is told nothing of a refused upgrade; the client asks here after a WebSocket
+/// failed before opening, so its page can say why instead of retrying for ever.
+enum Admission {
+    static let path = "/v1/admission"
+
+    /// 200 `{"allowed":true}`, or 403 `{"allowed":false,"reason":…}` for an origin `policy` refuses.
+    /// Any page may read it (`Access-Control-Allow-Origin: *`), and no cache keeps it.
+    /// - Parameters:
+    ///   - secure: whether the server answers https/wss (the scheme of its own origin).
+    static func answer(_ request: HTTPRequest, policy: OriginPolicy, secure: Bool) -> HTTPResponse {
+        let headers = [HTTPHeader("Access-Control-Allow-Origin", "*"), HTTPHeader("Cache-Control", "no-store")]
+        guard request.method == "GET" || request.method == "HEAD" else {
+            return HTTPResponse(status: 405, text: "\(path) answers GET\n", headers: headers)
+        }
+        guard let origin = request.origin, !policy.allows(origin: origin, host: request.host, secure: secure) else {
+            return HTTPResponse(contentType: "application/json", text: #"{"allowed":true}"# + "\n", headers: headers)
+        }
+        var writer = JSONWriter(capacity: 128)
+        writer.raw(#"{"allowed":false,"reason":"#)
+        writer.string(reason(origin: origin, policy: policy))
+        writer.raw("}\n")
+        return HTTPResponse(status: 403, contentType: "application/json", body: writer.bytes, headers: headers)
+    }
+
+    /// Why `origin` is refused, naming the option that would allow it.
+    static func reason(origin: String, policy: OriginPolicy) -> String {
+        switch policy {
+        case .sameOrigin:
+            return "origin \(origin) is not allowed (only the server's own origin is; see --allowed-origin)"
+        case .allowList, .any:
+            return "origin \(origin) is not allowed (--allowed-origin)"
+        }
+    }
+}
+
+extension ServerConfiguration {
+    /// The transport's policy for `allowedOrigins`: "*" allows any origin, none the server's own.
+    var originPolicy: OriginPolicy {
+        if allowedOrigins.contains("*") { return .any }
+        return allowedOrigins.isEmpty ? .sameOrigin : .allowList(allowedOrigins)
+    }
+}
