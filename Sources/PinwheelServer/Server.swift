@@ -189,6 +189,11 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
             StaticMount(urlPath: "/", directory: configuration.webRoot),
             StaticMount(urlPath: "/vendor/leaflet", directory: configuration.leafletRoot, defaultFile: "leaflet.js"),
         ]
+        if FileManager.default.fileExists(atPath: configuration.maplibreRoot) {
+            c.staticMounts.append(
+                StaticMount(
+                    urlPath: "/vendor/maplibre", directory: configuration.maplibreRoot, defaultFile: "maplibre-gl.js"))
+        }
         // The client modules, importable by the pages of the origins allowed to connect.
         let modules = URL(fileURLWithPath: configuration.webRoot).appendingPathComponent("pinwheel").path
         if FileManager.default.fileExists(atPath: modules) {
