@@ -5,8 +5,8 @@ import PinwheelTransport
 import Synchronization
 
 /// The Pinwheel server: the lws transport, one ``Session`` per WebSocket, the worker threads that
-/// cluster and diff, the shared clusterers, and the HTTP routes (`/`, `/vendor/leaflet/`,
-/// `/healthz`, `/metrics`).
+/// cluster and diff, the shared clusterers, and the HTTP routes (`/`, `/vendor/leaflet/`, `/pinwheel/`,
+/// `/healthz`, `/metrics`, `/v1/admission`).
 ///
 /// The transport's delegate methods run on the lws service thread and hand events to sessions;
 /// clustering and diffing run on ``Workers``, or on the service thread itself while it has time to
@@ -205,6 +205,17 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
             StaticMount(urlPath: "/", directory: configuration.webRoot),
             StaticMount(urlPath: "/vendor/leaflet", directory: configuration.leafletRoot, defaultFile: "leaflet.js"),
         ]
+        if FileManager.default.fileExists(atPath: configuration.maplibreRoot) {
+            c.staticMounts.append(
+                StaticMount(
+                    urlPath: "/vendor/maplibre", directory: configuration.maplibreRoot, defaultFile: "maplibre-gl.js"))
+        }
+        // The client modules, importable by the pages of the origins allowed to connect.
+        let modules = URL(fileURLWithPath: configuration.webRoot).appendingPathComponent("pinwheel").path
+        if FileManager.default.fileExists(atPath: modules) {
+            c.staticMounts.append(
+                StaticMount(urlPath: "/pinwheel", directory: modules, defaultFile: "client.js", crossOrigin: true))
+        }
         c.routes = [
             "/healthz": { [weak self] _ in
                 guard let self, !draining.load(ordering: .acquiring) else {
@@ -236,9 +247,10 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
         let refusals = RefusalLog(logger: logger)
         c.allowedOrigins = .checkedBy { origin, host in
             guard case .refused(let reason) = policy.allows(origin: origin, host: host) else { return nil }
-            refusals.note("WebSocket upgrade refused with 403: \(reason)")
+            refusals.note("refused origin: \(reason) (an upgrade gets 403, a module request no CORS header)")
             return reason
         }
+        c.routes[Admission.path] = { request in Admission.answer(request, policy: policy) }
         c.maxMessageBytes = configuration.maxMessageBytes
         // SIGTERM must end the process within 2 s: clients that do not answer the Close in a second
         // are dropped.

@@ -11,6 +11,8 @@ public struct ServerConfiguration: Sendable {
     public var webRoot: String
     /// Folder served at `/vendor/leaflet/` (Debian's libjs-leaflet).
     public var leafletRoot: String = "/usr/share/javascript/leaflet"
+    /// MapLibre GL JS as scripts/vendor-maplibre installs it, served at /vendor/maplibre when present.
+    public var maplibreRoot: String = "/usr/local/share/javascript/maplibre-gl"
     /// Origins allowed to open a WebSocket besides the server's own, which always is; `*` allows
     /// every origin. See ``OriginPolicy``.
     public var allowedOrigins: [String] = []

@@ -104,24 +104,7 @@ extension WebSocketServer {
         }
         let origin = LWSConnection.header(wsi, WSI_TOKEN_ORIGIN) ?? (Self.hasEmptyOrigin(wsi) ? "" : nil)
         let host = LWSConnection.header(wsi, WSI_TOKEN_HOST)
-        let reason: String?
-        switch configuration.allowedOrigins {
-        case .checkedBy(let check):
-            reason = check(origin, host)
-        case _ where origin == nil:
-            reason = nil
-        case _ where origin == "":
-            reason = "an empty Origin header names no origin"
-        case .any:
-            reason = nil
-        case .allowList(let origins):
-            let listed = origins.contains { $0.caseInsensitiveCompare(origin!) == .orderedSame }
-            reason = listed ? nil : "origin \(origin!) is not allowed"
-        case .sameOrigin:
-            let scheme = configuration.tls == nil ? "http" : "https"
-            let own = host.map { "\(scheme)://\($0)".caseInsensitiveCompare(origin!) == .orderedSame } ?? false
-            reason = own ? nil : "origin \(origin!) is not this server's own"
-        }
+        let reason = configuration.allowedOrigins.refusal(origin: origin, host: host, secure: configuration.tls != nil)
         return reason.map { HTTPResponse(status: 403, text: $0 + "\n") }
     }
 

@@ -73,11 +73,16 @@ public struct StaticMount: Sendable, Equatable {
     public var directory: String
     /// File served for a request naming the directory itself.
     public var defaultFile: String
+    /// Whether pages of other origins may read the files (ES modules imported across origins need
+    /// it): a request whose `Origin` the server's ``OriginPolicy`` allows gets
+    /// `Access-Control-Allow-Origin` naming it, and every answer says `Vary: Origin`.
+    public var crossOrigin: Bool
 
-    public init(urlPath: String, directory: String, defaultFile: String = "index.html") {
+    public init(urlPath: String, directory: String, defaultFile: String = "index.html", crossOrigin: Bool = false) {
         self.urlPath = urlPath
         self.directory = directory
         self.defaultFile = defaultFile
+        self.crossOrigin = crossOrigin
     }
 }
 
