@@ -143,11 +143,21 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
         presence.start { [weak self] connection, message in
             _ = self?.send(message, type: "presence", to: connection)
         }
-        logger.info("listening on \(configuration.host):\(port), web root \(configuration.webRoot)")
+        logger.info(
+            "listening on \(transport.listeningAddress) (--host \(configuration.host)), web root \(configuration.webRoot)"
+        )
     }
 
     /// The bound port (the kernel's choice when configured with 0).
     public var port: Int { transport.port }
+
+    /// Which web pages may open a WebSocket here.
+    public var originPolicy: OriginPolicy {
+        OriginPolicy(allowedOrigins: configuration.allowedOrigins, secure: configuration.tlsCertificate != nil)
+    }
+
+    /// The address and port the kernel bound, e.g. "127.0.0.1:8080" or "[::1]:8080".
+    public var listeningAddress: String { transport.listeningAddress }
 
     /// Starts draining: `/healthz` answers 503 `draining` from now on, so a load balancer's health
     /// checks take this node out and send new sessions to the others; the sessions open now keep
@@ -200,11 +210,9 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
                 guard let self, !draining.load(ordering: .acquiring) else {
                     return HTTPResponse(status: 503, text: "draining\n")
                 }
-                // A node whose replicated log lost its server takes no changes and sees nobody else's:
-                // 503 takes it out of HAProxy's rotation until its client has moved to another server.
-                if let problem = (live?.log as? ChangeLogHealth)?.problem {
-                    return HTTPResponse(status: 503, text: "degraded: \(problem)\n")
-                }
+                // A node that cannot keep changes (a full disk, or a replicated log that lost its
+                // server) is out of a load balancer's rotation; its open sessions go on being served.
+                if let problem = live?.log.appendProblem { return HTTPResponse(status: 503, text: "\(problem)\n") }
                 return HTTPResponse(text: "ok\n")
             },
             "/metrics": { [weak self] _ in
@@ -219,11 +227,17 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
                 self?.answerChanges(request) ?? HTTPResponse(status: 503, text: "stopping\n")
             },
         ]
+        // A producer without the token is refused before its body is read.
+        c.routeGuards["/v1/changes"] = { [weak self] request in self?.refuseChanges(request) }
         c.maxRequestBodyBytes = configuration.maxIngestBodyBytes
-        if configuration.allowedOrigins.contains("*") {
-            c.allowedOrigins = .any
-        } else if !configuration.allowedOrigins.isEmpty {
-            c.allowedOrigins = .allowList(configuration.allowedOrigins)
+        c.httpDeadline = configuration.httpDeadline
+        c.httpMinimumBodyRate = configuration.httpMinimumBodyRate
+        let policy = originPolicy
+        let refusals = RefusalLog(logger: logger)
+        c.allowedOrigins = .checkedBy { origin, host in
+            guard case .refused(let reason) = policy.allows(origin: origin, host: host) else { return nil }
+            refusals.note("WebSocket upgrade refused with 403: \(reason)")
+            return reason
         }
         c.maxMessageBytes = configuration.maxMessageBytes
         // SIGTERM must end the process within 2 s: clients that do not answer the Close in a second
@@ -234,6 +248,12 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
             c.tls = TLSFiles(certificatePath: cert, privateKeyPath: key)
         }
         c.eventLoop = configuration.eventLoop
+        c.maxConnections = configuration.maxConnections
+        // The same numbers as each session's message flood rule, over every frame, pings included;
+        // a producer's messages are governed by the ingest rate instead.
+        var frames = FramePolicy(idleTimeout: configuration.idleTimeout)
+        frames.messagesExempt = [IngestConnection.subprotocol]
+        c.framePolicy = frames
         return c
     }
 

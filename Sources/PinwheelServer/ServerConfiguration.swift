@@ -11,10 +11,17 @@ public struct ServerConfiguration: Sendable {
     public var webRoot: String
     /// Folder served at `/vendor/leaflet/` (Debian's libjs-leaflet).
     public var leafletRoot: String = "/usr/share/javascript/leaflet"
-    /// Origins allowed to open a WebSocket; empty means the server's own origin only.
+    /// Origins allowed to open a WebSocket besides the server's own, which always is; `*` allows
+    /// every origin. See ``OriginPolicy``.
     public var allowedOrigins: [String] = []
     /// Sessions beyond this are closed with 1013.
     public var maxSessions: Int = 10_000
+    /// Connections (WebSocket and HTTP together) held at once; nil: the descriptor limit less a
+    /// reserve (``DescriptorBudget``).
+    public var maxConnections: Int?
+    /// Sessions that send no message for this long are closed with 1000; pings and pongs do not
+    /// count. nil: never.
+    public var idleTimeout: Duration? = .seconds(600)
     /// Viewports served per second per session; faster ones are coalesced (latest wins).
     public var viewportHz: Double = 10
     /// Most features one viewport is served; past it, those nearest the viewport's centre.
@@ -54,6 +61,10 @@ public struct ServerConfiguration: Sendable {
     public var ingestDeadline: Duration = .seconds(10)
     /// Largest `POST /v1/changes` body, bytes; larger ones get 413.
     public var maxIngestBodyBytes: Int = 16 * 1024 * 1024
+    /// The most time one HTTP request may take, headers and body together; a late body gets 408.
+    public var httpDeadline: Duration = .seconds(30)
+    /// Bytes per second a request body must keep up from 2 s after its headers; 0 turns it off.
+    public var httpMinimumBodyRate: Int = 1024
     /// Least time between two refreshes of the index while data changes: each refresh publishes the
     /// changes since the last and refreshes the sessions they reach. Stretched up to three times while
     /// viewers' first batches are slow (``RefreshPacing``).

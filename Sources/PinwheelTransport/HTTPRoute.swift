@@ -69,3 +69,7 @@ public struct HTTPHeader: Sendable, Equatable {
 /// Answers one HTTP request. Runs on a Dispatch global queue, never on the lws service thread, so it
 /// may read files or render metrics; the transport sends the answer when it returns.
 public typealias HTTPHandler = @Sendable (HTTPRequest) -> HTTPResponse
+
+/// Looks at a route request's method, path and headers (its body is still unread) and returns a
+/// response to refuse it, or nil to go on. Runs on the lws service thread: quick checks only.
+public typealias HTTPGuard = @Sendable (HTTPRequest) -> HTTPResponse?

@@ -38,6 +38,8 @@ final class LWSConnection {
     private(set) var pinged = false
     // Set by `schedulePing`: the next WRITEABLE sends a ping before anything else.
     private var pingDue = false
+    /// The server's frame budget and idle account (``FramePolicy``).
+    var frames = FrameBudget(atSweep: 0, wire: -1, countsMessages: true)
 
     /// Largest payload whose deflate output always fits lws's 1 KiB deflate tx buffer: incompressible
     /// text costs a stored-block header and the sync-flush marker on top, well under 64 bytes.

@@ -23,7 +23,11 @@ extension WebSocketServer {
     ) -> Int32 {
         switch reason {
         case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
-            return admits(wsi) ? 0 : 1
+            guard let refusal = upgradeRefusal(wsi) else { return 0 }
+            return refuseAndClose(wsi, refusal)
+        case LWS_CALLBACK_FILTER_HTTP_CONNECTION:
+            // Plain HTTP requests reach the default protocol (this one) before their mount binds them.
+            return filterHTTP(wsi) != 0 ? -1 : 0
         case LWS_CALLBACK_ADD_HEADERS:
             promiseNoContextTakeover(wsi, input?.assumingMemoryBound(to: lws_process_html_args.self))
             return 0
@@ -33,9 +37,11 @@ extension WebSocketServer {
         case LWS_CALLBACK_RECEIVE:
             guard let connection = connection(of: wsi) else { return -1 }
             connection.heard(atSweep: keepalive?.count ?? 0)
+            connection.frames.chunkArrived(bytes: length)
             return connection.receive(
                 wsi, chunk: UnsafeRawBufferPointer(start: input, count: length), counters: counters
             ) { message, _ in
+                connection.frames.messageArrived(atSweep: policing.count)
                 delegate?.webSocketServer(self, didReceive: message, from: connection.id)
             }
         case LWS_CALLBACK_RECEIVE_PONG:
@@ -63,7 +69,10 @@ extension WebSocketServer {
             // Lws tells every protocol of the vhost; the main one drains, once per wake.
             guard isMainProtocol(wsi) else { return 0 }
             drainInbox()
+            tickAdmission()
+            sweepFramePolicy()
             if keepalive?.isDue(at: .now) == true { sweepKeepalive() }
+            sweepHTTPBodies(at: .now)
             loop.breakIfExiting(mayExit(connectionsLeft: connections.count))
             return 0
         default:
@@ -82,22 +91,44 @@ extension WebSocketServer {
         return connections[id]
     }
 
-    // Refuses upgrades while stopping and from origins the policy does not allow; lws then drops
-    // the socket (no HTTP 403 in 4.1). Requests without an Origin header come from non-browser
-    // clients, which the browser's same-origin protection does not concern.
-    private func admits(_ wsi: OpaquePointer) -> Bool {
-        if loop.stopRequested.load(ordering: .sequentiallyConsistent) { return false }
-        guard let origin = LWSConnection.header(wsi, WSI_TOKEN_ORIGIN) else { return true }
-        switch configuration.allowedOrigins {
-        case .any:
-            return true
-        case .allowList(let origins):
-            return origins.contains { $0.caseInsensitiveCompare(origin) == .orderedSame }
-        case .sameOrigin:
-            guard let host = LWSConnection.header(wsi, WSI_TOKEN_HOST) else { return false }
-            let scheme = configuration.tls == nil ? "http" : "https"
-            return "\(scheme)://\(host)".caseInsensitiveCompare(origin) == .orderedSame
+    // The answer to an upgrade that may not go on: 503 while stopping, 400 for a malformed request,
+    // 403 with the reason for an origin the rule refuses (lws 4.1 would only drop the socket).
+    // Requests without an Origin header come from non-browser clients, which the browser's
+    // same-origin protection does not concern; an empty one names no origin and is refused.
+    private func upgradeRefusal(_ wsi: OpaquePointer) -> HTTPResponse? {
+        if loop.stopRequested.load(ordering: .sequentiallyConsistent) {
+            return HTTPResponse(status: 503, text: "the server is stopping\n")
         }
+        if let problem = HTTPRequestRules.problem(wsi, takesBody: false) {
+            return HTTPResponse(status: 400, text: problem + "\n")
+        }
+        let origin = LWSConnection.header(wsi, WSI_TOKEN_ORIGIN) ?? (Self.hasEmptyOrigin(wsi) ? "" : nil)
+        let host = LWSConnection.header(wsi, WSI_TOKEN_HOST)
+        let reason: String?
+        switch configuration.allowedOrigins {
+        case .checkedBy(let check):
+            reason = check(origin, host)
+        case _ where origin == nil:
+            reason = nil
+        case _ where origin == "":
+            reason = "an empty Origin header names no origin"
+        case .any:
+            reason = nil
+        case .allowList(let origins):
+            let listed = origins.contains { $0.caseInsensitiveCompare(origin!) == .orderedSame }
+            reason = listed ? nil : "origin \(origin!) is not allowed"
+        case .sameOrigin:
+            let scheme = configuration.tls == nil ? "http" : "https"
+            let own = host.map { "\(scheme)://\($0)".caseInsensitiveCompare(origin!) == .orderedSame } ?? false
+            reason = own ? nil : "origin \(origin!) is not this server's own"
+        }
+        return reason.map { HTTPResponse(status: 403, text: $0 + "\n") }
+    }
+
+    // lws reports an empty header as absent (length 0); its fragment list still holds it.
+    private static func hasEmptyOrigin(_ wsi: OpaquePointer) -> Bool {
+        var byte: CChar = 0
+        return lws_hdr_copy_fragment(wsi, &byte, 1, WSI_TOKEN_ORIGIN, 0) == 0
     }
 
     // The upgrade response: with permessage-deflate, tell the client to compress each message on its
@@ -125,6 +156,7 @@ extension WebSocketServer {
             maxMessageBytes: configuration.otherSubprotocols[subprotocol] ?? configuration.maxMessageBytes,
             closeGrace: configuration.closeTimeout)
         connections[id]?.heard(atSweep: keepalive?.count ?? 0)
+        if let connection = connections[id] { openFrameBudget(connection, wsi, subprotocol: subprotocol) }
         let offer = LWSConnection.header(wsi, WSI_TOKEN_EXTENSIONS)
         let compresses = configuration.permessageDeflate && LWSConnection.deflateIsActive(wsi)
         connections[id]?.compresses = compresses

@@ -17,6 +17,17 @@ extension WebSocketServerConfiguration {
         guard maxQueuedBytesPerConnection > 0 else {
             throw fail("maxQueuedBytesPerConnection", maxQueuedBytesPerConnection)
         }
+        if let maxConnections, maxConnections < 1 { throw fail("maxConnections", maxConnections) }
+        if let framePolicy {
+            guard framePolicy.framesPerSecond > 0 else {
+                throw fail("framePolicy.framesPerSecond", framePolicy.framesPerSecond)
+            }
+            guard framePolicy.seconds > 0 else { throw fail("framePolicy.seconds", framePolicy.seconds) }
+            if let idle = framePolicy.idleTimeout, idle <= .zero { throw fail("framePolicy.idleTimeout", idle) }
+            if let stall = framePolicy.stallTimeout, stall < .seconds(1) {
+                throw fail("framePolicy.stallTimeout", stall)
+            }
+        }
         guard txPacketSize > 0 else { throw fail("txPacketSize", txPacketSize) }
         guard writesPerWritable > 0 else { throw fail("writesPerWritable", writesPerWritable) }
         if let keepalive {
@@ -27,6 +38,8 @@ extension WebSocketServerConfiguration {
                 throw fail("keepalive.hangUpAfter", keepalive.hangUpAfter)
             }
         }
+        guard (2...3600).contains(httpDeadline.components.seconds) else { throw fail("httpDeadline", httpDeadline) }
+        guard httpMinimumBodyRate >= 0 else { throw fail("httpMinimumBodyRate", httpMinimumBodyRate) }
         for path in routes.keys where !path.hasPrefix("/") || path.contains("?") {
             throw fail("routes", path)
         }
@@ -47,11 +60,12 @@ extension WebSocketServerConfiguration {
 }
 
 extension WebSocketServer {
-    /// Creates the lws context and its one vhost, and reads back the bound port.
+    /// Creates the lws context and its one vhost, and reads back the address and port the kernel bound.
     /// The C structures live in `storage` until the context is destroyed. The thread calling `start`.
-    func makeContext() throws -> (context: OpaquePointer, port: Int) {
+    func makeContext() throws -> (context: OpaquePointer, port: Int, listening: String) {
         let storage = CStorage()
         let configuration = configuration
+        let address = try ListenAddress.resolve(configuration.host)
 
         // protocols[0] answers plain HTTP (mount callbacks and lws's file serving); [1] is ours, then the
         // other subprotocols, then the terminator.
@@ -94,7 +108,7 @@ extension WebSocketServer {
         }
         contextInfo.user = Unmanaged.passUnretained(self).toOpaque()
         contextInfo.foreign_loops = try loop.prepareForeignLoops()
-        shim_lws_set_log_level(configuration.lwsLogLevels)
+        LWSLog.install(levels: configuration.lwsLogLevels)
         guard let context = lws_create_context(&contextInfo) else {
             throw TransportError.lwsCallFailed(
                 function: "lws_create_context", detail: "event loop \(configuration.eventLoop.rawValue)")
@@ -103,28 +117,48 @@ extension WebSocketServer {
         var vhostInfo = lws_context_creation_info()
         vhostInfo.vhost_name = storage.string("pinwheel")
         vhostInfo.port = Int32(configuration.port)
-        vhostInfo.iface = storage.string(configuration.host)
+        vhostInfo.iface = storage.string(address.numeric)
+        // An address lws cannot bind fails the vhost instead of waiting for the interface to appear.
+        vhostInfo.options |= UInt64(LWS_SERVER_OPTION_FAIL_UPON_UNABLE_TO_BIND)
+        switch address.family {
+        case .ipv4: vhostInfo.options |= UInt64(LWS_SERVER_OPTION_DISABLE_IPV6)
+        case .ipv6:
+            vhostInfo.options |=
+                UInt64(LWS_SERVER_OPTION_IPV6_V6ONLY_MODIFY) | UInt64(LWS_SERVER_OPTION_IPV6_V6ONLY_VALUE)
+        }
         vhostInfo.protocols = UnsafePointer(protocols)
         vhostInfo.pvo = UnsafePointer(storage.value(protocolOptions))
         vhostInfo.mounts = makeMounts(in: storage)
         vhostInfo.extensions = LWSContextParts.extensions(deflate: configuration.permessageDeflate)
         vhostInfo.retry_and_idle_policy = LWSContextParts.noValidityTimer(in: storage)
         vhostInfo.headers = LWSContextParts.securityHeaders(in: storage)
+        vhostInfo.timeout_secs_ah_idle = UInt32(
+            HTTPBodyPace.headerAllowance(requestDeadline: configuration.httpDeadline).components.seconds)
         if let tls = configuration.tls {
             // lws reads this flag from the vhost's options too; without it the vhost serves plain text.
             vhostInfo.options |= UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT)
             vhostInfo.ssl_cert_filepath = storage.string(tls.certificatePath)
             vhostInfo.ssl_private_key_filepath = storage.string(tls.privateKeyPath)
         }
+        let listenersBefore = ListenAddress.listeningSockets()
         guard let vhost = lws_create_vhost(context, &vhostInfo) else {
             lws_context_destroy(context)
+            let why = address.bindFailure(port: configuration.port) ?? "port taken or TLS files refused?"
             throw TransportError.lwsCallFailed(
                 function: "lws_create_vhost",
-                detail:
-                    "listen on \(configuration.host):\(configuration.port) (port taken, bad interface or TLS files?)")
+                detail: "cannot listen on \(address.withPort(configuration.port)) (host \(configuration.host)): \(why)")
         }
         self.storage = storage
-        return (context, Int(lws_get_vhost_listen_port(vhost)))
+        let port = Int(lws_get_vhost_listen_port(vhost))
+        // What the kernel bound, from the listening socket lws just made (getsockname).
+        let listener = ListenAddress.listeningSockets().subtracting(listenersBefore)
+            .compactMap { ListenAddress.bound($0) }.first { $0.port == port }
+        guard let listener else {
+            lws_context_destroy(context)
+            throw TransportError.lwsCallFailed(
+                function: "lws_create_vhost", detail: "no listening socket on \(address.withPort(port))")
+        }
+        return (context, port, listener.address.withPort(listener.port))
     }
 
     /// The name of protocols[0], also the origin of the callback mounts that reach it.

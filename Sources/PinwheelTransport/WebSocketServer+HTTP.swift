@@ -16,6 +16,12 @@ struct PendingHTTPBody {
     var expected: Int
     /// The body is over the limit: its bytes are read and dropped, and the answer is 413.
     var overLimit: Bool
+    /// When the body must have come; see `WebSocketServer.sweepHTTPBodies`.
+    var pace: HTTPBodyPace
+    /// Bytes come so far.
+    var received = 0
+    /// Answered 408 for being late or slow; the connection is being dropped.
+    var cut = false
 }
 
 /// A route handler's answer, handed from the thread that ran it to the service thread.
@@ -35,6 +41,10 @@ func serverHTTPCallback(
         return lws_callback_http_dummy(wsi, reason, user, input, length)
     }
     switch reason {
+    case LWS_CALLBACK_FILTER_HTTP_CONNECTION:
+        // Every plain HTTP request (routes and static files) once its headers are in.
+        if server.filterHTTP(wsi) != 0 { return -1 }
+        return lws_callback_http_dummy(wsi, reason, user, input, length)
     case LWS_CALLBACK_HTTP:
         return server.answerHTTP(wsi)
     case LWS_CALLBACK_HTTP_BODY:
@@ -45,6 +55,12 @@ func serverHTTPCallback(
         return server.writeHTTPBody(wsi)
     case LWS_CALLBACK_CLOSED_HTTP:
         server.forgetHTTP(wsi)
+        return lws_callback_http_dummy(wsi, reason, user, input, length)
+    case LWS_CALLBACK_FILTER_NETWORK_CONNECTION:
+        // lws passes the accepted socket in `input`.
+        return server.filterNewConnection(fd: Int32(truncatingIfNeeded: Int(bitPattern: input)))
+    case LWS_CALLBACK_WSI_CREATE, LWS_CALLBACK_WSI_DESTROY:
+        server.countConnection(created: reason == LWS_CALLBACK_WSI_CREATE)
         return lws_callback_http_dummy(wsi, reason, user, input, length)
     default:
         return lws_callback_http_dummy(wsi, reason, user, input, length)
@@ -89,9 +105,19 @@ extension WebSocketServer {
             return respond(wsi, HTTPResponse(status: 411, text: "a \(method) needs a Content-Length\(why)\n"))
         }
         if length == 0 { return dispatch(wsi, request) }
+        // Checked before a byte of the body is read: a refused producer cannot hold the connection.
+        if let check = configuration.routeGuards[path], let refusal = check(request) {
+            return refuseAndClose(wsi, refusal)
+        }
         // Lws hands the body over in HTTP_BODY calls and ends it with HTTP_BODY_COMPLETION.
+        let now = ContinuousClock.now
+        let allowance = HTTPBodyPace.bodyAllowance(
+            requestDeadline: configuration.httpDeadline,
+            headerAllowance: HTTPBodyPace.headerAllowance(requestDeadline: configuration.httpDeadline))
         httpBodies[Self.key(wsi)] = PendingHTTPBody(
-            request: request, expected: length, overLimit: length > configuration.maxRequestBodyBytes)
+            request: request, expected: length, overLimit: length > configuration.maxRequestBodyBytes,
+            pace: HTTPBodyPace(
+                started: now, deadline: now + allowance, minimumRate: configuration.httpMinimumBodyRate))
         return 0
     }
 
@@ -100,8 +126,10 @@ extension WebSocketServer {
     func receiveHTTPBody(_ wsi: OpaquePointer, _ input: UnsafeMutableRawPointer?, _ length: Int) -> Int32 {
         let key = Self.key(wsi)
         guard var pending = httpBodies[key], let input, length > 0 else { return 0 }
+        if pending.cut { return -1 }
         httpBodies[key] = nil  // Modified in place below without a second copy of the body.
         pending.expected -= length
+        pending.received += length
         if !pending.overLimit {
             if pending.request.body.count + length > configuration.maxRequestBodyBytes {
                 pending.overLimit = true
@@ -126,8 +154,16 @@ extension WebSocketServer {
         return dispatch(wsi, pending.request)
     }
 
+    /// FILTER_HTTP_CONNECTION: refuses a malformed request with 400 before lws acts on it.
+    /// Lws service thread only.
+    func filterHTTP(_ wsi: OpaquePointer) -> Int32 {
+        let takesBody = Self.methodAndPath(wsi).map { ["POST", "PUT", "PATCH"].contains($0.0) && routes[$0.1] != nil }
+        guard let problem = HTTPRequestRules.problem(wsi, takesBody: takesBody ?? false) else { return 0 }
+        return refuseAndClose(wsi, HTTPResponse(status: 400, text: problem + "\n"))
+    }
+
     /// The request's method and path, from whichever URI header lws filled in.
-    private static func methodAndPath(_ wsi: OpaquePointer) -> (String, String)? {
+    static func methodAndPath(_ wsi: OpaquePointer) -> (String, String)? {
         let methods: [(String, lws_token_indexes)] = [
             ("GET", WSI_TOKEN_GET_URI), ("POST", WSI_TOKEN_POST_URI), ("PUT", WSI_TOKEN_PUT_URI),
             ("PATCH", WSI_TOKEN_PATCH_URI), ("DELETE", WSI_TOKEN_DELETE_URI), ("OPTIONS", WSI_TOKEN_OPTIONS_URI),
@@ -231,7 +267,7 @@ extension WebSocketServer {
     }
 
     // Written by hand: lws_return_http_status(404) would chase the 404 document back here.
-    private static func writeHeaders(_ wsi: OpaquePointer, _ response: HTTPResponse) -> Bool {
+    static func writeHeaders(_ wsi: OpaquePointer, _ response: HTTPResponse) -> Bool {
         let headroom = Int(SHIM_LWS_PRE)
         var headers = [UInt8](repeating: 0, count: headroom + 2048)
         return headers.withUnsafeMutableBufferPointer { buffer -> Bool in

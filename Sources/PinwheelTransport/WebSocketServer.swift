@@ -26,6 +26,7 @@ public final class WebSocketServer: WebSocketEndpoint, @unchecked Sendable {
     // Shared with other threads, each safe on its own.
     private let lifecycle = Mutex(Lifecycle.idle)
     private let boundPort = Atomic<Int>(0)
+    private let boundAddress = Mutex("")
     let stopClose = Mutex((code: CloseCode.goingAway, reason: "server shutting down"))
     let finishedHTTP = Mutex<[FinishedHTTPRequest]>([])
 
@@ -40,8 +41,13 @@ public final class WebSocketServer: WebSocketEndpoint, @unchecked Sendable {
     var httpWaiting: [UInt: UInt64] = [:]
     /// Request bodies being read, by connection address.
     var httpBodies: [UInt: PendingHTTPBody] = [:]
+    var nextHTTPSweep = ContinuousClock.now
     var lastHTTPRequest: UInt64 = 0
     var routes: [String: HTTPHandler]
+    /// The connection cap and the count it is checked against (set by `start`).
+    var admission = ConnectionAdmission(cap: Int.max)
+    /// The clock of the frame budget and idle timeout sweeps.
+    var policing = PolicingClock()
     var storage: CStorage?
 
     private enum Lifecycle {
@@ -67,14 +73,17 @@ public final class WebSocketServer: WebSocketEndpoint, @unchecked Sendable {
             try configuration.validate()
             self.delegate = delegate
             keepalive = configuration.keepalive.map { KeepaliveSweep($0) }
-            let (context, port): (OpaquePointer, Int)
+            admission = ConnectionAdmission(cap: configuration.maxConnections ?? DescriptorBudget.current().connections)
+            AcceptFailures.rearm()
+            let (context, port, listening): (OpaquePointer, Int, String)
             do {
-                (context, port) = try makeContext()
+                (context, port, listening) = try makeContext()
             } catch {
                 loop.freeEventLoop()
                 throw error
             }
             boundPort.store(port, ordering: .sequentiallyConsistent)
+            boundAddress.withLock { $0 = listening }
             loop.start(
                 context: context, name: "lws-server", owner: self,
                 shouldExit: { [unowned self] in mayExit(connectionsLeft: connections.count) },
@@ -86,6 +95,10 @@ public final class WebSocketServer: WebSocketEndpoint, @unchecked Sendable {
 
     /// The bound TCP port (the kernel's choice when the configuration said 0); 0 before `start`. Any thread.
     public var port: Int { boundPort.load(ordering: .sequentiallyConsistent) }
+
+    /// The address and port the kernel bound, read from the listening socket: "127.0.0.1:8080" or
+    /// "[::1]:8080"; empty before `start`. Any thread.
+    public var listeningAddress: String { boundAddress.withLock { $0 } }
 
     /// Asks the service thread to close every connection (with the code and reason of the last
     /// `stop` call, 1001 "server shutting down" by default) and end. Returns at once; lock-free,

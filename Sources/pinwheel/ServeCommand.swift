@@ -30,7 +30,10 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "Serve N generated points instead of a file.")
     var synthetic: Int?
 
-    @Option(help: "Address to listen on.")
+    @Option(
+        help:
+            "Address to listen on: IPv4 or IPv6 (0.0.0.0 every IPv4 interface, :: every IPv6 one), or a name resolved at start to its first IPv4 address (localhost: 127.0.0.1)."
+    )
     var host = "127.0.0.1"
 
     @Option(help: "Port to listen on; 0 picks a free one.")
@@ -46,6 +49,12 @@ struct ServeCommand: ParsableCommand {
 
     @Option(help: "More sessions than this are closed with 1013.")
     var maxSessions = 10_000
+
+    @Option(
+        help: ArgumentHelp(
+            "Close a session that sends no message for this many seconds with 1000 (pings do not count); 0 never does.",
+            valueName: "seconds"))
+    var idleTimeout = 600
 
     @Option(help: "Viewports served per second per client (latest wins).")
     var viewportHz = 10.0
@@ -115,6 +124,16 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "Largest POST /v1/changes body in bytes; larger ones get 413.")
     var maxIngestBytes = 16 * 1024 * 1024
 
+    @Option(
+        help:
+            "Seconds one HTTP request may take, headers and body together (headers: half of it, at most 10); a late body gets 408 and its connection is closed."
+    )
+    var httpDeadline = 30
+
+    @Option(
+        help: "Bytes per second a request body must keep up from 2 s after its headers, or get 408; 0 turns it off.")
+    var httpMinBodyRate = 1024
+
     @Option(help: "Changes between two snapshots of live data (the log replays at most this many at start).")
     var snapshotEvery: UInt64 = 1_000_000
 
@@ -166,6 +185,9 @@ struct ServeCommand: ParsableCommand {
         if bots < 0 || bots >= maxSessions {
             throw ValidationError("--bots must be 0 up to --max-sessions - 1 (\(maxSessions - 1)), got \(bots)")
         }
+        if idleTimeout < 0 {
+            throw ValidationError("--idle-timeout must be 0 (never) or more seconds, got \(idleTimeout)")
+        }
         if !(viewportHz > 0 && viewportHz.isFinite) { throw ValidationError("--viewport-hz must be positive") }
         if !["fail", "skip"].contains(onBadRow) {
             throw ValidationError("--on-bad-row must be fail or skip, got \(onBadRow)")
@@ -212,6 +234,10 @@ struct ServeCommand: ParsableCommand {
         }
         if maxIngestBytes < 1024 { throw ValidationError("--max-ingest-bytes must be at least 1024") }
         if snapshotEvery < 1 { throw ValidationError("--snapshot-every must be at least 1") }
+        if !(2...3600).contains(httpDeadline) {
+            throw ValidationError("--http-deadline must be between 2 and 3600 seconds, got \(httpDeadline)")
+        }
+        if httpMinBodyRate < 0 { throw ValidationError("--http-min-body-rate must be 0 or more") }
         if !(10...10_000).contains(refreshInterval) {
             throw ValidationError("--refresh-interval must be between 10 and 10000 ms, got \(refreshInterval)")
         }
@@ -246,6 +272,8 @@ struct ServeCommand: ParsableCommand {
         configuration.port = port
         configuration.allowedOrigins = allowedOrigins
         configuration.maxSessions = maxSessions
+        budgetDescriptors(&configuration, logger: logger)
+        configuration.idleTimeout = idleTimeout > 0 ? .seconds(idleTimeout) : nil
         configuration.viewportHz = viewportHz
         configuration.maxFeatures = maxFeatures
         configuration.pace = pace
@@ -277,6 +305,8 @@ struct ServeCommand: ParsableCommand {
         configuration.ingestRate = ingestRate
         configuration.ingestDeadline = .milliseconds(Int64(ingestDeadline * 1000))
         configuration.maxIngestBodyBytes = maxIngestBytes
+        configuration.httpDeadline = .seconds(httpDeadline)
+        configuration.httpMinimumBodyRate = httpMinBodyRate
         configuration.snapshotEvery = snapshotEvery
         configuration.refreshInterval = .milliseconds(refreshInterval)
         configuration.compactionInterval = .milliseconds(Int64(compactionInterval * 1000))
@@ -284,7 +314,7 @@ struct ServeCommand: ParsableCommand {
         if let live {
             let changeLog: any ChangeLog
             if log == "file" {
-                changeLog = try FileChangeLog(directory: live.directory)
+                changeLog = try FileChangeLog(directory: live.directory) { logger.warning("change log: \($0)") }
             } else {
                 var options = JetStreamChangeLog.Options(servers: natsServers, directory: live.directory)
                 options.name = "pinwheel \(urlHost(host)):\(port)"
@@ -301,7 +331,7 @@ struct ServeCommand: ParsableCommand {
         let scheme = tlsCert == nil ? "http" : "https"
         // Unbuffered, so a test or script reading our stdout sees the line at once.
         FileHandle.standardOutput.write(
-            Data("pinwheel listening on \(scheme)://\(urlHost(host)):\(server.port)\n".utf8))
+            Data("pinwheel listening on \(scheme)://\(server.listeningAddress)\n".utf8))
         let relay = try startPresenceRelay(server: server, logger: logger)
         let tourists = try startBots(server: server, secure: tlsCert != nil, logger: logger)
         if let token = live?.token { startMovers(server: server, token: token, logger: logger) }

@@ -104,4 +104,46 @@ struct LWSHTTPTests {
         #expect(result.received == ["echo:x"])
         #expect(try curl(["http://127.0.0.1:\(server.port)/healthz"]) == "ok\n")
     }
+
+    @Test("a route guard refuses from the headers and the body is never waited for; bad requests get 400")
+    func guardsAndMalformedRequests() throws {
+        let (server, _) = try makeServer { configuration in
+            configuration.routes["/upload"] = { request in HTTPResponse(text: "got \(request.body.count)\n") }
+            configuration.routeGuards["/upload"] = { request in
+                request.authorization == "Bearer yes" ? nil : HTTPResponse(status: 401, text: "no token\n")
+            }
+        }
+        defer { server.stop() }
+        let url = "http://127.0.0.1:\(server.port)/upload"
+        #expect(try curl(["--data-binary", "abc", "-H", "Authorization: Bearer yes", url]) == "got 3\n")
+        // 16 MB announced, nothing sent: the 401 still comes at once.
+        let started = ContinuousClock.now
+        let refused = try curl([
+            "-w", "%{http_code}", "-H", "Content-Length: 16000000", "-H", "Expect:", "--max-time", "5",
+            "--data-binary", "", url,
+        ])
+        #expect(refused == "no token\n401")
+        #expect(ContinuousClock.now - started < .seconds(3))
+        let smuggled = try curl([
+            "-w", "%{http_code}", "-H", "Transfer-Encoding: chunked", "-H", "Content-Length: 3",
+            "--data-binary", "abc", url,
+        ])
+        #expect(smuggled == "Transfer-Encoding and Content-Length together (RFC 9112, section 6.3)\n400")
+        let signed = try curl(["-w", "%{http_code}", "-H", "Content-Length: +3", "--data-binary", "abc", url])
+        #expect(signed == "Content-Length must be digits only, at most 15\n400")
+    }
+
+    @Test("an upgrade from a refused origin gets 403 with the reason")
+    func originRefusal() throws {
+        let (server, _) = try makeServer {
+            $0.allowedOrigins = .checkedBy { origin, _ in origin == "http://bad" ? "bad origin" : nil }
+        }
+        defer { server.stop() }
+        let upgrade = [
+            "-H", "Connection: Upgrade", "-H", "Upgrade: websocket", "-H", "Sec-WebSocket-Version: 13",
+            "-H", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", "-w", "%{http_code}", "--max-time", "5",
+        ]
+        #expect(
+            try curl(upgrade + ["-H", "Origin: http://bad", "http://127.0.0.1:\(server.port)/"]) == "bad origin\n403")
+    }
 }

@@ -6,18 +6,8 @@ extension Server {
     /// Answers one ingest request; runs on a route handler's thread and blocks until the accepted
     /// changes are durable.
     func answerChanges(_ request: HTTPRequest) -> HTTPResponse {
-        guard let ingest else {
-            return Self.error(
-                404, "this server takes no changes: start it with --data-dir and --ingest-token-file")
-        }
-        guard request.method == "POST" else {
-            return Self.error(405, "send changes with POST", headers: [HTTPHeader("Allow", "POST")])
-        }
-        guard ingest.authorizes(request.authorization) else {
-            return Self.error(
-                401, "a valid token is needed: Authorization: Bearer <token>",
-                headers: [HTTPHeader("WWW-Authenticate", "Bearer")])
-        }
+        if let refusal = refuseChanges(request) { return refusal }
+        guard let ingest else { return Self.error(503, "ingest is off") }
         let atomic = request.query.split(separator: "&").contains("atomic=true")
         let outcome = ingest.submit(
             request.body, producer: request.peer, atomic: atomic, key: request.idempotencyKey,
@@ -37,6 +27,25 @@ extension Server {
             if status == 503 { logger.warning("ingest: \(reason)") }
             return Self.error(status, reason)
         }
+    }
+
+    /// The answer to an ingest request that may not go on (ingest off, not a POST, no valid token),
+    /// from its headers alone: the transport runs it before reading the body, the handler again.
+    /// Any thread; quick.
+    func refuseChanges(_ request: HTTPRequest) -> HTTPResponse? {
+        guard let ingest else {
+            return Self.error(
+                404, "this server takes no changes: start it with --data-dir and --ingest-token-file")
+        }
+        guard request.method == "POST" else {
+            return Self.error(405, "send changes with POST", headers: [HTTPHeader("Allow", "POST")])
+        }
+        guard ingest.authorizes(request.authorization) else {
+            return Self.error(
+                401, "a valid token is needed: Authorization: Bearer <token>",
+                headers: [HTTPHeader("WWW-Authenticate", "Bearer")])
+        }
+        return nil
     }
 
     /// `{"error":"..."}` with a status.

@@ -385,6 +385,8 @@ public final class JetStreamChangeLog: KeyedChangeLog, ChangeLogHealth, @uncheck
 
     public var problem: String? { connection.problem }
 
+    public var appendProblem: String? { problem.map { "degraded: \($0)" } }
+
     public var metricsText: String {
         let (all, unanswered) = connection.disconnects
         return """
