@@ -177,7 +177,7 @@ def test_a_hung_nats_server_is_noticed_reported_and_left_and_ingest_resumes(clus
         watcher = threading.Thread(target=watch_health, daemon=True)
         watcher.start()
         process = cluster.nats.processes[k]
-        process.send_signal(signal.SIGSTOP)
+        stop_and_wait(process)
         frozen = time.monotonic()
         try:
             # The node's producer keeps posting to it straight (no proxy): it must be taken again within
