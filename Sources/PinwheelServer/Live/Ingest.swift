@@ -60,10 +60,6 @@ final class Ingest: Sendable {
         keys = Mutex(IdempotencyWindow(window: .seconds(120), capacity: 100_000))
     }
 
-    /// How long a key is remembered: the replicated log's duplicate window, or the file log's
-    /// in-memory one.
-    var keyWindow: Duration { (live.log as? KeyedChangeLog)?.duplicateWindow ?? keys.withLock { $0.window } }
-
     /// Requests dropped past their deadline and retries answered as duplicates, since start.
     var tallies: (expired: Int, duplicates: Int) { counts.withLock { $0 } }
 
@@ -182,9 +178,7 @@ final class Ingest: Sendable {
     /// Appends to a log that knows no keys, unless the request expired first.
     private func appendOnce(_ changes: [Change], request: AppendRequest) -> Result<AppendOutcome, ChangeLogError> {
         if let why = request.expired() { return .success(.dropped(why)) }
-        return Self.wait { done in live.log.append(changes) { done($0.map { .appended($0) }) } }.flatMap {
-            .success($0)
-        }
+        return Self.wait { done in live.log.append(changes) { done($0.map { .appended($0) }) } }
     }
 
     /// Appends to a log that knows no keys, remembering `key` in this process: a retry within the

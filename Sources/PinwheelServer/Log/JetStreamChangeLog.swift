@@ -347,8 +347,9 @@ public final class JetStreamChangeLog: KeyedChangeLog, ChangeLogHealth, @uncheck
             // and resumed) must not be published after the producer gave its answer up.
             if let why = request.expired() { return done(.success(.dropped(why))) }
             // While the client reconnects it would buffer the record and publish it whenever it is
-            // connected again, long after this append has answered that it failed.
-            guard connection.connected else {
+            // connected again, and a server that stopped answering would store it whenever it
+            // resumes: either long after this append has answered that it failed.
+            guard connection.connected, connection.problem == nil else {
                 throw .nats(
                     function: "js_Publish", reason: "not connected: \(connection.problem ?? "reconnecting to NATS")")
             }
