@@ -168,8 +168,9 @@ public final class FileChangeLog: ChangeLog, @unchecked Sendable {
         for file in folder.snapshots where file.version < covered { unlink("\(directory)/\(file.name)") }
         let open = segment.withLock { $0.first }
         for file in folder.segments where file.first < open {
-            // A segment with damage is left alone: what it held is for an operator to judge.
-            guard file.scan.tail == nil, file.scan.items.count == file.scan.records.count else { continue }
+            // Damage between intact records held versions below the last of them; a damaged tail
+            // may have held any, so that segment is left for an operator to judge.
+            guard file.scan.tail == nil else { continue }
             let last = file.scan.records.last?.last ?? 0
             if last <= covered { unlink("\(directory)/\(file.name)") }
         }
@@ -182,6 +183,11 @@ public final class FileChangeLog: ChangeLog, @unchecked Sendable {
         -> UInt64
     {
         precondition(!started.exchange(true, ordering: .acquiringAndReleasing), "open once")
+        // A snapshot a stop interrupted before its rename: never used, only holding space.
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        for name in names where name.hasPrefix("snapshot-") && name.hasSuffix(".bin.tmp") {
+            unlink("\(directory)/\(name)")
+        }
         let folder = try LogFolder(directory: directory, allSnapshots: false)
         let plan = folder.plan(after: version)
         if let refusal = plan.refusal { throw refusal }
