@@ -10,6 +10,9 @@ snapshots fire all the time:
   flip-snapshot    the same in a snapshot
   cut-segment      a segment cut short at a random offset
   cut-snapshot     a snapshot cut short
+  disk-full        (with a tmpfs work folder) the disk filled while producers append: /healthz must
+                   say 503 unwritable, then ok once the filler is deleted, and ingest must resume
+                   without a restart; then a SIGTERM
 After each, the server either starts and the checker passes (every acknowledged write there, no id
 older than its last acknowledged value, nothing twice), or (damage) it refuses to start naming the
 file and the byte, `pinwheel log check` exits 1 naming it too, and `pinwheel log repair --yes` cuts
@@ -18,6 +21,8 @@ A cut at the end of the last segment looks exactly like a torn write: the server
 the last version kept; the checker then holds it to the writes up to that version.
 """
 
+import errno
+import http.client
 import os
 import random
 import re
@@ -43,11 +48,12 @@ FALLBACK = re.compile(r"snapshot \S+ is damaged \(")
 SHARES = {"term": 28, "kill": 28, "flip-segment": 14, "flip-snapshot": 10, "cut-segment": 12, "cut-snapshot": 8}
 
 
-def schedule(rng, count):
-    """`count` faults in the shares above, in a seeded order."""
-    total = sum(SHARES.values())
+def schedule(rng, count, disk_full=False):
+    """`count` faults in the shares above, in a seeded order (and 6 % full disks when asked)."""
+    shares = dict(SHARES, **({"disk-full": 6} if disk_full else {}))
+    total = sum(shares.values())
     kinds = []
-    for kind, share in SHARES.items():
+    for kind, share in shares.items():
         kinds += [kind] * max(1, count * share // total)
     # What rounding left over goes to stops, which the issue asks the most of.
     while len(kinds) < count:
@@ -60,14 +66,14 @@ class Node:
     """`pinwheel serve` on a data folder, restarted on a new port each time; its stderr kept in a file
     so a refusal's message can be read."""
 
-    def __init__(self, binary, workdir, snapshot_every):
+    def __init__(self, binary, workdir, snapshot_every, stderr_path=None):
         self.binary = binary
         self.data = workdir / "data"
         token = workdir / "token"
         token.write_text(TOKEN + "\n")
         self.args = [binary, "serve", "--port", "0", "--web", str(WEB), "--synthetic", "200", "--data-dir",
                      str(self.data), "--ingest-token-file", str(token), "--snapshot-every", str(snapshot_every)]
-        self.stderr_path = workdir / "serve.stderr"
+        self.stderr_path = stderr_path or workdir / "serve.stderr"
         self.process = None
         self.port = None
 
@@ -120,6 +126,52 @@ class Node:
         return done.returncode, done.stdout + done.stderr
 
 
+def healthz(port):
+    """(status, body) of GET /healthz."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    try:
+        connection.request("GET", "/healthz")
+        response = connection.getresponse()
+        return response.status, response.read().decode()
+    finally:
+        connection.close()
+
+
+def wait_until(condition, timeout_s, what):
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} not seen within {timeout_s} s"
+        time.sleep(0.05)
+
+
+def fill(path):
+    """Appends to `path` until not one more byte fits on its file system."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    try:
+        for size in (1 << 20, 65536, 4096, 1):
+            try:
+                while True:
+                    os.write(fd, b"\xff" * size)
+            except OSError as e:
+                assert e.errno == errno.ENOSPC, e
+    finally:
+        os.close(fd)
+
+
+def disk_full(rng, node, history, workdir, where):
+    """Fills the disk under appending producers, holds it full a moment, frees it: /healthz must go
+    503 unwritable and come back ok, and ingest must resume, all without a restart."""
+    fill(workdir / "filler")
+    seen = []
+    wait_until(lambda: seen.append(healthz(node.port)) or seen[-1][0] == 503, 10, f"{where}: /healthz 503 on a full disk")
+    assert seen[-1][1].startswith("change log unwritable: write "), f"{where}: {seen[-1]}"
+    time.sleep(rng.uniform(0.2, 1.0))
+    os.unlink(workdir / "filler")
+    wait_until(lambda: healthz(node.port) == (200, "ok\n"), 10, f"{where}: /healthz ok after space returned")
+    before = history.acknowledged_requests
+    wait_until(lambda: history.acknowledged_requests > before + 5, 10, f"{where}: ingest resuming")
+
+
 def damage(rng, data, kind):
     """Flips a bit or cuts a file of the kind asked; returns (file, offset) or None when there is none."""
     pattern = "changes-*.log" if kind.endswith("segment") else "snapshot-*.bin"
@@ -142,13 +194,17 @@ def damage(rng, data, kind):
     return target, offset
 
 
-def run(binary, workdir, seed, count, snapshot_every=200, report=print):
+def run(binary, workdir, seed, count, snapshot_every=200, report=print, full_disk_at=None):
     """Runs `count` faults with `seed`; returns the tallies. Raises AssertionError on the first broken
-    promise, naming the fault, its number and the seed."""
+    promise, naming the fault, its number and the seed. With `full_disk_at` (a small file system,
+    a tmpfs say, mounted there) the data folder lives on it and full disks are among the faults."""
     rng = random.Random(seed)
     workdir = Path(workdir)
     history = History(ids=300)
-    node = Node(binary, workdir, snapshot_every)
+    if full_disk_at:
+        node = Node(binary, Path(full_disk_at), snapshot_every, stderr_path=workdir / "serve.stderr")
+    else:
+        node = Node(binary, workdir, snapshot_every)
     tally = {"faults": {}, "started": 0, "cut reported": 0, "snapshot fallbacks": 0, "refused then repaired": 0,
              "acknowledged requests": 0, "ids checked": 0, "changes lost to repair": 0}
     ok, text = node.start()
@@ -156,16 +212,18 @@ def run(binary, workdir, seed, count, snapshot_every=200, report=print):
     started = time.monotonic()
     # Damage a start passed over stays until a snapshot's clean-up removes its file.
     damaged_files_left = False
-    for n, kind in enumerate(schedule(rng, count)):
+    for n, kind in enumerate(schedule(rng, count, disk_full=full_disk_at is not None)):
         where = f"fault {n + 1}/{count} ({kind}, seed {seed})"
         tally["faults"][kind] = tally["faults"].get(kind, 0) + 1
         producer = Producer(history, node.port, rng).start()
         time.sleep(rng.uniform(0.2, 0.9))
-        if kind in ("term", "kill"):
-            node.stop(signal.SIGTERM if kind == "term" else signal.SIGKILL)
+        if kind == "disk-full":
+            disk_full(rng, node, history, Path(full_disk_at), where)
+        if kind in ("term", "kill", "disk-full"):
+            node.stop(signal.SIGKILL if kind == "kill" else signal.SIGTERM)
             producer.stop()
             code, out = node.log_command("check")
-            allowed = (0,) if kind == "term" and not damaged_files_left else (0, 2)
+            allowed = (0,) if kind != "kill" and not damaged_files_left else (0, 2)
             assert code in allowed, f"{where}: `pinwheel log check` exited {code}:\n{out}"
             damaged_files_left = damaged_files_left and code != 0
             hit = None

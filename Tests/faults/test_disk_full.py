@@ -3,8 +3,6 @@ producers write. Appends fail with 503 and /healthz says the log is unwritable; 
 ingest resumes without a restart and /healthz says ok; after a restart every acknowledged write is
 there. Mounting needs root (the test machines run as root)."""
 
-import errno
-import http.client
 import os
 import random
 import signal
@@ -15,42 +13,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
-from fault_run import Node  # noqa: E402
+from fault_run import Node, fill, healthz, wait_until  # noqa: E402
 from history import History, Producer, check  # noqa: E402
 from ingest import post_changes  # noqa: E402
 from live_patch import TOKEN  # noqa: E402
 from pinwheel_process import pinwheel_binary  # noqa: E402
-
-
-def healthz(port):
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-    try:
-        connection.request("GET", "/healthz")
-        response = connection.getresponse()
-        return response.status, response.read().decode()
-    finally:
-        connection.close()
-
-
-def wait_until(condition, timeout_s, what):
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, f"{what} not seen within {timeout_s} s"
-        time.sleep(0.05)
-
-
-def fill(path):
-    """Appends to `path` until not one more byte fits on its file system."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
-    try:
-        for size in (65536, 4096, 1):
-            try:
-                while True:
-                    os.write(fd, b"\xff" * size)
-            except OSError as e:
-                assert e.errno == errno.ENOSPC, e
-    finally:
-        os.close(fd)
 
 
 def test_a_full_disk_refuses_appends_reports_unwritable_and_recovers_once_space_returns(tmp_path):

@@ -380,6 +380,10 @@ public final class FileChangeLog: ChangeLog, @unchecked Sendable {
     /// so the name is the version of the first record it will hold.
     private func startNewSegment() throws(ChangeLogError) {
         try segment.withLock { s throws(ChangeLogError) in
+            // A segment left with a failed write's bytes would read as damage once it is not the last.
+            if s.fd >= 0, let failure = restore(&s, path: "\(directory)/changes-\(LogFolder.padded(s.first)).log") {
+                throw failure
+            }
             let path = "\(directory)/changes-\(LogFolder.padded(s.next)).log"
             let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
             guard fd >= 0 else { throw .io(path: path, operation: "open", errno: errno) }
