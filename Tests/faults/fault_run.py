@@ -228,8 +228,9 @@ def run(binary, workdir, seed, count, snapshot_every=200, report=print, full_dis
             damaged_files_left = damaged_files_left and code != 0
             hit = None
         else:
-            producer.stop()
+            # Stopped while appending, so the newest segment holds changes no snapshot has yet.
             node.stop(signal.SIGTERM)
+            producer.stop()
             hit = damage(rng, node.data, kind)
         ok, text = node.start()
         up_to = None
