@@ -63,7 +63,7 @@ def test_a_full_disk_refuses_appends_reports_unwritable_and_recovers_once_space_
         node.stop(signal.SIGTERM)
         ok, text = node.start()
         assert ok, text
-        assert check(history, node.ws_url) > 0
+        assert check(history, node.ws_url)[0] > 0
         node.stop(signal.SIGTERM)
     finally:
         subprocess.run(["umount", "-l", str(disk)], check=False)

@@ -99,7 +99,8 @@ class Producer:
 def check(history, ws_url, up_to=None):
     """Reads every id back and proves the history holds: every id acknowledged is there, holding at
     least its last acknowledged seq (with version <= up_to, when a cut of the log was reported) and at
-    most the highest seq sent; no id appears twice. Returns how many ids were checked."""
+    most the highest seq sent; no id appears twice. Returns how many ids were checked and how many
+    hold less than their last acknowledged seq (only possible with `up_to`)."""
     with Watcher(ws_url, timeout_s=20) as viewer:
         viewer.watch(BOX, ZOOM, width=4096, height=4096)
         shown = [f for f in viewer.features.values() if "key" in f]
@@ -117,4 +118,5 @@ def check(history, ws_url, up_to=None):
         elif value is not None and value > history.sent[i]:
             problems.append(f"h-{i}: holds seq {value}, never sent (highest {history.sent[i]})")
     assert not problems, f"{len(problems)} ids wrong, e.g. {problems[:5]}"
-    return len(held)
+    behind = sum(1 for i in range(history.ids) if held.get(f"h-{i}", 0) < history.floor(i))
+    return len(held), behind

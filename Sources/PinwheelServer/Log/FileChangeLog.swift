@@ -119,7 +119,8 @@ public final class FileChangeLog: ChangeLog, @unchecked Sendable {
     // MARK: Snapshots
 
     public func latestSnapshot() throws(ChangeLogError) -> LogSnapshot? {
-        let (snapshot, skipped) = try LogFolder(directory: directory, allSnapshots: false).newestIntactSnapshot()
+        let (snapshot, skipped) = try LogFolder(directory: directory, allSnapshots: false, segments: false)
+            .newestIntactSnapshot()
         for (name, problem) in skipped {
             let note =
                 "snapshot \(directory)/\(name) is damaged (\(problem)); "
