@@ -341,7 +341,7 @@ public final class FileChangeLog: ChangeLog, @unchecked Sendable {
             defer { u = failure }
             return u == nil
         }
-        if first { warn("\(failure): appends fail until there is room again") }
+        if first { warn("\(failure): appends fail until a write succeeds again") }
         s.unknownTail = true
         _ = restore(&s, path: path)
         return failure
@@ -358,7 +358,8 @@ public final class FileChangeLog: ChangeLog, @unchecked Sendable {
     }
 
     /// Log thread, while unwritable: asks the file system for room for a record beyond the durable end
-    /// (and gives it back); when it has room again, the log is writable.
+    /// (and gives it back); when it has room again, the log is writable. Where fallocate is not
+    /// supported (glibc's emulation refuses an O_APPEND file) only a successful append says so.
     private func probe() {
         let room = segment.withLock { s -> Bool in
             guard restore(&s, path: "\(directory)/changes-\(LogFolder.padded(s.first)).log") == nil else {
