@@ -16,8 +16,7 @@ struct LogCommand: ParsableCommand {
             discussion: """
                 Reads every file and changes nothing. Exit status: 0 nothing damaged; 1 damaged, and a \
                 start refuses (see `pinwheel log repair`); 2 damaged, and a start recovers by itself \
-                without losing an acknowledged change (a torn tail it cuts, a damaged snapshot it \
-                passes over).
+                and says what it did (a torn tail it cuts, a damaged snapshot it passes over).
                 """)
 
         @Option(help: "The server's --data-dir.")

@@ -119,7 +119,8 @@ public final class FileChangeLog: ChangeLog, @unchecked Sendable {
     // MARK: Snapshots
 
     public func latestSnapshot() throws(ChangeLogError) -> LogSnapshot? {
-        let (snapshot, skipped) = try LogFolder(directory: directory, allSnapshots: false).newestIntactSnapshot()
+        let (snapshot, skipped) = try LogFolder(directory: directory, allSnapshots: false, segments: false)
+            .newestIntactSnapshot()
         for (name, problem) in skipped {
             let note =
                 "snapshot \(directory)/\(name) is damaged (\(problem)); "
@@ -168,8 +169,9 @@ public final class FileChangeLog: ChangeLog, @unchecked Sendable {
         for file in folder.snapshots where file.version < covered { unlink("\(directory)/\(file.name)") }
         let open = segment.withLock { $0.first }
         for file in folder.segments where file.first < open {
-            // A segment with damage is left alone: what it held is for an operator to judge.
-            guard file.scan.tail == nil, file.scan.items.count == file.scan.records.count else { continue }
+            // Damage between intact records held versions below the last of them; a damaged tail
+            // may have held any, so that segment is left for an operator to judge.
+            guard file.scan.tail == nil else { continue }
             let last = file.scan.records.last?.last ?? 0
             if last <= covered { unlink("\(directory)/\(file.name)") }
         }
@@ -182,6 +184,11 @@ public final class FileChangeLog: ChangeLog, @unchecked Sendable {
         -> UInt64
     {
         precondition(!started.exchange(true, ordering: .acquiringAndReleasing), "open once")
+        // A snapshot a stop interrupted before its rename: never used, only holding space.
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        for name in names where name.hasPrefix("snapshot-") && name.hasSuffix(".bin.tmp") {
+            unlink("\(directory)/\(name)")
+        }
         let folder = try LogFolder(directory: directory, allSnapshots: false)
         let plan = folder.plan(after: version)
         if let refusal = plan.refusal { throw refusal }
@@ -334,7 +341,7 @@ public final class FileChangeLog: ChangeLog, @unchecked Sendable {
             defer { u = failure }
             return u == nil
         }
-        if first { warn("\(failure): appends fail until there is room again") }
+        if first { warn("\(failure): appends fail until a write succeeds again") }
         s.unknownTail = true
         _ = restore(&s, path: path)
         return failure
@@ -351,7 +358,8 @@ public final class FileChangeLog: ChangeLog, @unchecked Sendable {
     }
 
     /// Log thread, while unwritable: asks the file system for room for a record beyond the durable end
-    /// (and gives it back); when it has room again, the log is writable.
+    /// (and gives it back); when it has room again, the log is writable. Where fallocate is not
+    /// supported (glibc's emulation refuses an O_APPEND file) only a successful append says so.
     private func probe() {
         let room = segment.withLock { s -> Bool in
             guard restore(&s, path: "\(directory)/changes-\(LogFolder.padded(s.first)).log") == nil else {
@@ -374,6 +382,10 @@ public final class FileChangeLog: ChangeLog, @unchecked Sendable {
     /// so the name is the version of the first record it will hold.
     private func startNewSegment() throws(ChangeLogError) {
         try segment.withLock { s throws(ChangeLogError) in
+            // A segment left with a failed write's bytes would read as damage once it is not the last.
+            if s.fd >= 0, let failure = restore(&s, path: "\(directory)/changes-\(LogFolder.padded(s.first)).log") {
+                throw failure
+            }
             let path = "\(directory)/changes-\(LogFolder.padded(s.next)).log"
             let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
             guard fd >= 0 else { throw .io(path: path, operation: "open", errno: errno) }

@@ -37,9 +37,9 @@ public struct LogFolder: Sendable {
         }
     }
 
-    /// Reads the folder's file names, every segment, and (with `allSnapshots`) every snapshot;
-    /// otherwise snapshots are read only by ``newestIntactSnapshot()``.
-    init(directory: String, allSnapshots: Bool) throws(ChangeLogError) {
+    /// Reads the folder's file names, every segment (unless `segments` is false), and (with
+    /// `allSnapshots`) every snapshot; otherwise snapshots are read only by ``newestIntactSnapshot()``.
+    init(directory: String, allSnapshots: Bool, segments readSegments: Bool = true) throws(ChangeLogError) {
         self.directory = directory
         for (version, name) in try Self.files(in: directory, prefix: "snapshot-", suffix: ".bin") {
             var file = SnapshotFile(version: version, name: name, bytes: 0, problem: nil)
@@ -50,6 +50,7 @@ public struct LogFolder: Sendable {
             }
             snapshots.append(file)
         }
+        guard readSegments else { return }
         for (first, name) in try Self.files(in: directory, prefix: "changes-", suffix: ".log") {
             segments.append(
                 SegmentFile(first: first, name: name, scan: SegmentScan(try Self.read("\(directory)/\(name)"))))

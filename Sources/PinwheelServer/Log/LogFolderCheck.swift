@@ -77,7 +77,7 @@ public struct LogFolderCheck: Sendable {
         }
         switch verdict {
         case .intact: lines.append("verdict: intact")
-        case .recoverable: lines.append("verdict: damaged, and a start recovers without losing an acknowledged change")
+        case .recoverable: lines.append("verdict: damaged, and a start recovers by itself as above, saying what it did")
         case .refused: lines.append("verdict: damaged; `pinwheel log repair` shows what keeping the intact part loses")
         }
         return lines.joined(separator: "\n")
