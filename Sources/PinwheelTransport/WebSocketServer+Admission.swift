@@ -3,9 +3,9 @@ import CLibWebSockets
 extension WebSocketServer {
     /// LWS_CALLBACK_FILTER_NETWORK_CONNECTION, right after `accept`: keeps the connection (0) or
     /// refuses it (1, lws closes the socket at once) with a best-effort 503, when the server is at its
-    /// connection cap or short of descriptors. Lws service thread only.
+    /// connection cap (``ConnectionAdmission``) or short of descriptors. Lws service thread only.
     func filterNewConnection(fd: Int32) -> Int32 {
-        if admission.admits(starved: AcceptFailures.isStarved) { return 0 }
+        if admission.admits(webSockets: connections.count, starved: AcceptFailures.isStarved) { return 0 }
         shim_send_busy_response(fd)
         logRefusals()
         return 1

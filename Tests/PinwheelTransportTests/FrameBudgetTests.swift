@@ -99,26 +99,36 @@ struct FrameBudgetTests {
         #expect(budget.isIdle(atSweep: 22, idleSweeps: idleSweeps))
     }
 
-    @Test("the connection cap admits up to the cap and refuses past it or while descriptors are short")
+    @Test(
+        "the connection cap counts WebSockets once and other connections twice, and refuses past it or while descriptors are short"
+    )
     func admission() {
-        var admission = ConnectionAdmission(cap: 2)
+        var admission = ConnectionAdmission(cap: 5)
         var verdicts: [Bool] = []
-        verdicts.append(admission.admits(starved: false))
+        verdicts.append(admission.admits(webSockets: 0, starved: false))
         admission.created()
-        verdicts.append(admission.admits(starved: false))
+        verdicts.append(admission.admits(webSockets: 0, starved: false))
         admission.created()
-        verdicts.append(admission.admits(starved: false))
+        // Two HTTP connections weigh 4, a third would make 6.
+        verdicts.append(admission.admits(webSockets: 0, starved: false))
+        // One of them became a WebSocket: 3, and 5 with a new one.
+        verdicts.append(admission.admits(webSockets: 1, starved: false))
+        admission.created()
+        // Three WebSockets weigh 3; two WebSockets and an HTTP connection 4.
+        verdicts.append(admission.admits(webSockets: 3, starved: false))
+        verdicts.append(admission.admits(webSockets: 2, starved: false))
         admission.destroyed()
-        verdicts.append(admission.admits(starved: false))
-        verdicts.append(admission.admits(starved: true))
-        #expect(verdicts == [true, true, false, true, false])
-        #expect(admission.refused == 2)
+        admission.destroyed()
+        verdicts.append(admission.admits(webSockets: 1, starved: false))
+        verdicts.append(admission.admits(webSockets: 1, starved: true))
+        #expect(verdicts == [true, true, false, true, true, false, true, false])
+        #expect(admission.refused == 3)
         let now = ContinuousClock.now
         let first = admission.logLine(now: now)
-        _ = admission.admits(starved: true)
+        _ = admission.admits(webSockets: 0, starved: true)
         let tooSoon = admission.logLine(now: now + .milliseconds(500))
         let second = admission.logLine(now: now + .seconds(1))
-        #expect(first?.contains("refused 2 connections") == true)
+        #expect(first?.contains("refused 3 connections") == true)
         #expect(tooSoon == nil)
         #expect(second?.contains("refused 1 connections") == true)
     }
