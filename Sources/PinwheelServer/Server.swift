@@ -199,7 +199,9 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
             "/metrics": { [weak self] _ in
                 guard let self else { return HTTPResponse(status: 503, text: "stopping\n") }
                 let stats = transport.stats
-                let text = metrics.render(queuedBytes: stats.queuedBytes, deflateGuardTrips: stats.deflateGuardTrips)
+                let text =
+                    metrics.render(queuedBytes: stats.queuedBytes, deflateGuardTrips: stats.deflateGuardTrips)
+                    + ConnectionLimitMetrics.text(transport.connectionLimits)
                 return HTTPResponse(contentType: "text/plain; version=0.0.4; charset=utf-8", text: text)
             },
             "/v1/changes": { [weak self] request in

@@ -12,6 +12,7 @@ import resource
 import selectors
 import socket
 import time
+import urllib.request
 
 import pytest
 from pinwheel_process import ARTIFACTS, PinwheelServer, pinwheel_binary
@@ -127,6 +128,9 @@ def test_a_descriptor_flood_is_refused_at_the_cap_and_the_viewer_keeps_being_ser
         connect_s = time.monotonic() - started
         late_done = late.viewport_done_seconds(LONDON, 10)
     log_bytes = log_path.stat().st_size - log_before
+    metrics = urllib.request.urlopen(f"{server.url}/metrics", timeout=5).read().decode()
+    refused = int(next(line.split()[1] for line in metrics.splitlines()
+                       if line.startswith("pinwheel_connections_refused_total ")))
     with open(log_path, errors="replace") as log:
         log.seek(max(0, log_path.stat().st_size - 200_000))
         tail = log.read()
@@ -142,5 +146,7 @@ def test_a_descriptor_flood_is_refused_at_the_cap_and_the_viewer_keeps_being_ser
     assert percentile(first_batches, 99) < 0.25
     assert connect_s < 1 and late_done < 1
     assert log_bytes < MAX_LOG_BYTES
+    assert f"pinwheel_connection_cap {CAP}" in metrics
+    assert refused >= outcome["closed_by_server"]
     assert f"at most {CAP} connections" in tail
     assert "--max-sessions 10000 is more than the descriptor budget allows" in tail
