@@ -5,8 +5,6 @@
 #include <libwebsockets.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
-#include <sys/ioctl.h>
-#include <linux/sockios.h>
 #include <stdlib.h>
 #include <string.h>
 #include <ev.h>
@@ -34,22 +32,27 @@ static inline long long shim_tcp_bytes_received(int fd) {
     return (long long)value;
 }
 
-/// Bytes of ours the peer's kernel acknowledged on a TCP socket: tcp_info.tcpi_bytes_acked (Linux 4.1),
-/// at offset 120 of the kernel's layout, as above. -1 when the kernel does not say.
-static inline long long shim_tcp_bytes_acked(int fd) {
+/// One TCP_INFO read for the server's policing sweep: bytes received (tcpi_bytes_received, offset 128
+/// of the kernel's layout), bytes of ours the peer acknowledged (tcpi_bytes_acked, offset 120) and
+/// whether the kernel holds output of ours the peer has not acknowledged: segments in flight
+/// (tcpi_unacked, offset 24) or bytes not sent yet (tcpi_notsent_bytes, offset 144, Linux 4.6; with
+/// the peer's window shut nothing is in flight and everything waits there). Returns 0, or -1 when
+/// the kernel does not say (then the outputs are -1).
+static inline int shim_tcp_counts(int fd, long long *received, long long *acked, long long *waiting) {
     unsigned char info[232] = {0};
     socklen_t length = sizeof info;
-    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, info, &length) != 0 || length < 128) return -1;
+    *received = *acked = *waiting = -1;
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, info, &length) != 0 || length < 136) return -1;
     unsigned long long value;
+    memcpy(&value, info + 128, sizeof value);
+    *received = (long long)value;
     memcpy(&value, info + 120, sizeof value);
-    return (long long)value;
-}
-
-/// Bytes written to a TCP socket that the peer has not acknowledged yet (SIOCOUTQ); -1 on error.
-static inline long long shim_tcp_unacknowledged_bytes(int fd) {
-    int value = 0;
-    if (ioctl(fd, SIOCOUTQ, &value) != 0) return -1;
-    return value;
+    *acked = (long long)value;
+    unsigned int segments, notsent = 0;
+    memcpy(&segments, info + 24, sizeof segments);
+    if (length >= 148) memcpy(&notsent, info + 144, sizeof notsent);
+    *waiting = segments > 0 || notsent > 0;
+    return 0;
 }
 
 /// lws_set_log_level takes a function pointer that Swift would have to spell; nil keeps lws's stderr emitter.

@@ -26,6 +26,10 @@ enum AcceptFailures {
 
     private static let state = Mutex(State())
     private static let starved = Atomic<Bool>(false)
+    private static let failures = Atomic<Int>(0)
+
+    /// Failed accepts since the process started.
+    static var total: Int { failures.load(ordering: .relaxed) }
 
     /// Shortest time between two log lines about failed accepts.
     static let logInterval: Duration = .seconds(1)
@@ -47,6 +51,7 @@ enum AcceptFailures {
     /// An `accept` failed with `code`: gives up the spare (or waits 1 ms when there is none) and
     /// counts the failure for the next log line.
     static func failed(errno code: Int32, now: ContinuousClock.Instant = .now) {
+        failures.add(1, ordering: .relaxed)
         let hadSpare = state.withLock { s in
             s.failures += 1
             s.lastErrno = code

@@ -1,7 +1,9 @@
-/// The server's connection cap: lws's sockets (WebSocket and HTTP alike) are counted as lws creates
-/// and destroys them, and a new one is refused at once when the count is at the cap or the process
-/// gave up its spare descriptor (``AcceptFailures``). Refusals are logged at most once a second, with
-/// their count. Lws service thread only.
+/// The server's connection cap: lws's sockets are counted as lws creates and destroys them, and a new
+/// one is refused at once when the count is at the cap or the process gave up its spare descriptor
+/// (``AcceptFailures``). A connection that is not (yet) a WebSocket counts twice: while lws sends it a
+/// static file it holds the file's descriptor too, and a few hundred slow readers of a large file
+/// would otherwise use up the reserve. Refusals are logged at most once a second, with their count.
+/// Lws service thread only.
 struct ConnectionAdmission {
     /// Most connections held at once.
     let cap: Int
@@ -16,9 +18,12 @@ struct ConnectionAdmission {
         self.cap = cap
     }
 
-    /// Whether a connection just accepted may stay; counts a refusal.
-    mutating func admits(starved: Bool) -> Bool {
-        guard open >= cap || starved else { return true }
+    /// Whether a connection just accepted may stay, `webSockets` of those open being WebSockets;
+    /// counts a refusal.
+    mutating func admits(webSockets: Int, starved: Bool) -> Bool {
+        // Two descriptors for each connection that is not a WebSocket, one for each that is.
+        let weight = 2 * open - min(webSockets, open)
+        guard weight + 2 > cap || starved else { return true }
         refused += 1
         refusedSinceLog += 1
         return false
@@ -38,6 +43,6 @@ struct ConnectionAdmission {
             lastLogged = now
         }
         return "refused \(refusedSinceLog) connections since the last report: \(open) open, the cap is \(cap) "
-            + "(the descriptor limit less a reserve; see docs/security.md)\n"
+            + "(the descriptor limit less a reserve; HTTP connections count twice; see docs/security.md)\n"
     }
 }

@@ -25,8 +25,9 @@ public struct DescriptorBudget: Sendable, Equatable {
 
     /// Descriptors kept for everything but connections: a fixed 64 for the process's own files
     /// (an idle `pinwheel serve` holds 15: standard streams, the listener, lws's event pipe, libev's
-    /// epoll, libdispatch's, the spare of ``AcceptFailures``; live data with `--movers` holds 16), plus a sixteenth of the limit for the files lws opens while it sends static
-    /// files (one per HTTP connection in the middle of a file) and short-lived /proc reads.
+    /// epoll, libdispatch's, the spare of ``AcceptFailures``; live data with `--movers` holds 16),
+    /// plus a sixteenth of the limit for the files lws opens while it sends static files (one per
+    /// HTTP connection in the middle of a file) and short-lived /proc reads.
     /// At the Debian default limit of 1,024 that is 128, leaving 896 connections.
     public static func reserve(forLimit limit: Int) -> Int {
         min(limit - 1, 64 + limit / 16)

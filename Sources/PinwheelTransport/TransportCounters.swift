@@ -11,6 +11,9 @@ final class TransportCounters: Sendable {
     let deflateGuardTrips = Atomic<Int>(0)
     let wireBytesReceived = Atomic<Int>(0)
     let writablesBeforePolling = Atomic<Int>(0)
+    /// The server's connection cap and the connections refused at it (``ConnectionAdmission``).
+    let connectionCap = Atomic<Int>(0)
+    let refusedConnections = Atomic<Int>(0)
 
     /// A snapshot together with the queue totals. Any thread.
     func snapshot(outboxes: Outboxes) -> TransportStats {

@@ -26,9 +26,10 @@ extension WebSocketServer {
                 continue
             }
             guard connection.frames.isDue(atSweep: sweep, sweepsPerSecond: perSecond) else { continue }
-            let fd = lws_get_socket_fd(wsi)
+            var (received, acked, waiting): (Int64, Int64, Int64) = (-1, -1, -1)
+            _ = shim_tcp_counts(lws_get_socket_fd(wsi), &received, &acked, &waiting)
             if connection.frames.sample(
-                wire: shim_tcp_bytes_received(fd), atSweep: sweep, sweepsPerSecond: perSecond, tls: tls, policy: policy)
+                wire: received, atSweep: sweep, sweepsPerSecond: perSecond, tls: tls, policy: policy)
             {
                 close(connection.id, code: .policyViolation, reason: policy.floodReason)
                 continue
@@ -37,9 +38,8 @@ extension WebSocketServer {
             // Output waits in the kernel (the peer's window is shut when it reads nothing), in lws or
             // in the queue; the kernel grows its buffer for a while, so the first is what shows first.
             let pending =
-                shim_tcp_unacknowledged_bytes(fd) > 0 || lws_partial_buffered(wsi) != 0
-                || (outboxes.queuedBytes(for: connection.id) ?? 0) > 0
-            let stalled = connection.frames.sampleOutput(pending: pending, acked: shim_tcp_bytes_acked(fd))
+                waiting > 0 || lws_partial_buffered(wsi) != 0 || (outboxes.queuedBytes(for: connection.id) ?? 0) > 0
+            let stalled = connection.frames.sampleOutput(pending: pending, acked: acked)
             if stalled >= stall.components.seconds {
                 // It reads nothing, so it will not read a Close either: drop it after the close grace.
                 _ = outboxes.requestClose(

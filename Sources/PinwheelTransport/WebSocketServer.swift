@@ -74,6 +74,7 @@ public final class WebSocketServer: WebSocketEndpoint, @unchecked Sendable {
             self.delegate = delegate
             keepalive = configuration.keepalive.map { KeepaliveSweep($0) }
             admission = ConnectionAdmission(cap: configuration.maxConnections ?? DescriptorBudget.current().connections)
+            counters.connectionCap.store(admission.cap, ordering: .relaxed)
             AcceptFailures.rearm()
             let (context, port, listening): (OpaquePointer, Int, String)
             do {

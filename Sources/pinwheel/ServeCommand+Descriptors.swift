@@ -1,3 +1,4 @@
+import ArgumentParser
 import Logging
 import PinwheelServer
 import PinwheelTransport
@@ -5,7 +6,8 @@ import PinwheelTransport
 extension ServeCommand {
     /// Raises the descriptor limit as far as the process may, caps connections below it and lowers
     /// `--max-sessions` to the cap when it is larger, saying so in the log.
-    func budgetDescriptors(_ configuration: inout ServerConfiguration, logger: Logger) {
+    /// - Throws: `ValidationError` when the lowered limit leaves no session beside `--bots`.
+    func budgetDescriptors(_ configuration: inout ServerConfiguration, logger: Logger) throws {
         let budget = DescriptorBudget.raisedToHardLimit()
         let raised =
             budget.softLimit == budget.startingSoftLimit
@@ -20,6 +22,11 @@ extension ServeCommand {
                 "--max-sessions \(configuration.maxSessions) is more than the descriptor budget allows: lowered to \(budget.connections) (raise the hard limit, e.g. LimitNOFILE= in systemd, to serve more)"
             )
             configuration.maxSessions = budget.connections
+        }
+        if bots >= configuration.maxSessions {
+            throw ValidationError(
+                "--bots \(bots) needs more sessions than the descriptor limit allows (\(configuration.maxSessions)); raise the hard limit or run fewer bots"
+            )
         }
     }
 }

@@ -272,7 +272,7 @@ struct ServeCommand: ParsableCommand {
         configuration.port = port
         configuration.allowedOrigins = allowedOrigins
         configuration.maxSessions = maxSessions
-        budgetDescriptors(&configuration, logger: logger)
+        try budgetDescriptors(&configuration, logger: logger)
         configuration.idleTimeout = idleTimeout > 0 ? .seconds(idleTimeout) : nil
         configuration.viewportHz = viewportHz
         configuration.maxFeatures = maxFeatures

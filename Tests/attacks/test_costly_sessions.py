@@ -55,7 +55,8 @@ def test_a_ping_flood_is_closed_with_1008(server):
     watcher.join(30)
     print(f"{sent} pings in {took:.1f} s ({sent / took:.0f}/s), closed with {closed}; "
           f"viewer p99 {percentile(latencies, 99) * 1000:.1f} ms over {len(latencies)}")
-    assert sent / took > 500, "the flood was not a flood"
+    # Twice the budget at least, whatever the machine leaves the client.
+    assert sent / took > 200, "the flood was not a flood"
     assert closed is not None and closed.code == 1008, closed
     assert "pings included" in closed.reason
     assert took < 9
