@@ -68,7 +68,7 @@ extension WebSocketServer {
             guard isMainProtocol(wsi) else { return 0 }
             drainInbox()
             if keepalive?.isDue(at: .now) == true { sweepKeepalive() }
-            sweepHTTPBodies(at: .now)
+            if !httpBodies.isEmpty { sweepHTTPBodies(at: .now) }
             loop.breakIfExiting(mayExit(connectionsLeft: connections.count))
             return 0
         default:

@@ -21,7 +21,7 @@ extension WebSocketServer {
     /// Cuts the request bodies past their deadline or behind the minimum rate: each gets 408 and its
     /// connection is closed. Runs at most every ``httpSweepInterval``. Lws service thread only.
     func sweepHTTPBodies(at now: ContinuousClock.Instant) {
-        guard now >= nextHTTPSweep, !httpBodies.isEmpty else { return }
+        guard now >= nextHTTPSweep else { return }
         nextHTTPSweep = now + Self.httpSweepInterval
         for (key, pending) in httpBodies where !pending.cut {
             let received = pending.received
