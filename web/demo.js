@@ -158,7 +158,7 @@ client.on('presence', (msg) => {
 
 const $ = (id) => document.getElementById(id);
 const el = {
-    root: $('hud'), toggle: $('hud-toggle'), conn: $('hud-conn'), dataset: $('hud-dataset'), points: $('hud-points'),
+    root: $('hud'), toggle: $('hud-toggle'), conn: $('hud-conn'), refusal: $('hud-refusal'), dataset: $('hud-dataset'), points: $('hud-points'),
     clusters: $('hud-clusters'), adds: $('hud-adds'), removes: $('hud-removes'), updates: $('hud-updates'),
     bytes: $('hud-bytes'), encoding: $('hud-encoding'), settled: $('hud-settled'), inflight: $('hud-inflight'), capped: $('hud-capped'),
     algorithm: $('set-algorithm'), pace: $('set-pace'), paceOut: $('set-pace-out'),
@@ -187,8 +187,6 @@ function refresh() {
 
     // Live data: the change-log version the map shows.
     if (state.dataVersion) el.dataset.textContent = `${datasetName} · live data v${state.dataVersion.toLocaleString('en')}`;
-    el.root.dataset.connection = state.connection;
-    el.conn.textContent = state.connection === 'open' ? 'live' : state.connection;
     el.points.textContent = state.points.toLocaleString('en');
     el.clusters.textContent = state.clusters.toLocaleString('en');
     el.adds.textContent = state.rates.adds.toLocaleString('en');
@@ -214,7 +212,20 @@ client.on('hello', (msg) => {
     el.algorithm.replaceChildren(...algorithms.filter(Boolean).map((a) => new Option(a, a, false, a === msg.algorithm)));
     el.algorithm.disabled = algorithms.length < 2;
 });
-client.on('status', refresh);
+/** The connection's state, the one live region of the page: changed only when the state does, so
+ *  screen readers hear each change once (the figures above change many times a second). */
+function showConnection() {
+    el.root.dataset.connection = state.connection;
+    const text = state.connection === 'open' ? 'live' : state.connection;
+    if (el.conn.textContent !== text) el.conn.textContent = text;
+    el.refusal.hidden = state.connection !== 'refused';
+    el.refusal.textContent = state.connection === 'refused' ? state.refusal : '';
+}
+
+client.on('status', () => {
+    showConnection();
+    refresh();
+});
 
 el.algorithm.addEventListener('change', () => client.setAlgorithm(el.algorithm.value));
 

@@ -4,6 +4,9 @@
 
 #include <libwebsockets.h>
 #include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/ioctl.h>
+#include <linux/sockios.h>
 #include <stdlib.h>
 #include <string.h>
 #include <ev.h>
@@ -31,9 +34,46 @@ static inline long long shim_tcp_bytes_received(int fd) {
     return (long long)value;
 }
 
+/// Bytes of ours the peer's kernel acknowledged on a TCP socket: tcp_info.tcpi_bytes_acked (Linux 4.1),
+/// at offset 120 of the kernel's layout, as above. -1 when the kernel does not say.
+static inline long long shim_tcp_bytes_acked(int fd) {
+    unsigned char info[232] = {0};
+    socklen_t length = sizeof info;
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, info, &length) != 0 || length < 128) return -1;
+    unsigned long long value;
+    memcpy(&value, info + 120, sizeof value);
+    return (long long)value;
+}
+
+/// Bytes written to a TCP socket that the peer has not acknowledged yet (SIOCOUTQ); -1 on error.
+static inline long long shim_tcp_unacknowledged_bytes(int fd) {
+    int value = 0;
+    if (ioctl(fd, SIOCOUTQ, &value) != 0) return -1;
+    return value;
+}
+
 /// lws_set_log_level takes a function pointer that Swift would have to spell; nil keeps lws's stderr emitter.
 static inline void shim_lws_set_log_level(int levels) {
     lws_set_log_level(levels, NULL);
+}
+
+/// Sets lws's log levels and the function every line it logs goes through (lwsl_emit_stderr writes
+/// them as lws would). The function is process-wide, like the levels.
+static inline void shim_lws_set_log_emitter(int levels, void (*emit)(int level, const char *line)) {
+    lws_set_log_level(levels, emit);
+}
+
+/// A best-effort 503 on a socket just accepted and about to be closed because the server holds as
+/// many connections as it may: one non-blocking send into an empty socket buffer, never waiting.
+static inline void shim_send_busy_response(int fd) {
+    static const char response[] =
+        "HTTP/1.1 503 Service Unavailable\r\n"
+        "Content-Type: text/plain\r\n"
+        "Content-Length: 42\r\n"
+        "Retry-After: 1\r\n"
+        "Connection: close\r\n\r\n"
+        "server at its connection limit; try again\n";
+    (void)send(fd, response, sizeof response - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
 /// The extension list offering permessage-deflate through the guard, which passes received frames on

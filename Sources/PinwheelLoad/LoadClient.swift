@@ -29,6 +29,8 @@ struct LoadClient {
     var connection: ConnectionID?
     var session = ""
     var tour: Tour?
+    /// A still viewer's one view (`--still`): sent once, never moved from.
+    var still: TourViewport?
     var nextTick: ContinuousClock.Instant
     var nextSeq = 1
     var inFlight: [InFlight] = []
@@ -37,6 +39,8 @@ struct LoadClient {
     var heldBytes = 0
     /// The newest data version a batch brought.
     var dataVersion: UInt64 = 0
+    /// The version the first batch brought: where the data stood when the client arrived.
+    var firstVersion: UInt64?
     /// The seq of the last viewport answered by its `done`: changed data re-serves it, `done` again.
     var answeredSeq = 0
 
@@ -55,10 +59,12 @@ struct LoadClient {
     mutating func apply(
         _ scanned: MessageScanner, bytes: Int, at now: ContinuousClock.Instant, keepsSamples: Bool = true
     ) -> Int {
+        let isFirst = firstVersion == nil
+        if isFirst { firstVersion = scanned.version }
         if scanned.version > dataVersion {
             // The first batch only tells where the data stood when the client arrived.
-            if dataVersion > 0, keepsSamples {
-                figures.newerData.append(ClientFigures.Arrival(version: scanned.version, at: now))
+            if !isFirst, keepsSamples {
+                figures.newerData.append(ClientFigures.Arrival(from: dataVersion, version: scanned.version, at: now))
             }
             dataVersion = scanned.version
         }
@@ -142,12 +148,14 @@ struct ClientFigures: Sendable, Codable {
     var errors: [String: Int] = [:]
     var firstBatchMicros: [UInt32] = []
     var doneMicros: [UInt32] = []
-    /// Each batch that brought newer data: its version, and when it arrived. Set against the
-    /// producer's acknowledgements when the report is made (the producer may run in another process
-    /// of the tool), each is a staleness sample.
+    /// Each batch that brought newer data: the versions it brought, and when it arrived. Set against
+    /// the producer's requests when the report is made (the producer may run in another process of the
+    /// tool), each change of those versions is a staleness sample.
     var newerData: [Arrival] = []
 
     struct Arrival: Codable {
+        /// The version the client had before.
+        var from: UInt64
         var version: UInt64
         var at: ContinuousClock.Instant
     }

@@ -47,17 +47,20 @@ final class LoadGroup: WebSocketClientDelegate, @unchecked Sendable {
     ///   - indices: the global indices of this group's clients.
     ///   - start: when the ramp starts.
     ///   - keepsSamples: keep every latency sample for the report (false for bots that run for hours).
+    ///   - still: views of still viewers, one per index, each sent once and never moved from: the
+    ///     clients all connect at `start`.
     init(
         indices: [Int], options: LoadOptions, origin: String?, start: ContinuousClock.Instant,
-        keepsSamples: Bool = true
+        keepsSamples: Bool = true, still: [TourViewport]? = nil
     ) {
         self.options = options
         self.keepsSamples = keepsSamples
         self.origin = origin
         period = options.viewportHz > 0 ? .nanoseconds(Int64(1e9 / options.tickHz)) : nil
-        let step = options.clients > 1 ? options.ramp / Double(options.clients - 1) : .zero
-        state = Mutex(
-            State(clients: indices.map { LoadClient(index: $0, connectAt: start + step * Double($0)) }))
+        let step = options.clients > 1 && still == nil ? options.ramp / Double(options.clients - 1) : .zero
+        var clients = indices.map { LoadClient(index: $0, connectAt: start + step * Double($0)) }
+        for k in clients.indices { clients[k].still = still?[k] }
+        state = Mutex(State(clients: clients))
         var configuration = WebSocketClientConfiguration()
         configuration.eventLoop = options.eventLoop
         configuration.permessageDeflate = options.deflate
@@ -169,10 +172,19 @@ final class LoadGroup: WebSocketClientDelegate, @unchecked Sendable {
         _ c: inout LoadClient, now: ContinuousClock.Instant, writer: inout JSONWriter
     ) -> (ConnectionID, [UInt8])? {
         guard let period, let connection = c.connection else { return nil }
+        let scheduled = c.nextTick
         c.nextTick = c.nextTick + period
         // A ticker that fell behind skips ticks rather than bursting to catch up.
         if c.nextTick < now { c.nextTick = now + period }
-        guard let viewport = c.tour?.next() else { return nil }
+        let viewport: TourViewport?
+        if let still = c.still {
+            // A still viewer sends its view once and is not rescheduled.
+            viewport = c.nextSeq == 1 ? still : nil
+            c.nextTick = scheduled
+        } else {
+            viewport = c.tour?.next()
+        }
+        guard let viewport else { return nil }
         viewport.message(seq: c.nextSeq).encode(into: &writer)
         c.inFlight.append(LoadClient.InFlight(seq: c.nextSeq, sentAt: now))
         c.nextSeq += 1

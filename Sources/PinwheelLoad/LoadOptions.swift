@@ -60,6 +60,9 @@ public struct LoadOptions: Sendable, Codable {
     public var ingestToken: String?
     /// Lines per ingest request.
     public var ingestBatch: Int = 500
+    /// Still viewers beside the clients (``StillStaleness``), with a producer: each sets one view where
+    /// the producer's changes land and never moves.
+    public var still: Int = 0
 
     public init(url: String) {
         self.url = url
@@ -122,6 +125,12 @@ public struct LoadOptions: Sendable, Codable {
         }
         if ingestRate > 0 && ingestToken == nil {
             throw .invalidOption(name: "ingest-token-file", value: "none", expected: "a token file with --ingest-rate")
+        }
+        if !(0...1000).contains(still) {
+            throw .invalidOption(name: "still", value: String(still), expected: "0 to 1000")
+        }
+        if still > 0 && ingestRate == 0 {
+            throw .invalidOption(name: "still", value: String(still), expected: "0 without --ingest-rate")
         }
         if ingestBatch < 1 {
             throw .invalidOption(name: "ingest-batch", value: String(ingestBatch), expected: "at least 1")

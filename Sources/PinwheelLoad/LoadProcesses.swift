@@ -133,7 +133,8 @@ public struct LoadProcesses: Sendable {
 
     /// Writes what the part for `share` runs: these options, that share, one process, and no /metrics of
     /// its own (this process reads them). Every option reaches the parts without being listed here.
-    /// The producer, if any, runs in the first part alone, and only it is given the ingest token.
+    /// The producer, if any, runs in the first part alone with the still viewers set against it, and only
+    /// it is given the ingest token.
     private func writePartOptions(share: ClientShare, to file: String) throws(LoadError) {
         var part = options
         part.share = share
@@ -142,6 +143,7 @@ public struct LoadProcesses: Sendable {
         if share.index != 0 {
             part.ingestRate = 0
             part.ingestToken = nil
+            part.still = 0
         }
         do { try JSONEncoder().encode(part).write(to: URL(fileURLWithPath: file)) } catch {
             throw .partFailed("cannot write \(file): \(error)")

@@ -44,9 +44,18 @@ public struct LoadReport: Codable, Sendable {
         public var rejected: Int
         /// Request → durable answer, milliseconds.
         public var answerMs: Summary
-        /// A change's acknowledgement → the first batch bringing its version to a viewer, milliseconds;
-        /// one sample per batch that brought a viewer newer data.
+        /// At the touring viewers, milliseconds: for every change of the versions a batch brought a
+        /// viewer, the time from just before its request was sent to the batch's arrival.
         public var staleness: Summary?
+        /// At the still viewers (`--still`), milliseconds: every change in a still viewer's view, from
+        /// just before its request was sent to the arrival of the first batch holding it
+        /// (``StillStaleness``).
+        public var stillStaleness: Summary?
+        /// The longest a still viewer went without an update while a change in its view waited.
+        public var stillLongestGapMs: Double?
+        /// Changes in a still viewer's view, sent at least a second before the tour ended, that never
+        /// reached it.
+        public var stillUndelivered: Int?
         /// Why the producer stopped early, if it did.
         public var error: String?
     }

@@ -54,9 +54,23 @@ public final class LoadRunner: Sendable {
                 indices: stride(from: g, to: mine.count, by: threads).map { mine[$0] }, options: options,
                 origin: origin, start: start)
         }
-        for group in groups {
+        // Still viewers run beside the producer, whose changes they are set against.
+        var stillOptions = options
+        stillOptions.viewportHz = 1
+        stillOptions.pacing = .steady
+        let stillViews = (0..<(acks == nil ? 0 : options.still)).map {
+            StillStaleness.view($0, width: options.width, height: options.height)
+        }
+        let stillGroup =
+            stillViews.isEmpty
+            ? nil
+            : LoadGroup(
+                indices: Array(stillViews.indices), options: stillOptions, origin: origin, start: start,
+                still: stillViews)
+        for group in groups + [stillGroup].compactMap({ $0 }) {
             do { try group.start() } catch {
                 for started in groups { started.stop() }
+                stillGroup?.stop()
                 throw .clientFailed("\(error)")
             }
         }
@@ -93,9 +107,14 @@ public final class LoadRunner: Sendable {
             Thread.sleep(forTimeInterval: 0.02)
         }
         whileOpen()
-        let ingest = feeder?.finish()
+        let still = (stillGroup?.state.withLock { $0.clients } ?? []).map { c in
+            StillStaleness.Viewer(
+                bbox: c.still!.bbox, startVersion: c.firstVersion ?? .max, arrivals: c.figures.newerData)
+        }
+        let ingest = feeder?.finish(still: still, deliveredBy: tourEnd - .seconds(1))
         let elapsed = ContinuousClock.now - start
         for group in groups { group.stop() }
+        stillGroup?.stop()
 
         let clients = groups.flatMap { g in g.state.withLock { $0.clients } }
             .map { LoadPart.Client(index: $0.index, session: $0.session, figures: $0.figures) }
@@ -106,8 +125,8 @@ public final class LoadRunner: Sendable {
     }
 
     /// The report of what `part` measured, with the server's side and the producer's: each arrival of
-    /// newer data at a viewer is a staleness sample, the time since the producer heard that version
-    /// acknowledged (zero when the viewer had it first).
+    /// newer data at a viewer brings the changes of its versions, each a staleness sample, the time
+    /// since its request was sent.
     func report(_ part: LoadPart, server: LoadReport.ServerSide?) -> LoadReport {
         var report = LoadReportBuilder(options: options, clients: part.clients).build(
             elapsed: part.elapsed, steadySeconds: part.steadySeconds, rates: part.rates, server: server,
@@ -118,8 +137,9 @@ public final class LoadRunner: Sendable {
             var staleness = LoadReportBuilder.latencyHistogram()
             for client in part.clients {
                 for arrival in client.figures.newerData {
-                    guard let age = acks.age(of: arrival.version, at: arrival.at) else { continue }
-                    _ = staleness.record(UInt64(LoadClient.micros(age)))
+                    for (age, changes) in acks.ages(after: arrival.from, through: arrival.version, at: arrival.at) {
+                        _ = staleness.record(UInt64(LoadClient.micros(age)), count: changes)
+                    }
                 }
             }
             var with = summary

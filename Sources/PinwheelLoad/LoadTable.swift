@@ -19,6 +19,7 @@ public enum LoadTable {
         out += row("first batch (ms)", report.latency.firstBatch, digits: 2)
         out += row("done (ms)", report.latency.done, digits: 2)
         if let staleness = report.ingest?.staleness { out += row("staleness (ms)", staleness, digits: 2) }
+        if let still = report.ingest?.stillStaleness { out += row("  still (ms)", still, digits: 2) }
         if let answers = report.ingest?.answerMs { out += row("ingest answer (ms)", answers, digits: 2) }
         out += row("viewports/s", report.rates.viewports, digits: nil)
         out += row("batches/s", report.rates.batches, digits: nil)
@@ -43,6 +44,10 @@ public enum LoadTable {
         if let i = report.ingest {
             out += "ingest      \(i.accepted) changes accepted in \(i.requests) requests (\(number(i.rate))/s asked), "
             out += "\(i.rejected) rejected\(i.error.map { "; stopped: \($0)" } ?? "")\n"
+            if let gap = i.stillLongestGapMs, let undelivered = i.stillUndelivered {
+                out += "still       longest wait for an update while a change waited \(fixed(gap, 0)) ms, "
+                out += "\(undelivered) changes never shown\n"
+            }
         }
         if let s = report.server {
             out += "server      " + server(s) + "\n"

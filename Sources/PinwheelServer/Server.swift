@@ -5,8 +5,8 @@ import PinwheelTransport
 import Synchronization
 
 /// The Pinwheel server: the lws transport, one ``Session`` per WebSocket, the worker threads that
-/// cluster and diff, the shared clusterers, and the HTTP routes (`/`, `/vendor/leaflet/`,
-/// `/healthz`, `/metrics`).
+/// cluster and diff, the shared clusterers, and the HTTP routes (`/`, `/vendor/leaflet/`, `/pinwheel/`,
+/// `/healthz`, `/metrics`, `/v1/admission`).
 ///
 /// The transport's delegate methods run on the lws service thread and hand events to sessions;
 /// clustering and diffing run on ``Workers``, or on the service thread itself while it has time to
@@ -116,7 +116,13 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
             keeper = nil
         }
         if let live, let token = configuration.ingestToken {
-            ingest = Ingest(live: live, token: token, rate: configuration.ingestRate)
+            ingest = Ingest(
+                live: live, token: token, rate: configuration.ingestRate, deadline: configuration.ingestDeadline
+            ) { [logger] stall in
+                logger.warning(
+                    "this process did not run for \(stall) (stopped, or starved of CPU): change requests it held are dropped, not applied"
+                )
+            }
         } else {
             ingest = nil
         }
@@ -199,17 +205,33 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
             StaticMount(urlPath: "/", directory: configuration.webRoot),
             StaticMount(urlPath: "/vendor/leaflet", directory: configuration.leafletRoot, defaultFile: "leaflet.js"),
         ]
+        if FileManager.default.fileExists(atPath: configuration.maplibreRoot) {
+            c.staticMounts.append(
+                StaticMount(
+                    urlPath: "/vendor/maplibre", directory: configuration.maplibreRoot, defaultFile: "maplibre-gl.js"))
+        }
+        // The client modules, importable by the pages of the origins allowed to connect.
+        let modules = URL(fileURLWithPath: configuration.webRoot).appendingPathComponent("pinwheel").path
+        if FileManager.default.fileExists(atPath: modules) {
+            c.staticMounts.append(
+                StaticMount(urlPath: "/pinwheel", directory: modules, defaultFile: "client.js", crossOrigin: true))
+        }
         c.routes = [
             "/healthz": { [weak self] _ in
                 guard let self, !draining.load(ordering: .acquiring) else {
                     return HTTPResponse(status: 503, text: "draining\n")
                 }
+                // A node that cannot keep changes (a full disk, or a replicated log that lost its
+                // server) is out of a load balancer's rotation; its open sessions go on being served.
+                if let problem = live?.log.appendProblem { return HTTPResponse(status: 503, text: "\(problem)\n") }
                 return HTTPResponse(text: "ok\n")
             },
             "/metrics": { [weak self] _ in
                 guard let self else { return HTTPResponse(status: 503, text: "stopping\n") }
                 let stats = transport.stats
-                let text = metrics.render(queuedBytes: stats.queuedBytes, deflateGuardTrips: stats.deflateGuardTrips)
+                let text =
+                    metrics.render(queuedBytes: stats.queuedBytes, deflateGuardTrips: stats.deflateGuardTrips)
+                    + ((live?.log as? ChangeLogHealth)?.metricsText ?? "") + (ingest?.metricsText ?? "")
                 return HTTPResponse(contentType: "text/plain; version=0.0.4; charset=utf-8", text: text)
             },
             "/v1/changes": { [weak self] request in
@@ -225,9 +247,10 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
         let refusals = RefusalLog(logger: logger)
         c.allowedOrigins = .checkedBy { origin, host in
             guard case .refused(let reason) = policy.allows(origin: origin, host: host) else { return nil }
-            refusals.note("WebSocket upgrade refused with 403: \(reason)")
+            refusals.note("refused origin: \(reason) (an upgrade gets 403, a module request no CORS header)")
             return reason
         }
+        c.routes[Admission.path] = { request in Admission.answer(request, policy: policy) }
         c.maxMessageBytes = configuration.maxMessageBytes
         // SIGTERM must end the process within 2 s: clients that do not answer the Close in a second
         // are dropped.
@@ -237,6 +260,12 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
             c.tls = TLSFiles(certificatePath: cert, privateKeyPath: key)
         }
         c.eventLoop = configuration.eventLoop
+        c.maxConnections = configuration.maxConnections
+        // The same numbers as each session's message flood rule, over every frame, pings included;
+        // a producer's messages are governed by the ingest rate instead.
+        var frames = FramePolicy(idleTimeout: configuration.idleTimeout)
+        frames.messagesExempt = [IngestConnection.subprotocol]
+        c.framePolicy = frames
         return c
     }
 

@@ -11,11 +11,19 @@ public struct ServerConfiguration: Sendable {
     public var webRoot: String
     /// Folder served at `/vendor/leaflet/` (Debian's libjs-leaflet).
     public var leafletRoot: String = "/usr/share/javascript/leaflet"
+    /// MapLibre GL JS as scripts/vendor-maplibre installs it, served at /vendor/maplibre when present.
+    public var maplibreRoot: String = "/usr/local/share/javascript/maplibre-gl"
     /// Origins allowed to open a WebSocket besides the server's own, which always is; `*` allows
     /// every origin. See ``OriginPolicy``.
     public var allowedOrigins: [String] = []
     /// Sessions beyond this are closed with 1013.
     public var maxSessions: Int = 10_000
+    /// Connections (WebSocket and HTTP together) held at once; nil: the descriptor limit less a
+    /// reserve (``DescriptorBudget``).
+    public var maxConnections: Int?
+    /// Sessions that send no message for this long are closed with 1000; pings and pongs do not
+    /// count. nil: never.
+    public var idleTimeout: Duration? = .seconds(600)
     /// Viewports served per second per session; faster ones are coalesced (latest wins).
     public var viewportHz: Double = 10
     /// Most features one viewport is served; past it, those nearest the viewport's centre.
@@ -50,6 +58,9 @@ public struct ServerConfiguration: Sendable {
     public var ingestToken: String?
     /// Changes per second each producer may send; beyond it requests get 429.
     public var ingestRate: Double = 100_000
+    /// How long a change request may take from its arrival to being sent to the log; a later one is
+    /// dropped, never applied.
+    public var ingestDeadline: Duration = .seconds(10)
     /// Largest `POST /v1/changes` body, bytes; larger ones get 413.
     public var maxIngestBodyBytes: Int = 16 * 1024 * 1024
     /// The most time one HTTP request may take, headers and body together; a late body gets 408.

@@ -60,8 +60,8 @@ public final class ServerMetrics: Sendable {
         Histogram(highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: .three))
 
     /// Message types counted separately; anything else counts as "invalid".
-    static let clientTypes = ["viewport", "ack", "expand", "settings", "held", "invalid"]
-    static let serverTypes = ["hello", "batch", "expansion", "error", "presence", "ack"]
+    static let clientTypes = ["viewport", "ack", "expand", "settings", "held", "ping", "invalid"]
+    static let serverTypes = ["hello", "batch", "expansion", "error", "presence", "pong", "ack"]
 
     public init() {
         var factory = PrometheusMetricsFactory(registry: registry)

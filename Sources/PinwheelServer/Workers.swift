@@ -9,35 +9,21 @@ protocol WorkerJob: AnyObject, Sendable {
     func run(scratch: inout PlanScratch)
 }
 
-/// A fixed set of threads that cluster and diff, fed by one first-in-first-out queue per ``Priority``.
+/// A fixed set of threads that cluster and diff, fed by one first-in-first-out line per ``Priority``:
+/// the most urgent first, except that a job that has waited its priority's ``Priority/slack`` gets
+/// every other job taken until it runs (``AgingLines``).
 ///
 /// A session runs on one worker at a time (it keeps its own "running" flag and may sit in several
 /// queues), so its events run in order, and a session with a slow query holds one worker while the
 /// others keep serving everyone else. Refreshes after a data change reach hundreds of sessions at
 /// once, and the batches they send bring back hundreds of acks; queued in one line with the viewports
-/// they would hold each viewer's answer back by all of them.
+/// they would hold each viewer's answer back by all of them. Strict priority, though, would let a
+/// steady stream of viewports hold a still viewer's refresh back for ever; here a refresh waits at most
+/// its slack, then two turns for itself and for each overdue job ahead of it, whatever the viewports.
 /// Writes never wait here: workers hand finished messages to the transport's thread-safe `send`.
 final class Workers: Sendable {
-    private struct Line {
-        var jobs: [any WorkerJob] = []
-        var head = 0
-
-        var count: Int { jobs.count - head }
-
-        mutating func pop() -> (any WorkerJob)? {
-            guard head < jobs.count else { return nil }
-            let job = jobs[head]
-            head += 1
-            // Compact once the consumed prefix dominates, keeping appends amortised O(1).
-            if head > 1024 && head * 2 > jobs.count {
-                jobs.removeFirst(head)
-                head = 0
-            }
-            return job
-        }
-    }
-
-    /// Which queue a job waits in; a thread takes the first job of the most urgent non-empty one.
+    /// Which line a job waits in; a thread takes the first job of the most urgent line that has any,
+    /// or every other time an overdue one.
     enum Priority: Int, Comparable, CaseIterable {
         /// A viewer waits for the answer: a viewport, an expansion, the connection opening.
         case request
@@ -47,20 +33,25 @@ final class Workers: Sendable {
         case refresh
 
         static func < (a: Priority, b: Priority) -> Bool { a.rawValue < b.rawValue }
+
+        /// How long a job waits behind more urgent lines before it is overdue. A viewer's request waits
+        /// for nothing; an ack's batch is paced anyway, so a few milliseconds behind viewports cost its
+        /// viewer little; a refresh comes at most every refresh interval (100 ms by default), and half
+        /// of one more is the most it waits for viewports before it gets every other turn.
+        var slack: Duration {
+            switch self {
+            case .request: .zero
+            case .flow: .milliseconds(10)
+            case .refresh: .milliseconds(50)
+            }
+        }
     }
 
     private struct Queue {
-        var lines = Priority.allCases.map { _ in Line() }
+        var lines = AgingLines<any WorkerJob, ContinuousClock.Instant>(slacks: Priority.allCases.map(\.slack))
         var stopping = false
 
-        var depth: Int { lines.reduce(0) { $0 + $1.count } }
-
-        mutating func pop() -> (any WorkerJob)? {
-            for index in lines.indices {
-                if let job = lines[index].pop() { return job }
-            }
-            return nil
-        }
+        var depth: Int { lines.count }
     }
 
     private let queue = Mutex(Queue())
@@ -103,11 +94,13 @@ final class Workers: Sendable {
     /// Jobs queued and not yet taken by a thread; any thread.
     var waiting: Int { queue.withLock { $0.depth } }
 
-    /// Queues a job behind those of its priority and ahead of every less urgent one; any thread.
-    func submit(_ job: any WorkerJob, priority: Priority) {
+    /// Queues a job behind those of its priority; it is overdue its priority's slack from `at`; any
+    /// thread.
+    /// - Parameter at: when it arrived (now, but for tests that order arrivals exactly).
+    func submit(_ job: any WorkerJob, priority: Priority, at: ContinuousClock.Instant = .now) {
         let depth = queue.withLock { q -> Int? in
             guard !q.stopping else { return nil }
-            q.lines[priority.rawValue].jobs.append(job)
+            q.lines.push(job, line: priority.rawValue, at: at)
             return q.depth
         }
         guard let depth else { return }
@@ -121,7 +114,7 @@ final class Workers: Sendable {
         let alreadyStopping = queue.withLock { q in
             defer {
                 q.stopping = true
-                q.lines = Priority.allCases.map { _ in Line() }
+                q.lines.removeAll()
             }
             return q.stopping
         }
@@ -144,7 +137,7 @@ final class Workers: Sendable {
                 _ = setpriority(which, 0, min(19, ownNiceness + (yields ? Self.yieldingNiceness : 0)))
             }
             let next = queue.withLock { q -> (any WorkerJob)?? in
-                if let job = q.pop() { return .some(job) }
+                if let job = q.lines.pop(at: .now) { return .some(job) }
                 return q.stopping ? .some(nil) : nil
             }
             switch next {

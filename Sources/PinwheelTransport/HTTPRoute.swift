@@ -10,18 +10,28 @@ public struct HTTPRequest: Sendable, Equatable {
     public var authorization: String?
     /// The peer's address, e.g. "127.0.0.1".
     public var peer: String = ""
+    /// The request's `Origin` header (a browser's page asking from script), nil when absent.
+    public var origin: String?
+    /// The request's `Host` header, nil when absent.
+    public var host: String?
     /// The body of a POST, PUT or PATCH, at most the server's `maxRequestBodyBytes`.
     public var body: [UInt8] = []
+    /// The request's `Idempotency-Key` header, nil when absent.
+    public var idempotencyKey: String?
+    /// When the server began to handle the request (its headers were read).
+    public var received: ContinuousClock.Instant = .now
 
     public init(
         method: String = "GET", path: String, query: String = "", authorization: String? = nil, peer: String = "",
-        body: [UInt8] = []
+        origin: String? = nil, host: String? = nil, body: [UInt8] = []
     ) {
         self.method = method
         self.path = path
         self.query = query
         self.authorization = authorization
         self.peer = peer
+        self.origin = origin
+        self.host = host
         self.body = body
     }
 }

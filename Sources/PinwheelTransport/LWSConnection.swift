@@ -38,6 +38,8 @@ final class LWSConnection {
     private(set) var pinged = false
     // Set by `schedulePing`: the next WRITEABLE sends a ping before anything else.
     private var pingDue = false
+    /// The server's frame budget and idle account (``FramePolicy``).
+    var frames = FrameBudget(atSweep: 0, wire: -1, countsMessages: true)
 
     /// Largest payload whose deflate output always fits lws's 1 KiB deflate tx buffer: incompressible
     /// text costs a stored-block header and the sync-flush marker on top, well under 64 bytes.
@@ -346,6 +348,23 @@ final class LWSConnection {
         let copied = Int(lws_hdr_copy(wsi, &buffer, Int32(buffer.count), token))
         guard copied >= 0 else { return nil }
         return String(decoding: buffer[0..<copied].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// A header lws has no token for, by its name in lower case with the colon (lws keeps such names
+    /// as they were sent, so the canonical capitalisation is asked too); nil when absent.
+    static func customHeader(_ wsi: OpaquePointer, _ name: String) -> String? {
+        let canonical = name.split(separator: "-").map { $0.prefix(1).uppercased() + $0.dropFirst() }
+            .joined(separator: "-")
+        for candidate in [name, canonical] {
+            let length = Int(lws_hdr_custom_length(wsi, candidate, Int32(candidate.utf8.count)))
+            guard length >= 0 else { continue }
+            var buffer = [CChar](repeating: 0, count: length + 1)
+            let copied = Int(
+                lws_hdr_custom_copy(wsi, &buffer, Int32(buffer.count), candidate, Int32(candidate.utf8.count)))
+            guard copied >= 0 else { return nil }
+            return String(decoding: buffer[0..<copied].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        }
+        return nil
     }
 
     /// The id stored in a wsi's opaque user data by `attach`, nil when none. Lws service thread only.

@@ -230,11 +230,6 @@ final class Outboxes: Sendable {
         state.withLock { $0.queues[id]?.bytes }
     }
 
-    /// Ids that are registered right now. Any thread.
-    func registeredIDs() -> [ConnectionID] {
-        state.withLock { Array($0.queues.keys) }
-    }
-
     /// Payload bytes queued over all connections, and how many were closed for hitting the cap. Any thread.
     func totals() -> (queuedBytes: Int, overCapacityCloses: Int) {
         state.withLock { ($0.totalBytes, $0.overCapacityCloses) }

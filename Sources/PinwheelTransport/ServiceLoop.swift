@@ -173,9 +173,6 @@ final class ServiceLoop: Sendable {
         }
     }
 
-    /// True once the service thread has destroyed the context and ended. Any thread.
-    var hasExited: Bool { exited.load(ordering: .sequentiallyConsistent) }
-
     // Starts the prepare watcher on our libev loop (none for poll). `start`, before the service
     // thread runs.
     private func installBeforePolling(_ body: @escaping () -> Void) {

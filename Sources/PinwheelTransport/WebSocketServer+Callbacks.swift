@@ -37,9 +37,11 @@ extension WebSocketServer {
         case LWS_CALLBACK_RECEIVE:
             guard let connection = connection(of: wsi) else { return -1 }
             connection.heard(atSweep: keepalive?.count ?? 0)
+            connection.frames.chunkArrived(bytes: length)
             return connection.receive(
                 wsi, chunk: UnsafeRawBufferPointer(start: input, count: length), counters: counters
             ) { message, _ in
+                connection.frames.messageArrived(atSweep: policing.count)
                 delegate?.webSocketServer(self, didReceive: message, from: connection.id)
             }
         case LWS_CALLBACK_RECEIVE_PONG:
@@ -67,6 +69,8 @@ extension WebSocketServer {
             // Lws tells every protocol of the vhost; the main one drains, once per wake.
             guard isMainProtocol(wsi) else { return 0 }
             drainInbox()
+            tickAdmission()
+            sweepFramePolicy()
             if keepalive?.isDue(at: .now) == true { sweepKeepalive() }
             if !httpBodies.isEmpty { sweepHTTPBodies(at: .now) }
             loop.breakIfExiting(mayExit(connectionsLeft: connections.count))
@@ -100,24 +104,7 @@ extension WebSocketServer {
         }
         let origin = LWSConnection.header(wsi, WSI_TOKEN_ORIGIN) ?? (Self.hasEmptyOrigin(wsi) ? "" : nil)
         let host = LWSConnection.header(wsi, WSI_TOKEN_HOST)
-        let reason: String?
-        switch configuration.allowedOrigins {
-        case .checkedBy(let check):
-            reason = check(origin, host)
-        case _ where origin == nil:
-            reason = nil
-        case _ where origin == "":
-            reason = "an empty Origin header names no origin"
-        case .any:
-            reason = nil
-        case .allowList(let origins):
-            let listed = origins.contains { $0.caseInsensitiveCompare(origin!) == .orderedSame }
-            reason = listed ? nil : "origin \(origin!) is not allowed"
-        case .sameOrigin:
-            let scheme = configuration.tls == nil ? "http" : "https"
-            let own = host.map { "\(scheme)://\($0)".caseInsensitiveCompare(origin!) == .orderedSame } ?? false
-            reason = own ? nil : "origin \(origin!) is not this server's own"
-        }
+        let reason = configuration.allowedOrigins.refusal(origin: origin, host: host, secure: configuration.tls != nil)
         return reason.map { HTTPResponse(status: 403, text: $0 + "\n") }
     }
 
@@ -152,6 +139,7 @@ extension WebSocketServer {
             maxMessageBytes: configuration.otherSubprotocols[subprotocol] ?? configuration.maxMessageBytes,
             closeGrace: configuration.closeTimeout)
         connections[id]?.heard(atSweep: keepalive?.count ?? 0)
+        if let connection = connections[id] { openFrameBudget(connection, wsi, subprotocol: subprotocol) }
         let offer = LWSConnection.header(wsi, WSI_TOKEN_EXTENSIONS)
         let compresses = configuration.permessageDeflate && LWSConnection.deflateIsActive(wsi)
         connections[id]?.compresses = compresses

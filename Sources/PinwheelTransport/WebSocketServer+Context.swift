@@ -17,6 +17,17 @@ extension WebSocketServerConfiguration {
         guard maxQueuedBytesPerConnection > 0 else {
             throw fail("maxQueuedBytesPerConnection", maxQueuedBytesPerConnection)
         }
+        if let maxConnections, maxConnections < 1 { throw fail("maxConnections", maxConnections) }
+        if let framePolicy {
+            guard framePolicy.framesPerSecond > 0 else {
+                throw fail("framePolicy.framesPerSecond", framePolicy.framesPerSecond)
+            }
+            guard framePolicy.seconds > 0 else { throw fail("framePolicy.seconds", framePolicy.seconds) }
+            if let idle = framePolicy.idleTimeout, idle <= .zero { throw fail("framePolicy.idleTimeout", idle) }
+            if let stall = framePolicy.stallTimeout, stall < .seconds(1) {
+                throw fail("framePolicy.stallTimeout", stall)
+            }
+        }
         guard txPacketSize > 0 else { throw fail("txPacketSize", txPacketSize) }
         guard writesPerWritable > 0 else { throw fail("writesPerWritable", writesPerWritable) }
         if let keepalive {
@@ -97,7 +108,7 @@ extension WebSocketServer {
         }
         contextInfo.user = Unmanaged.passUnretained(self).toOpaque()
         contextInfo.foreign_loops = try loop.prepareForeignLoops()
-        shim_lws_set_log_level(configuration.lwsLogLevels)
+        LWSLog.install(levels: configuration.lwsLogLevels)
         guard let context = lws_create_context(&contextInfo) else {
             throw TransportError.lwsCallFailed(
                 function: "lws_create_context", detail: "event loop \(configuration.eventLoop.rawValue)")

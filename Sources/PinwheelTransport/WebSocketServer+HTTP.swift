@@ -53,8 +53,17 @@ func serverHTTPCallback(
         return server.finishHTTPBody(wsi)
     case LWS_CALLBACK_HTTP_WRITEABLE:
         return server.writeHTTPBody(wsi)
+    case LWS_CALLBACK_ADD_HEADERS:
+        // Lws is about to send a static file's headers.
+        return server.addCrossOriginHeaders(wsi, input?.assumingMemoryBound(to: lws_process_html_args.self))
     case LWS_CALLBACK_CLOSED_HTTP:
         server.forgetHTTP(wsi)
+        return lws_callback_http_dummy(wsi, reason, user, input, length)
+    case LWS_CALLBACK_FILTER_NETWORK_CONNECTION:
+        // lws passes the accepted socket in `input`.
+        return server.filterNewConnection(fd: Int32(truncatingIfNeeded: Int(bitPattern: input)))
+    case LWS_CALLBACK_WSI_CREATE, LWS_CALLBACK_WSI_DESTROY:
+        server.countConnection(created: reason == LWS_CALLBACK_WSI_CREATE)
         return lws_callback_http_dummy(wsi, reason, user, input, length)
     default:
         return lws_callback_http_dummy(wsi, reason, user, input, length)
@@ -78,10 +87,12 @@ extension WebSocketServer {
         }
         var peer = [CChar](repeating: 0, count: 64)
         _ = lws_get_peer_simple(wsi, &peer, peer.count)
-        let request = HTTPRequest(
+        var request = HTTPRequest(
             method: method, path: path, query: LWSConnection.header(wsi, WSI_TOKEN_HTTP_URI_ARGS) ?? "",
             authorization: LWSConnection.header(wsi, WSI_TOKEN_HTTP_AUTHORIZATION),
-            peer: String(decoding: peer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+            peer: String(decoding: peer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self),
+            origin: LWSConnection.header(wsi, WSI_TOKEN_ORIGIN), host: LWSConnection.header(wsi, WSI_TOKEN_HOST))
+        request.idempotencyKey = LWSConnection.customHeader(wsi, "idempotency-key:")
         guard ["POST", "PUT", "PATCH"].contains(method) else { return dispatch(wsi, request) }
         // Bodies are read as sent: lws 4.1 decodes neither chunked transfer nor compressed content.
         if let coding = LWSConnection.header(wsi, WSI_TOKEN_HTTP_CONTENT_ENCODING),

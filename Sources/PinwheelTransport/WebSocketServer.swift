@@ -44,6 +44,10 @@ public final class WebSocketServer: WebSocketEndpoint, @unchecked Sendable {
     var nextHTTPSweep = ContinuousClock.now
     var lastHTTPRequest: UInt64 = 0
     var routes: [String: HTTPHandler]
+    /// The connection cap and the count it is checked against (set by `start`).
+    var admission = ConnectionAdmission(cap: Int.max)
+    /// The clock of the frame budget and idle timeout sweeps.
+    var policing = PolicingClock()
     var storage: CStorage?
 
     private enum Lifecycle {
@@ -69,6 +73,8 @@ public final class WebSocketServer: WebSocketEndpoint, @unchecked Sendable {
             try configuration.validate()
             self.delegate = delegate
             keepalive = configuration.keepalive.map { KeepaliveSweep($0) }
+            admission = ConnectionAdmission(cap: configuration.maxConnections ?? DescriptorBudget.current().connections)
+            AcceptFailures.rearm()
             let (context, port, listening): (OpaquePointer, Int, String)
             do {
                 (context, port, listening) = try makeContext()

@@ -25,6 +25,11 @@ public struct WebSocketServerConfiguration: Sendable {
     public var maxMessageBytes: Int = 64 * 1024
     /// Largest outbound queue per connection, in bytes; a send past it closes the connection with 1008.
     public var maxQueuedBytesPerConnection: Int = 4 * 1024 * 1024
+    /// Most connections, WebSocket and HTTP together, held at once; past it a new connection is closed
+    /// at once (after a best-effort 503). nil: the descriptor limit less a reserve (``DescriptorBudget``).
+    public var maxConnections: Int? = nil
+    /// The frame budget (pings included) and the idle timeout; nil: neither.
+    public var framePolicy: FramePolicy? = FramePolicy()
     /// Pings idle connections and hangs up on silent ones; nil disables both.
     public var keepalive: Keepalive? = Keepalive()
     /// Serve https/wss with these PEM files; nil serves plain http/ws.
@@ -68,11 +73,16 @@ public struct StaticMount: Sendable, Equatable {
     public var directory: String
     /// File served for a request naming the directory itself.
     public var defaultFile: String
+    /// Whether pages of other origins may read the files (ES modules imported across origins need
+    /// it): a request whose `Origin` the server's ``OriginPolicy`` allows gets
+    /// `Access-Control-Allow-Origin` naming it, and every answer says `Vary: Origin`.
+    public var crossOrigin: Bool
 
-    public init(urlPath: String, directory: String, defaultFile: String = "index.html") {
+    public init(urlPath: String, directory: String, defaultFile: String = "index.html", crossOrigin: Bool = false) {
         self.urlPath = urlPath
         self.directory = directory
         self.defaultFile = defaultFile
+        self.crossOrigin = crossOrigin
     }
 }
 

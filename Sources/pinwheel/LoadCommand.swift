@@ -110,6 +110,12 @@ struct LoadCommand: ParsableCommand {
     @Option(help: "Lines per ingest request.")
     var ingestBatch = 500
 
+    @Option(
+        help:
+            "Still viewers beside the touring clients, with --ingest-rate: each sets one view near a city (alternately zoom 12 and zoom 5) and never moves; the report gives the staleness of every change in their views and their longest wait for an update."
+    )
+    var still = 0
+
     func run() throws {
         if let partOptions, let partFile {
             try LoadProcesses.runPart(options: LoadProcesses.readPartOptions(partOptions), writingTo: partFile)
@@ -118,6 +124,7 @@ struct LoadCommand: ParsableCommand {
         var options = LoadOptions(url: url)
         options.ingestRate = ingestRate
         options.ingestBatch = ingestBatch
+        options.still = still
         if let ingestTokenFile {
             options.ingestToken = try String(contentsOfFile: ingestTokenFile, encoding: .utf8)
                 .trimmingCharacters(in: .whitespacesAndNewlines)

@@ -52,6 +52,12 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "More sessions than this are closed with 1013.")
     var maxSessions = 10_000
 
+    @Option(
+        help: ArgumentHelp(
+            "Close a session that sends no message for this many seconds with 1000 (pings do not count); 0 never does.",
+            valueName: "seconds"))
+    var idleTimeout = 600
+
     @Option(help: "Viewports served per second per client (latest wins).")
     var viewportHz = 10.0
 
@@ -110,6 +116,12 @@ struct ServeCommand: ParsableCommand {
 
     @Option(help: "Changes per second each producer may send; beyond it requests get 429.")
     var ingestRate: Double = 100_000
+
+    @Option(
+        help: ArgumentHelp(
+            "Seconds a change request may take from its arrival to being sent to the log; later (or after this process was stopped while holding it) it is dropped with 503, never applied. Keep producers' timeouts longer.",
+            valueName: "seconds"))
+    var ingestDeadline: Double = 10
 
     @Option(help: "Largest POST /v1/changes body in bytes; larger ones get 413.")
     var maxIngestBytes = 16 * 1024 * 1024
@@ -175,6 +187,9 @@ struct ServeCommand: ParsableCommand {
         if bots < 0 || bots >= maxSessions {
             throw ValidationError("--bots must be 0 up to --max-sessions - 1 (\(maxSessions - 1)), got \(bots)")
         }
+        if idleTimeout < 0 {
+            throw ValidationError("--idle-timeout must be 0 (never) or more seconds, got \(idleTimeout)")
+        }
         if !(viewportHz > 0 && viewportHz.isFinite) { throw ValidationError("--viewport-hz must be positive") }
         if !["fail", "skip"].contains(onBadRow) {
             throw ValidationError("--on-bad-row must be fail or skip, got \(onBadRow)")
@@ -216,6 +231,9 @@ struct ServeCommand: ParsableCommand {
             }
         }
         if !(ingestRate > 0 && ingestRate.isFinite) { throw ValidationError("--ingest-rate must be positive") }
+        if !(ingestDeadline > 0 && ingestDeadline.isFinite) {
+            throw ValidationError("--ingest-deadline must be a positive number of seconds, got \(ingestDeadline)")
+        }
         if maxIngestBytes < 1024 { throw ValidationError("--max-ingest-bytes must be at least 1024") }
         if snapshotEvery < 1 { throw ValidationError("--snapshot-every must be at least 1") }
         if !(2...3600).contains(httpDeadline) {
@@ -256,6 +274,8 @@ struct ServeCommand: ParsableCommand {
         configuration.port = port
         configuration.allowedOrigins = allowedOrigins
         configuration.maxSessions = maxSessions
+        budgetDescriptors(&configuration, logger: logger)
+        configuration.idleTimeout = idleTimeout > 0 ? .seconds(idleTimeout) : nil
         configuration.viewportHz = viewportHz
         configuration.maxFeatures = maxFeatures
         configuration.pace = pace
@@ -285,6 +305,7 @@ struct ServeCommand: ParsableCommand {
         let live = try liveData(logger: logger)
         configuration.ingestToken = live?.token
         configuration.ingestRate = ingestRate
+        configuration.ingestDeadline = .milliseconds(Int64(ingestDeadline * 1000))
         configuration.maxIngestBodyBytes = maxIngestBytes
         configuration.httpDeadline = .seconds(httpDeadline)
         configuration.httpMinimumBodyRate = httpMinBodyRate
@@ -295,7 +316,7 @@ struct ServeCommand: ParsableCommand {
         if let live {
             let changeLog: any ChangeLog
             if log == "file" {
-                changeLog = try FileChangeLog(directory: live.directory)
+                changeLog = try FileChangeLog(directory: live.directory) { logger.warning("change log: \($0)") }
             } else {
                 var options = JetStreamChangeLog.Options(servers: natsServers, directory: live.directory)
                 options.name = "pinwheel \(urlHost(host)):\(port)"

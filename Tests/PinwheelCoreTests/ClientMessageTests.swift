@@ -57,9 +57,18 @@ struct ClientMessageTests {
                         ms: Double.random(in: 0...1000, using: &rng))),
                 .expand(id: rng.next() >> 11),
                 .settings(SettingsMessage(algorithm: rng.next() % 2 == 0 ? .hierarchical : .pcaTree)),
+                .ping(id: rng.next() >> 11),
             ]
             for m in messages { #expect(try ClientMessage.decode(m.json) == m, "\(m.json)") }
         }
+    }
+
+    @Test("a ping names its id, a whole number")
+    func ping() throws {
+        #expect(try ClientMessage.decode(#"{"type":"ping","id":12}"#) == .ping(id: 12))
+        #expect(failure(#"{"type":"ping"}"#)?.field == "id")
+        #expect(failure(#"{"type":"ping","id":-1}"#)?.field == "id")
+        #expect(failure(#"{"type":"ping","id":"x"}"#)?.field == "id")
     }
 
     @Test("a valid ack is told apart from every other message without waking a worker")
@@ -169,7 +178,7 @@ struct ClientMessageTests {
             failure(#"{"type":"hover"}"#)
                 == WireError(
                     .unknownType, field: "type",
-                    message: "unknown message type \"hover\"; expected viewport, ack, expand, settings or held"))
+                    message: "unknown message type \"hover\"; expected viewport, ack, expand, settings, held or ping"))
     }
 
     @Test("each missing viewport field is named")

@@ -73,6 +73,14 @@ struct MessageEncoderTests {
         #expect(encoder.text.contains(#""count":4,"aggregates":{"mean":2.5,"low":null}}"#))
     }
 
+    @Test("a pong encodes as the protocol's example and decodes back to its id")
+    func pong() throws {
+        var encoder = MessageEncoder()
+        encoder.pong(id: 9_007_199_254_740_991)
+        #expect(encoder.text == #"{"type":"pong","id":9007199254740991}"#)
+        #expect(try ServerMessage.decode(Array(encoder.message)) == .pong(id: 9_007_199_254_740_991))
+    }
+
     @Test("headroom bytes precede the message and are left alone")
     func headroom() {
         var encoder = MessageEncoder(headroom: 16)
@@ -141,7 +149,7 @@ struct MessageEncoderTests {
         #expect(
             throws: WireError(
                 .unknownType, field: "type",
-                message: "unknown message type \"viewport\"; expected hello, batch, expansion, error or presence")
+                message: "unknown message type \"viewport\"; expected hello, batch, expansion, error, presence or pong")
         ) {
             try ServerMessage.decode(#"{"type":"viewport"}"#)
         }

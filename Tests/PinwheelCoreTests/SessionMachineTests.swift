@@ -257,6 +257,26 @@ struct SessionMachineTests {
         #expect(Set(h.page.keys) == h.expected(Self.europe, zoom: 6))
     }
 
+    @Test("a ping is answered at once by a pong with its id, as text in both encodings")
+    func pingIsAnsweredByPong() throws {
+        for encoding in [WireEncoding.json, .binary] {
+            var h = Harness(options: SessionOptions(encoding: encoding))
+            _ = try h.opened()
+            var actions = SessionActions<ManualClock>()
+            let type = h.machine.received(Array(#"{"type":"ping","id":41}"#.utf8), at: h.clock.now, actions: &actions)
+            #expect(type == "ping")
+            #expect(actions.messages.count == 1)
+            #expect(actions.messages.first?.binary == false)
+            #expect(try ServerMessage.decode(Array(try #require(actions.messages.first).payload)) == .pong(id: 41))
+        }
+        // Streaming goes on around it.
+        var h = Harness()
+        try h.turn([h.viewport(Self.europe, zoom: 6), .ping(id: 42)])
+        #expect(h.last.contains(.pong(id: 42)))
+        try h.settle()
+        #expect(Set(h.page.keys) == h.expected(Self.europe, zoom: 6))
+    }
+
     @Test("an ack may wait for the next turn only once nothing waits on it")
     func acknowledgementsThatCanWait() throws {
         var h = Harness(options: SessionOptions(window: 1))

@@ -218,4 +218,255 @@ struct FileChangeLogTests {
         #expect(fromFour.changes == (4..<8).map(Self.change))
         fallback.close()
     }
+
+    // MARK: Snapshots racing appends
+
+    /// The changes in version order as the log applied them: what a snapshot is taken from.
+    final class Applied: @unchecked Sendable {
+        let changes = Mutex<[Change]>([])
+        func add(_ r: LoggedChanges) {
+            changes.withLock {
+                precondition(UInt64($0.count) + 1 == r.first, "applied out of order")
+                $0 += r.changes
+            }
+        }
+    }
+
+    @Test("snapshots racing appends never leave a folder that loses an acknowledged version (30 rounds)")
+    func snapshotsRacingAppends() throws {
+        let dir = Directory()
+        var acknowledged: [UInt64: [Change]] = [:]
+        for round in 0..<30 {
+            let log = try FileChangeLog(directory: dir.path)
+            let applied = Applied()
+            let snapshot = try log.latestSnapshot()
+            let start = try snapshot.map { s in Array(try ChangeCodec.decode(s.bytes[...])) } ?? []
+            applied.changes.withLock { $0 = start }
+            _ = try log.open(after: snapshot?.version ?? 0) { applied.add($0) }
+            // What the reopened folder holds must be every acknowledged change, in version order.
+            let all = applied.changes.withLock { $0 }
+            for (last, changes) in acknowledged {
+                let first = Int(last) - changes.count
+                #expect(first >= 0 && Int(last) <= all.count, "round \(round): version \(last) lost")
+                if first >= 0 && Int(last) <= all.count { #expect(Array(all[first..<Int(last)]) == changes) }
+            }
+            let answers = Mutex<[UInt64: [Change]]>([:])
+            let writers = DispatchGroup()
+            for t in 0..<3 {
+                writers.enter()
+                Thread {
+                    for k in 0..<40 {
+                        let changes = (0..<((t + k) % 3 + 1)).map { Self.change(round * 1000 + t * 100 + k * 3 + $0) }
+                        if let version = try? Self.appendAndWait(log, changes) {
+                            answers.withLock { $0[version] = changes }
+                        }
+                    }
+                    writers.leave()
+                }.start()
+            }
+            // Snapshots as fast as they can go, each of the changes applied so far.
+            let snapshotter = Thread {
+                while writers.wait(timeout: .now()) == .timedOut {
+                    let changes = applied.changes.withLock { $0 }
+                    try? log.saveSnapshot(
+                        LogSnapshot(version: UInt64(changes.count), bytes: ChangeCodec.encode(changes)))
+                }
+            }
+            snapshotter.start()
+            writers.wait()
+            log.close()
+            acknowledged.merge(answers.withLock { $0 }) { a, _ in a }
+        }
+        #expect(acknowledged.count == 30 * 3 * 40)
+    }
+
+    // MARK: Recovery that never guesses
+
+    /// Writes records of 3 changes each (`count` of them) into a fresh log in `dir`, closes it.
+    static func fill(_ dir: Directory, records count: Int, from k: Int = 0) throws -> [Change] {
+        let (log, _, _) = try Self.reopen(dir)
+        var all: [Change] = []
+        for r in 0..<count {
+            let changes = (0..<3).map { Self.change(k + r * 3 + $0) }
+            _ = try Self.appendAndWait(log, changes)
+            all += changes
+        }
+        log.close()
+        return all
+    }
+
+    /// Where each record `fill` writes starts in its segment, and the segment's size.
+    static func recordOffsets(records count: Int, from k: Int = 0) -> (starts: [Int], size: Int) {
+        var starts: [Int] = []
+        var offset = 0
+        for r in 0..<count {
+            starts.append(offset)
+            offset += 16 + ChangeCodec.encode((0..<3).map { Self.change(k + r * 3 + $0) }).count
+        }
+        return (starts, offset)
+    }
+
+    static func segments(_ dir: Directory) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasPrefix("changes-") }.sorted()
+            .filter { (try? Data(contentsOf: URL(fileURLWithPath: "\(dir.path)/\($0)")).count) ?? 0 > 0 }
+    }
+
+    static func flip(_ path: String, at offset: Int) throws {
+        let url = URL(fileURLWithPath: path)
+        var bytes = try Data(contentsOf: url)
+        bytes[offset] ^= 0x10
+        try bytes.write(to: url)
+    }
+
+    /// The error opening `dir` after `version` throws, nil when it opens.
+    static func refusal(_ dir: Directory, after version: UInt64 = 0) -> ChangeLogError? {
+        do throws(ChangeLogError) {
+            let log = try FileChangeLog(directory: dir.path)
+            _ = try log.open(after: version) { _ in }
+            log.close()
+            return nil
+        } catch { return error }
+    }
+
+    @Test("a flipped bit in any record but the torn tail refuses to start, naming the file, offset and versions")
+    func flippedRecordRefuses() throws {
+        let dir = Directory()
+        _ = try Self.fill(dir, records: 30)
+        let segment = try #require(try Self.segments(dir).last)
+        let (starts, size) = Self.recordOffsets(records: 30)
+        // Record 5 of 30, then the last record's payload, then its length field: none is a torn write.
+        for (record, offset) in [(4, starts[4] + 20), (29, size - 3), (29, starts[29] + 1)] {
+            let copy = Directory()
+            try FileManager.default.copyItem(atPath: dir.path, toPath: copy.path)
+            try Self.flip("\(copy.path)/\(segment)", at: offset)
+            let error = try #require(Self.refusal(copy), "flip at \(offset) was not refused")
+            guard case .corrupt(let file, let at, let reason) = error else {
+                Issue.record("flip at \(offset): \(error)")
+                continue
+            }
+            #expect(file == "\(copy.path)/\(segment)")
+            #expect(at == starts[record])
+            #expect(reason.contains("the last intact change before them is version \(record * 3)"), "\(reason)")
+            if record < 29 { #expect(reason.contains("starts at version \(record * 3 + 4)"), "\(reason)") }
+            // Unchanged: a refusal cuts nothing.
+            #expect(try Data(contentsOf: URL(fileURLWithPath: "\(copy.path)/\(segment)")).count == size)
+        }
+    }
+
+    @Test("bytes cut off the last record are a torn write: cut, and reported with the last version kept")
+    func tornTailIsReported() throws {
+        let dir = Directory()
+        _ = try Self.fill(dir, records: 10)
+        let segment = try #require(try Self.segments(dir).last)
+        let path = "\(dir.path)/\(segment)"
+        let (starts, size) = Self.recordOffsets(records: 10)
+        try Data(contentsOf: URL(fileURLWithPath: path)).prefix(size - 7).write(to: URL(fileURLWithPath: path))
+        let warnings = Mutex<[String]>([])
+        let log = try FileChangeLog(directory: dir.path) { note in warnings.withLock { $0.append(note) } }
+        let last = try log.open(after: 0) { _ in }
+        log.close()
+        #expect(last == 27)
+        let cut = try #require(log.recovery.cut)
+        #expect(
+            cut
+                == FileChangeLog.TornTail(
+                    path: path, offset: starts[9], bytes: size - 7 - starts[9], lastVersionKept: 27))
+        #expect(warnings.withLock { $0 } == [cut.description])
+    }
+
+    @Test("a gap between segments refuses to start, naming the missing versions")
+    func missingSegmentRefuses() throws {
+        let dir = Directory()
+        _ = try Self.fill(dir, records: 2)
+        _ = try Self.fill(dir, records: 2, from: 100)
+        _ = try Self.fill(dir, records: 2, from: 200)
+        let names = try Self.segments(dir)
+        #expect(names.count == 3)
+        try FileManager.default.removeItem(atPath: "\(dir.path)/\(names[1])")
+        let error = try #require(Self.refusal(dir))
+        #expect(
+            error
+                == .corrupt(
+                    path: "\(dir.path)/\(names[2])", offset: 0,
+                    reason:
+                        "version 13, expected 7: versions 7...12 are missing (the last intact change before is version 6)"
+                ))
+    }
+
+    @Test("damage in records the snapshot holds is reported and passed over; the start loses nothing")
+    func damageUnderTheSnapshot() throws {
+        let dir = Directory()
+        let first = try Self.fill(dir, records: 4)
+        let (log, _, _) = try Self.reopen(dir)
+        try log.saveSnapshot(LogSnapshot(version: 12, bytes: [1]))
+        _ = try Self.appendAndWait(log, [Self.change(500)])
+        log.close()
+        #expect(first.count == 12)
+        let oldest = try #require(try Self.segments(dir).first)
+        try Self.flip("\(dir.path)/\(oldest)", at: 20)
+        let (again, replayed, last) = try Self.reopen(dir, after: 12)
+        again.close()
+        #expect(last == 13 && replayed.changes == [Self.change(500)])
+        #expect(again.recovery.harmless.map(\.segment) == [oldest])
+        // Without the snapshot, the same damage refuses.
+        let copy = Directory()
+        try FileManager.default.copyItem(atPath: dir.path, toPath: copy.path)
+        #expect(Self.refusal(copy, after: 0) != nil)
+    }
+
+    @Test("a damaged newest snapshot is reported with its reason; every snapshot damaged refuses")
+    func snapshotFallbackIsReported() throws {
+        let dir = Directory()
+        let (log, _, _) = try Self.reopen(dir)
+        try log.saveSnapshot(LogSnapshot(version: 0, bytes: [1, 2, 3]))
+        _ = try Self.appendAndWait(log, [Self.change(1)])
+        try log.saveSnapshot(LogSnapshot(version: 1, bytes: [4]))
+        log.close()
+        let newest = "\(dir.path)/snapshot-\(String(repeating: "0", count: 19))1.bin"
+        try Self.flip(newest, at: 24)
+        let warnings = Mutex<[String]>([])
+        let reopened = try FileChangeLog(directory: dir.path) { note in warnings.withLock { $0.append(note) } }
+        #expect(try reopened.latestSnapshot() == LogSnapshot(version: 0, bytes: [1, 2, 3]))
+        #expect(
+            warnings.withLock { $0 } == [
+                "snapshot \(newest) is damaged (its checksum does not match its bytes); starting from the snapshot at version 0 instead"
+            ])
+        try Self.flip("\(dir.path)/snapshot-\(String(repeating: "0", count: 20)).bin", at: 0)
+        #expect(throws: ChangeLogError.self) { _ = try FileChangeLog(directory: dir.path).latestSnapshot() }
+    }
+
+    // MARK: check and repair
+
+    @Test("check tells intact, recoverable and refused folders apart; repair keeps the intact part and the log opens")
+    func checkAndRepair() throws {
+        let dir = Directory()
+        _ = try Self.fill(dir, records: 10)
+        #expect(try LogFolderCheck(directory: dir.path).verdict == .intact)
+        let segment = try #require(try Self.segments(dir).last)
+        let path = "\(dir.path)/\(segment)"
+        let (starts, size) = Self.recordOffsets(records: 10)
+        let whole = try Data(contentsOf: URL(fileURLWithPath: path))
+        try whole.prefix(size - 5).write(to: URL(fileURLWithPath: path))
+        #expect(try LogFolderCheck(directory: dir.path).verdict == .recoverable)
+        try whole.write(to: URL(fileURLWithPath: path))
+        try Self.flip(path, at: starts[6] + 18)
+        let check = try LogFolderCheck(directory: dir.path)
+        #expect(check.verdict == .refused)
+        #expect(check.report.contains("DAMAGED at byte \(starts[6])"), "\(check.report)")
+        #expect(
+            check.removals == [
+                LogFolderCheck.Removal(
+                    name: segment, offset: starts[6], bytes: size - starts[6], versions: 22...30, changes: 9)
+            ])
+        #expect(check.keptLast == 18)
+        // Showing changes nothing; repairing moves the cut bytes aside, and the folder opens.
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)).count == size)
+        let aside = try check.repair()
+        let movedAside = try Data(contentsOf: URL(fileURLWithPath: "\(aside)/\(segment).from-byte-\(starts[6])"))
+        #expect(movedAside.count == size - starts[6])
+        let (log, replayed, last) = try Self.reopen(dir)
+        log.close()
+        #expect(last == 18 && replayed.changes.count == 18)
+        #expect(try LogFolderCheck(directory: dir.path).verdict == .intact)
+    }
 }

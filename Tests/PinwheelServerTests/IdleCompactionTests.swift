@@ -12,14 +12,15 @@ struct IdleCompactionTests {
         var state = try #require(spinning.idle)
         #expect(state.thread != nil)
         let first = state.spent
-        Thread.sleep(forTimeInterval: 0.1)
+        try spinning.waitForCPU(.milliseconds(10))
         let running = state.spent
         #expect(running - first >= .milliseconds(10))
         state.end()
         #expect(state.thread == nil)
         let ended = state.spent
         #expect(ended >= running)
-        Thread.sleep(forTimeInterval: 0.05)
+        // The thread goes on computing: once its own clock shows it, the state must not have counted it.
+        try spinning.waitForCPU(.milliseconds(10))
         #expect(state.spent == ended)
     }
 

@@ -268,4 +268,96 @@ struct JetStreamChangeLogTests {
         // Released by the client's last callbacks (on-complete, closed), on its own threads.
         #expect(Self.eventually { subscriptionToken == nil && eventToken == nil })
     }
+
+    /// A keyed append, waited for.
+    static func appendKeyed(_ log: JetStreamChangeLog, _ changes: [Change], _ request: AppendRequest) throws
+        -> AppendOutcome
+    {
+        let result = Mutex<Result<AppendOutcome, ChangeLogError>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        log.append(changes, request: request) { r in
+            result.withLock { $0 = r }
+            done.signal()
+        }
+        done.wait()
+        return try result.withLock { $0! }.get()
+    }
+
+    @Test("a retry with the same key, on another node, is not applied again and answers the first version")
+    func keyedRetryAppliedOnce() throws {
+        let server = try NATSServerProcess()
+        let (dirA, dirB) = (Directory(), Directory())
+        let a = try JetStreamChangeLog(options: Self.options(server, dirA))
+        let b = try JetStreamChangeLog(options: Self.options(server, dirB))
+        let (seenA, seenB) = (Replayed(), Replayed())
+        _ = try a.open(after: 0) { seenA.add($0) }
+        _ = try b.open(after: 0) { seenB.add($0) }
+        let first = try Self.appendKeyed(a, [FileChangeLogTests.change(1)], AppendRequest(key: "producer-7"))
+        _ = try Self.appendAndWait(b, [FileChangeLogTests.change(2), FileChangeLogTests.change(3)])
+        let retry = try Self.appendKeyed(b, [FileChangeLogTests.change(1)], AppendRequest(key: "producer-7"))
+        let again = try Self.appendKeyed(a, [FileChangeLogTests.change(1)], AppendRequest(key: "producer-7"))
+        #expect(first == .appended(1))
+        #expect(retry == .duplicate(1))
+        #expect(again == .duplicate(1))
+        #expect(Self.eventually { seenA.changes.count == 3 && seenB.changes.count == 3 })
+        a.close()
+        b.close()
+    }
+
+    @Test("the stream remembers message ids for the log's duplicate window, also one made before with another")
+    func duplicateWindowSet() throws {
+        let server = try NATSServerProcess()
+        var options = Self.options(server, Directory())
+        options.duplicateWindow = .seconds(30)
+        let made = try JetStreamChangeLog(options: options)
+        let admin = try NATSConnection(servers: [server.url], name: "test")
+        #expect(try admin.duplicateWindow(options.stream) == .seconds(30))
+        made.close()
+        options.duplicateWindow = .seconds(120)
+        let later = try JetStreamChangeLog(options: options)
+        #expect(try admin.duplicateWindow(options.stream) == .seconds(120))
+        later.close()
+        admin.close()
+    }
+
+    @Test("an append whose request expired before it left is dropped, and nothing reaches the stream")
+    func expiredDropped() throws {
+        let server = try NATSServerProcess()
+        let dir = Directory()
+        let log = try JetStreamChangeLog(options: Self.options(server, dir))
+        let seen = Replayed()
+        _ = try log.open(after: 0) { seen.add($0) }
+        let outcome = try Self.appendKeyed(
+            log, [FileChangeLogTests.change(1)], AppendRequest(key: "late") { "its deadline passed" })
+        #expect(outcome == .dropped("its deadline passed"))
+        #expect(try Self.appendAndWait(log, [FileChangeLogTests.change(2)]) == 1)
+        #expect(seen.changes.count == 1)
+        log.close()
+    }
+
+    @Test("a NATS server that stops answering is noticed within seconds, reported, and forgotten once it answers")
+    func hungServerNoticed() throws {
+        let server = try NATSServerProcess()
+        let events = Mutex<[String]>([])
+        var options = Self.options(server, Directory())
+        options.connectionEvents = { event in events.withLock { $0.append(event) } }
+        let log = try JetStreamChangeLog(options: options)
+        _ = try log.open(after: 0) { _ in }
+        #expect(log.problem == nil)
+        server.send(SIGSTOP)
+        let stopped = ContinuousClock.now
+        let noticed = Self.eventually { log.problem != nil }
+        let after = ContinuousClock.now - stopped
+        server.send(SIGCONT)
+        #expect(noticed)
+        #expect(after < .seconds(6))
+        #expect(log.problem.map { $0.contains("not answering") } == true)
+        #expect(events.withLock { $0.contains { $0.contains("not answering") } })
+        #expect(log.metricsText.contains("pinwheel_nats_unanswered_total 1"))
+        // Appends made while it is gone fail at once rather than wait in the client's buffer.
+        #expect(Self.eventually { log.problem == nil })
+        #expect(log.metricsText.contains("pinwheel_nats_connected 1"))
+        #expect(try Self.appendAndWait(log, [FileChangeLogTests.change(1)]) == 1)
+        log.close()
+    }
 }

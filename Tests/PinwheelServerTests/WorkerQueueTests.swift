@@ -34,8 +34,9 @@ struct WorkerQueueTests {
         }
     }
 
-    @Test("a thread takes requests before acks and timers, and those before refreshes, each in arrival order")
-    func priorityOrder() throws {
+    /// Runs `arrivals` on one worker thread, queued together while it is busy, and returns the order
+    /// they ran in.
+    private func runOrder(_ arrivals: [(String, Workers.Priority, ContinuousClock.Instant)]) throws -> [String] {
         let workers = Workers(count: 1, metrics: ServerMetrics())
         defer { workers.stop() }
         let ran = RunLog()
@@ -44,12 +45,8 @@ struct WorkerQueueTests {
         // Keeps the one thread busy while the others queue.
         workers.submit(Job("holder", ran: ran, hold: (started, release)), priority: .refresh)
         try #require(started.wait(timeout: .now() + 10) == .success)
-        let arrivals: [(String, Workers.Priority)] = [
-            ("refresh 1", .refresh), ("ack 1", .flow), ("viewport 1", .request),
-            ("refresh 2", .refresh), ("viewport 2", .request), ("ack 2", .flow),
-        ]
-        for (name, priority) in arrivals {
-            workers.submit(Job(name, ran: ran), priority: priority)
+        for (name, priority, at) in arrivals {
+            workers.submit(Job(name, ran: ran), priority: priority, at: at)
         }
         #expect(workers.waiting == arrivals.count)
         release.signal()
@@ -58,7 +55,36 @@ struct WorkerQueueTests {
         while ran.names.withLock({ $0.count }) < arrivals.count + 1 && ContinuousClock.now < deadline {
             Thread.sleep(forTimeInterval: 0.005)
         }
-        let order = ["holder", "viewport 1", "viewport 2", "ack 1", "ack 2", "refresh 1", "refresh 2"]
-        #expect(ran.names.withLock { $0 } == order)
+        return Array(ran.names.withLock { $0 }.dropFirst())
+    }
+
+    @Test(
+        "jobs none of which is overdue run requests before acks and timers, and those before refreshes, each in arrival order"
+    )
+    func priorityOrder() throws {
+        // Stamped a minute ahead, so none becomes overdue however long the machine takes to run them.
+        let now = ContinuousClock.now + .seconds(60)
+        let order = try runOrder([
+            ("refresh 1", .refresh, now), ("ack 1", .flow, now), ("viewport 1", .request, now),
+            ("refresh 2", .refresh, now), ("viewport 2", .request, now), ("ack 2", .flow, now),
+        ])
+        #expect(order == ["viewport 1", "viewport 2", "ack 1", "ack 2", "refresh 1", "refresh 2"])
+    }
+
+    @Test("refreshes that waited past their slack take every other turn from the viewports until they ran")
+    func overdueRefreshesTakeTurns() throws {
+        let now = ContinuousClock.now
+        let ahead = now + .seconds(60)
+        let slack = Workers.Priority.refresh.slack
+        let order = try runOrder([
+            ("viewport 1", .request, ahead), ("overdue refresh 1", .refresh, now - slack * 2),
+            ("viewport 2", .request, ahead), ("overdue refresh 2", .refresh, now - slack - .milliseconds(1)),
+            ("viewport 3", .request, ahead), ("refresh not yet due", .refresh, ahead), ("viewport 4", .request, ahead),
+        ])
+        #expect(
+            order == [
+                "overdue refresh 1", "viewport 1", "overdue refresh 2", "viewport 2", "viewport 3", "viewport 4",
+                "refresh not yet due",
+            ])
     }
 }

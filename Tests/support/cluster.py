@@ -66,6 +66,7 @@ class NatsCluster:
         self.route_ports = [free_port() for _ in range(size)]
         self.monitor_ports = [free_port() for _ in range(size)]
         self.processes = [None] * size
+        ARTIFACTS.mkdir(exist_ok=True)
         self.log = open(ARTIFACTS / "nats-server.log", "a")
 
     @property

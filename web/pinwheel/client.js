@@ -32,6 +32,20 @@ const HELD_PER_MESSAGE = 1500;
 const DEFAULT_TILE_SIZE = 256;
 /** Close code (application range) after a binary frame that did not decode. */
 const CLOSE_UNDECODABLE = 4000;
+/** Heartbeat: after PING_AFTER_MS without a message from the server the client sends a `ping`; a
+ *  server that then sends nothing for PONG_TIMEOUT_MS has stopped answering (a frozen process, a
+ *  dead link, a proxy holding a dead socket), and the client reconnects (through a load balancer,
+ *  to another node). Checked every HEARTBEAT_CHECK_MS; a ping is only judged from when it was sent,
+ *  so timers slowed in a background tab raise no false alarm. */
+const PING_AFTER_MS = 3000;
+const PONG_TIMEOUT_MS = 5000;
+const HEARTBEAT_CHECK_MS = 1000;
+/** Longest a connection may take from the WebSocket's creation to the server's `hello`. */
+const OPEN_TIMEOUT_MS = 10000;
+/** Longest the question to `/v1/admission` may take after a WebSocket failed before opening. */
+const ADMISSION_TIMEOUT_MS = 5000;
+/** Close code (application range) after the heartbeat found the server silent. */
+const CLOSE_STALE = 4001;
 
 // ---- Helpers ---------------------------------------------------------------------------------------
 
@@ -80,7 +94,9 @@ export function normalizedBBox(west, south, east, north) {
  * `batch-start` (the batch message, before its first change), `feature-removed` `{feature, batch}`,
  * `feature-updated` `{feature, previous, batch}`, `feature-added` `{feature, batch}`,
  * `batch-applied` `{batch, applied, ms}`, `view-complete` `{seq, ms, capped}`, `expansion`,
- * `presence`, `server-error`, `decode-error` (a BinaryDecodeError), `reset` (the store was emptied).
+ * `presence`, `server-error`, `decode-error` (a BinaryDecodeError), `reset` (the store was emptied),
+ * `stale` `{silentMs}` (the server stopped answering; the client reconnects), `refused` `{reason}`
+ * (the server refuses this page, e.g. its origin: the client stops retrying).
  */
 export class PinwheelClient {
     /**
@@ -113,8 +129,11 @@ export class PinwheelClient {
         this.features = new Map();
         /** Figures an application or test may read; adapters may add their own counters. */
         this.state = {
-            /** 'connecting' | 'open' (hello received) | 'reconnecting' | 'closed' */
+            /** 'connecting' | 'open' (hello received) | 'reconnecting' | 'refused' (the server said
+             *  why: `refusal`; no more retries) | 'closed' */
             connection: 'connecting',
+            /** The server's reason when it refuses this page (see the `refused` event). */
+            refusal: null,
             /** 'binary' or 'json': what the server chose for the current connection (null before one). */
             encoding: null,
             hello: null,
@@ -123,7 +142,7 @@ export class PinwheelClient {
             /** `bytes` counts every message received, `batchBytes` batches only; `held` counts the
              *  features reported held after reconnects. */
             counters: { adds: 0, removes: 0, updates: 0, batches: 0, acks: 0, bytes: 0, batchBytes: 0, messages: 0,
-                        viewports: 0, errors: 0, connects: 0, held: 0 },
+                        viewports: 0, errors: 0, connects: 0, held: 0, pings: 0, pongs: 0, stale: 0 },
             dataVersion: 0,
             seq: 0,
             doneSeq: 0,
@@ -160,6 +179,14 @@ export class PinwheelClient {
         this._cursor = null;
         this._applyFrame = 0;
         this._expansions = new Map();
+        /** performance.now() of the current connection's last message from the server, and of its
+         *  last unanswered ping (0: none). */
+        this._heardAt = 0;
+        this._pingSentAt = 0;
+        this._pingId = 0;
+        this._heartbeatTimer = 0;
+        /** Whether /v1/admission was asked since the last connection that opened. */
+        this._admissionAsked = false;
     }
 
     // ---- Events ----
@@ -194,6 +221,8 @@ export class PinwheelClient {
     /** Opens the socket (and keeps reopening it until `close()`). */
     connect() {
         this._closed = false;
+        this._admissionAsked = false;
+        this.state.refusal = null;
         this._open();
         return this;
     }
@@ -202,6 +231,7 @@ export class PinwheelClient {
     close() {
         this._closed = true;
         clearTimeout(this._reconnectTimer);
+        this._stopHeartbeat();
         if (this._socket) this._socket.close(1000);
         this._socket = null;
         this._setConnection('closed');
@@ -227,12 +257,16 @@ export class PinwheelClient {
         }
         this._socket = ws;
         ws.binaryType = 'arraybuffer';
+        let opened = false;
         ws.onopen = () => {
+            opened = true;
+            this._admissionAsked = false;
             // The handshake names the subprotocol the server picked; only then do binary frames come.
             this.state.encoding = ws.protocol === BINARY_PROTOCOL ? 'binary' : 'json';
             this._reconnectDelay = RECONNECT_MIN_MS;
             if (this.state.startup.open === null) this.state.startup.open = Math.round(performance.now());
         };
+        this._startHeartbeat(ws);
         // Binary frames carry their deltas over from the connection's previous one, and name removals
         // by the slots of what this connection's client holds.
         const decoder = new BinaryDecoder();
@@ -241,7 +275,11 @@ export class PinwheelClient {
         ws.onclose = () => {
             if (this._socket !== ws) return;
             this._socket = null;
-            if (!this._closed) this._scheduleReconnect();
+            this._stopHeartbeat();
+            if (this._closed) return;
+            // A refused upgrade looks like any failed connection to a page: ask the server why.
+            if (!opened && !this._admissionAsked) this._askAdmission();
+            else this._scheduleReconnect();
         };
         // onclose follows every error; the error itself carries nothing to show.
         ws.onerror = () => {};
@@ -256,6 +294,86 @@ export class PinwheelClient {
         this._emit('decode-error', error);
         this._encoding = 'json';
         if (ws.readyState === WebSocket.OPEN) ws.close(CLOSE_UNDECODABLE, 'undecodable binary frame');
+    }
+
+    // ---- Heartbeat and refusals ----
+
+    /** Watches the connection `ws` from its creation: no `hello` within OPEN_TIMEOUT_MS, or a ping
+     *  unanswered for PONG_TIMEOUT_MS, and it is dropped for a new one. */
+    _startHeartbeat(ws) {
+        this._stopHeartbeat();
+        const created = performance.now();
+        this._heardAt = 0;
+        this._pingSentAt = 0;
+        this._heartbeatTimer = setInterval(() => {
+            if (this._socket !== ws) return;
+            const now = performance.now();
+            if (!this._helloSeen) {
+                if (now - created > OPEN_TIMEOUT_MS) this._stale(ws, now - created);
+            } else if (this._pingSentAt > this._heardAt) {
+                if (now - this._pingSentAt > PONG_TIMEOUT_MS) this._stale(ws, now - this._heardAt);
+            } else if (now - this._heardAt >= PING_AFTER_MS && ws.readyState === WebSocket.OPEN) {
+                this._pingSentAt = now;
+                this.state.counters.pings++;
+                ws.send(JSON.stringify({ type: 'ping', id: ++this._pingId }));
+            }
+        }, HEARTBEAT_CHECK_MS);
+    }
+
+    _stopHeartbeat() {
+        clearInterval(this._heartbeatTimer);
+        this._heartbeatTimer = 0;
+    }
+
+    /** The server stopped answering: the socket is let go at once (its close handshake would wait
+     *  for the silent server) and a new connection starts. */
+    _stale(ws, silentMs) {
+        this.state.counters.stale++;
+        console.warn(`pinwheel: no answer from the server for ${Math.round(silentMs)} ms; reconnecting`);
+        this._emit('stale', { silentMs: Math.round(silentMs) });
+        this._stopHeartbeat();
+        this._socket = null;
+        ws.onclose = null;
+        ws.onmessage = null;
+        ws.close(CLOSE_STALE, 'no answer to ping');
+        this._reconnectDelay = RECONNECT_MIN_MS;
+        this._scheduleReconnect();
+    }
+
+    /** The address of `/v1/admission` on the server of `this.url`. */
+    _admissionURL() {
+        const u = new URL(this.url);
+        u.protocol = u.protocol === 'wss:' ? 'https:' : 'http:';
+        u.pathname = '/v1/admission';
+        u.search = '';
+        u.hash = '';
+        return u.href;
+    }
+
+    /** Asks the server whether it admits this page. A refusal ends the retries with a `refused`
+     *  event and its reason; anything else (no answer, an older server) retries with backoff. */
+    _askAdmission() {
+        this._admissionAsked = true;
+        this._setConnection('reconnecting');
+        const abort = new AbortController();
+        const timer = setTimeout(() => abort.abort(), ADMISSION_TIMEOUT_MS);
+        fetch(this._admissionURL(), { cache: 'no-store', signal: abort.signal })
+            .then((r) => (r.status === 403 ? r.json() : null))
+            .catch(() => null)
+            .then((answer) => {
+                clearTimeout(timer);
+                if (this._closed || this._socket) return;
+                if (answer && answer.allowed === false) this._refused(String(answer.reason || 'refused by the server'));
+                else this._scheduleReconnect();
+            });
+    }
+
+    _refused(reason) {
+        this.state.refusal = reason;
+        this.state.lastError = { code: 'refused', message: reason };
+        console.error(`pinwheel: the server refuses this page: ${reason}`);
+        this._setConnection('refused');
+        this._emit('refused', { reason: reason });
     }
 
     _scheduleReconnect() {
@@ -279,6 +397,8 @@ export class PinwheelClient {
         const data = event.data;
         const text = typeof data === 'string';
         const bytes = text ? utf8Length(data) : data.byteLength;
+        // Any message at all shows the server is alive.
+        this._heardAt = performance.now();
         this.state.counters.bytes += bytes;
         this.state.counters.messages++;
         let msg;
@@ -299,6 +419,9 @@ export class PinwheelClient {
                 break;
             case 'expansion':
                 this._onExpansion(msg);
+                break;
+            case 'pong':
+                this.state.counters.pongs++;
                 break;
             case 'presence':
                 this.state.presence = Array.isArray(msg.viewports) ? msg.viewports.length : 0;

@@ -9,6 +9,7 @@
  */
 
 import { PinwheelClient, normalizedBBox } from './client.js';
+import { markerButtons } from './keyboard.js';
 
 // ---- Constants -----------------------------------------------------------------------------------
 
@@ -28,6 +29,10 @@ const NEAREST_PARENT_PX = 160;
 const RENDERER_PADDING = 0.1;
 /** Tile size of Leaflet's zoom levels: cluster radius then means screen pixels. */
 const LEAFLET_TILE_SIZE = 256;
+/** The pane the layer draws in unless its `pane` option names another: above Leaflet's overlayPane
+ *  (400), where an app's polygons and vector basemaps go, and below its markers (600) and popups. */
+const DEFAULT_PANE = 'pinwheel';
+const DEFAULT_PANE_Z_INDEX = 450;
 
 /** Points: small amber dots with a dark rim. */
 export const DEFAULT_POINT_STYLE = { radius: 5, color: '#0b1220', weight: 1.5, fillColor: '#fbbf24', opacity: 0.9 };
@@ -195,6 +200,51 @@ function spriteMarkerClass() {
     return SpriteMarker;
 }
 
+/**
+ * Clicks on markers drawn on a canvas that lets events through: a listener on the map's container,
+ * in the capture phase, takes a click that lands on a marker (`find(event)` returns it) before any
+ * layer beneath sees it, and hands it to `click(marker)`; other clicks go on to their targets. The
+ * pointer becomes a hand over markers.
+ * @returns a function that stops it.
+ */
+function hitTesting(map, find, click) {
+    const container = map.getContainer();
+    let frame = 0;
+    let lastMove = null;
+    let pointing = false;
+    const onClick = (e) => {
+        // A click that ends a drag of the map is no click on a marker, nor is one on a control, a
+        // popup or the keyboard's list.
+        if (map.dragging && map.dragging.moved()) return;
+        if (e.target !== container && !map.getPane('mapPane').contains(e.target)) return;
+        if (e.target.closest && e.target.closest('.leaflet-popup-pane')) return;
+        const marker = find(e);
+        if (!marker) return;
+        e.stopPropagation();
+        e.preventDefault();
+        click(marker);
+    };
+    const hover = () => {
+        frame = 0;
+        const over = !map._animatingZoom && find(lastMove) !== null;
+        if (over === pointing) return;
+        pointing = over;
+        container.style.cursor = over ? 'pointer' : '';
+    };
+    const onMove = (e) => {
+        lastMove = e;
+        if (!frame) frame = requestAnimationFrame(hover);
+    };
+    container.addEventListener('click', onClick, true);
+    container.addEventListener('mousemove', onMove, { capture: true, passive: true });
+    return () => {
+        container.removeEventListener('click', onClick, true);
+        container.removeEventListener('mousemove', onMove, { capture: true, passive: true });
+        if (frame) cancelAnimationFrame(frame);
+        container.style.cursor = '';
+    };
+}
+
 function circlePath(ctx, c, r) {
     ctx.beginPath();
     ctx.arc(c, c, r, 0, Math.PI * 2);
@@ -232,6 +282,7 @@ function layerClass() {
             algorithm: undefined,
             encoding: undefined,
             presence: false,
+            pane: DEFAULT_PANE,
         },
 
         initialize: function (url, options) {
@@ -273,22 +324,33 @@ function layerClass() {
             c.on('feature-added', (e) => this._onAdded(e.feature));
             c.on('view-complete', (e) => {
                 this._scheduleFit();
+                if (this._keyboard) this._keyboard.schedule();
                 this.fire('viewcomplete', e);
             });
             this._fitFrame = 0;
+            /** The keyboard's list of the markers in view (web/pinwheel/keyboard.js), while on a map. */
+            this._keyboard = null;
             c.on('status', (e) => this.fire('status', e));
             c.on('reset', () => this._clearDrawing());
         },
 
         onAdd: function (map) {
-            this._renderer = L.canvas({ padding: RENDERER_PADDING, pane: this.options.pane || 'overlayPane' });
+            const pane = this.options.pane;
+            if (pane === DEFAULT_PANE && !map.getPane(pane)) map.createPane(pane).style.zIndex = DEFAULT_PANE_Z_INDEX;
+            this._renderer = L.canvas({ padding: RENDERER_PADDING, pane: pane });
+            // The canvas covers the whole map: it lets every event through to the layers beneath, and
+            // the layer takes the clicks that land on its markers before they reach them.
+            map.addLayer(this._renderer);
+            this._renderer._container.style.pointerEvents = 'none';
+            // Screen readers and keyboards reach the markers through a list of buttons instead.
+            this._renderer._container.setAttribute('aria-hidden', 'true');
+            this._stopHitTesting = hitTesting(map, (e) => this._markerAt(e), (entry) => this._onMarkerClick(entry));
+            this._keyboard = markerButtons(map, {
+                entries: () => this._drawnEntries(),
+                activate: (entry) => this._onMarkerClick(entry),
+            });
             this._group = L.featureGroup().addTo(map);
             this._expansionGroup = L.featureGroup().addTo(map);
-            this._group.on('click', this._onMarkerClick, this);
-            this._expansionGroup.on('click', (e) => {
-                const f = e.layer && e.layer.pinwheelFeature;
-                if (f) this._pointClick(f, e.layer.getLatLng());
-            });
             this._stopDragRedraw = redrawWhileDragging(map, this._renderer);
             this._wrapCenter = map.getCenter().lng;
             map.on('move zoom', this._onMove, this);
@@ -325,6 +387,9 @@ function layerClass() {
 
         onRemove: function (map) {
             this._stopDragRedraw();
+            this._stopHitTesting();
+            this._keyboard.stop();
+            this._keyboard = null;
             map.off('move zoom', this._onMove, this);
             map.off('zoomanim', this._onZoomAnim, this);
             this._unwrapPanBy();
@@ -850,10 +915,32 @@ function layerClass() {
 
         // ---- Clicks ----
 
-        _onMarkerClick: function (e) {
-            const id = e.layer && e.layer.pinwheelId;
-            const entry = id !== undefined && this.markers.get(id);
-            if (!entry) return;
+        /** The marker drawn on top at a mouse event's position (a spread pin before the markers),
+         *  as Leaflet's canvas renderer would find it; null when there is none. */
+        _markerAt: function (e) {
+            const p = this._map.mouseEventToLayerPoint(e);
+            for (const entry of this.spread.values()) if (entry.layer._containsPoint(p)) return entry;
+            let hit = null;
+            for (const entry of this.markers.values()) {
+                const layer = entry.layer;
+                if (layer.options.opacity > 0 && layer._point && layer._containsPoint(p)) hit = entry;
+            }
+            return hit;
+        },
+
+        /** What is drawn, spread pins first (they are on top), for the keyboard's list. */
+        _drawnEntries: function* () {
+            yield* this.spread.values();
+            yield* this.markers.values();
+        },
+
+        /** A click on a marker (or a spread pin): the same as a click on its feature. */
+        _onMarkerClick: function (entry) {
+            if (this.spread.get(entry.feature.id) === entry) {
+                this._pointClick(entry.feature, entry.layer.getLatLng());
+                return;
+            }
+            if (this.markers.get(entry.feature.id) !== entry) return;
             const latlng = entry.layer.getLatLng();
             if (entry.feature.count > 1) {
                 this.fire('clusterclick', { feature: entry.feature, latlng: latlng });
@@ -884,9 +971,10 @@ function layerClass() {
             }
             for (const f of msg.spread) {
                 const entry = this._createEntry(f, this._featureLatLng(f), 1, this._expansionGroup);
-                entry.layer.pinwheelFeature = f;
+                entry.spread = true;
                 this.spread.set(f.id, entry);
             }
+            if (this._keyboard) this._keyboard.schedule();
         },
 
         _clearSpread: function () {
@@ -895,6 +983,7 @@ function layerClass() {
             const owner = this._spreadOwner;
             if (owner && this.markers.get(owner.feature.id) === owner) this._setAlpha(owner, 1);
             this._spreadOwner = null;
+            if (this._keyboard) this._keyboard.schedule();
         },
     });
     return PinwheelLayer;

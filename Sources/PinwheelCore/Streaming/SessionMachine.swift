@@ -123,7 +123,11 @@ public struct SessionMachine<Clock: PinwheelClock> {
         _ message: ClientMessage, at receivedAt: Clock.Instant, actions: inout SessionActions<Clock>
     ) -> String {
         // Only runs of viewports coalesce: anything else is answered after the viewports before it.
-        if case .viewport = message {} else { flush(actions: &actions) }
+        // A ping's answer says only that the session is alive, so it waits for nothing.
+        switch message {
+        case .viewport, .ping: break
+        default: flush(actions: &actions)
+        }
         switch message {
         case .viewport(let viewport):
             lastViewportAt = receivedAt
@@ -165,6 +169,10 @@ public struct SessionMachine<Clock: PinwheelClock> {
                 serve(limiter.offer((served, receivedAt)), actions: &actions)
             }
             return "settings"
+        case .ping(let id):
+            encoder.pong(id: id)
+            actions.send("pong", encoder)
+            return "ping"
         }
     }
 

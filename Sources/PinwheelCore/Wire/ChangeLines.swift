@@ -65,15 +65,19 @@ public struct IngestAnswer: Sendable, Equatable {
     public var accepted: Int
     public var rejected: [ChangeLines.Rejection]
     public var version: UInt64
+    /// The request carried an idempotency key already applied: nothing was applied again, and
+    /// `version` is the first request's (or a later one that includes it).
+    public var duplicate: Bool
 
-    public init(accepted: Int, rejected: [ChangeLines.Rejection], version: UInt64) {
+    public init(accepted: Int, rejected: [ChangeLines.Rejection], version: UInt64, duplicate: Bool = false) {
         self.accepted = accepted
         self.rejected = rejected
         self.version = version
+        self.duplicate = duplicate
     }
 
-    /// `{"accepted":N,"rejected":[{"line":3,"error":"..."}],"version":V}`, with `frame` first when
-    /// answering a `pinwheel.ingest.v1` frame.
+    /// `{"accepted":N,"rejected":[{"line":3,"error":"..."}],"version":V}` (and `"duplicate":true` for
+    /// a retry already applied), with `frame` first when answering a `pinwheel.ingest.v1` frame.
     public func json(frame: UInt64? = nil) -> [UInt8] {
         var w = JSONWriter(capacity: 64 + rejected.count * 80)
         w.byte(UInt8(ascii: "{"))
@@ -95,6 +99,7 @@ public struct IngestAnswer: Sendable, Equatable {
         }
         w.raw("],\"version\":")
         w.integer(version)
+        if duplicate { w.raw(",\"duplicate\":true") }
         w.byte(UInt8(ascii: "}"))
         return w.bytes
     }

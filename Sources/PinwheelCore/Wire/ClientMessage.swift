@@ -109,6 +109,8 @@ public enum ClientMessage: Equatable, Sendable {
     case settings(SettingsMessage)
     /// After a reconnect: features the client still draws.
     case held(HeldMessage)
+    /// The client's heartbeat: the answer is a `pong` with the same id.
+    case ping(id: UInt64)
 
     /// Decodes and validates one message.
     /// - Parameter bytes: the UTF-8 text of one WebSocket frame.
@@ -181,10 +183,12 @@ public enum ClientMessage: Equatable, Sendable {
                 held.append(HeldFeature(id: id, digest: UInt32(digest)))
             }
             return .held(HeldMessage(version: version, features: held))
+        case "ping":
+            return .ping(id: try m.whole("id"))
         default:
             throw WireError(
                 .unknownType, field: "type",
-                message: "unknown message type \"\(m.type)\"; expected viewport, ack, expand, settings or held")
+                message: "unknown message type \"\(m.type)\"; expected viewport, ack, expand, settings, held or ping")
         }
     }
 
@@ -292,6 +296,9 @@ public enum ClientMessage: Equatable, Sendable {
                 writer.byte(UInt8(ascii: "]"))
             }
             writer.byte(UInt8(ascii: "]"))
+        case .ping(let id):
+            writer.raw("\"ping\",\"id\":")
+            writer.integer(id)
         }
         writer.byte(UInt8(ascii: "}"))
     }

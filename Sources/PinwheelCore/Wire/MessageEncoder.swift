@@ -175,6 +175,14 @@ public struct MessageEncoder: Sendable {
         writer.byte(UInt8(ascii: "}"))
     }
 
+    /// Encodes `pong`, the answer to a client's `ping`: a text frame in both encodings.
+    public mutating func pong(id: UInt64) {
+        begin()
+        writer.raw("{\"type\":\"pong\",\"id\":")
+        writer.integer(id)
+        writer.byte(UInt8(ascii: "}"))
+    }
+
     /// Encodes `error`.
     public mutating func error(_ e: WireError) {
         begin()

@@ -106,6 +106,8 @@ public enum ServerMessage: Equatable, Sendable {
     case expansion(ExpansionMessage)
     case error(WireError)
     case presence([PresenceViewport])
+    /// The answer to a client's `ping`, with its id.
+    case pong(id: UInt64)
 
     /// Decodes and checks one server message.
     /// - Throws: ``WireError`` naming what does not match the protocol.
@@ -173,10 +175,13 @@ public enum ServerMessage: Equatable, Sendable {
             return .error(WireError(code, field: field, message: try m.string("message")))
         case "presence":
             return .presence(try presenceViewports(m.array("viewports")))
+        case "pong":
+            return .pong(id: try m.whole("id"))
         default:
             throw WireError(
                 .unknownType, field: "type",
-                message: "unknown message type \"\(m.type)\"; expected hello, batch, expansion, error or presence")
+                message: "unknown message type \"\(m.type)\"; expected hello, batch, expansion, error, presence or pong"
+            )
         }
     }
 

@@ -15,6 +15,9 @@ public struct Producer: Sendable {
         /// Lines per request.
         public var batch: Int = 100
         public var timeout: Duration = .seconds(10)
+        /// Spread the requests at random between half and one and a half times their mean interval,
+        /// so they keep no fixed phase to the server's refreshes; nil sends them evenly. The seed.
+        public var jitter: UInt64?
 
         public init(host: String, port: Int, token: String) {
             self.host = host
@@ -28,6 +31,9 @@ public struct Producer: Sendable {
         public var answer: IngestAnswer
         /// Lines sent in the request.
         public var sent: Int
+        /// The position of the request's first change in the order the source gave them.
+        public var first: Int
+        /// Taken just before the request was sent.
         public var sentAt: ContinuousClock.Instant
         public var ackedAt: ContinuousClock.Instant
     }
@@ -46,8 +52,8 @@ public struct Producer: Sendable {
     public func run(
         source: inout some IteratorProtocol<Change>, until: ContinuousClock.Instant, onAck: (Ack) -> Void
     ) throws(HTTPExchange.Failure) {
-        try schedule(source: &source, until: until) { (body, lines) throws(HTTPExchange.Failure) in
-            try post(body, lines: lines, onAck: onAck)
+        try schedule(source: &source, until: until) { (body, lines, first) throws(HTTPExchange.Failure) in
+            try post(body, lines: lines, first: first, onAck: onAck)
         }
     }
 
@@ -66,7 +72,7 @@ public struct Producer: Sendable {
         let answering = Mutex(())
         var stopped: HTTPExchange.Failure?
         do throws(HTTPExchange.Failure) {
-            try schedule(source: &source, until: until) { (body, lines) throws(HTTPExchange.Failure) in
+            try schedule(source: &source, until: until) { (body, lines, first) throws(HTTPExchange.Failure) in
                 slots.wait()
                 if let first = failure.withLock({ $0 }) {
                     slots.signal()
@@ -75,7 +81,7 @@ public struct Producer: Sendable {
                 DispatchQueue.global().async {
                     defer { slots.signal() }
                     do throws(HTTPExchange.Failure) {
-                        try post(body, lines: lines) { ack in answering.withLock { _ in onAck(ack) } }
+                        try post(body, lines: lines, first: first) { ack in answering.withLock { _ in onAck(ack) } }
                     } catch {
                         failure.withLock { $0 = $0 ?? error }
                     }
@@ -90,15 +96,17 @@ public struct Producer: Sendable {
         if let first = stopped ?? failure.withLock({ $0 }) { throw first }
     }
 
-    /// Encodes `batch` changes at a time from `source` and hands each request to `send` at the rate
-    /// asked, until `source` runs dry or `until` passes. After a late send it catches up by at most one
-    /// request.
+    /// Encodes `batch` changes at a time from `source` and hands each request to `send` (body, lines,
+    /// position of its first change) at the rate asked, until `source` runs dry or `until` passes. After
+    /// a late send it catches up by at most one request.
     private func schedule(
         source: inout some IteratorProtocol<Change>, until: ContinuousClock.Instant,
-        send: ([UInt8], Int) throws(HTTPExchange.Failure) -> Void
+        send: ([UInt8], Int, Int) throws(HTTPExchange.Failure) -> Void
     ) throws(HTTPExchange.Failure) {
         let interval = Duration.seconds(Double(options.batch) / max(options.rate, 0.001))
         var next = ContinuousClock.now
+        var taken = 0
+        var random = options.jitter.map { SplitMix64(seed: $0) }
         var writer = JSONWriter(capacity: options.batch * 128)
         while ContinuousClock.now < until {
             writer.reset()
@@ -110,8 +118,11 @@ public struct Producer: Sendable {
             }
             if lines == 0 { return }
             Producer.sleep(until: next)
-            next = max(next + interval, .now - interval)
-            try send(writer.bytes, lines)
+            var spacing = interval
+            if random != nil { spacing = interval * (0.5 + random!.nextUnit()) }
+            next = max(next + spacing, .now - spacing)
+            try send(writer.bytes, lines, taken)
+            taken += lines
         }
     }
 
@@ -122,7 +133,8 @@ public struct Producer: Sendable {
     }
 
     /// Posts one request, waiting out 429s.
-    public func post(_ body: [UInt8], lines: Int, onAck: (Ack) -> Void) throws(HTTPExchange.Failure) {
+    /// - Parameter first: the position of its first change in the source's order, for the answer.
+    public func post(_ body: [UInt8], lines: Int, first: Int = 0, onAck: (Ack) -> Void) throws(HTTPExchange.Failure) {
         while true {
             let sentAt = ContinuousClock.now
             let reply = try HTTPExchange.send(
@@ -140,7 +152,7 @@ public struct Producer: Sendable {
             }
             do {
                 let answer = try IngestAnswer.decode(reply.body)
-                onAck(Ack(answer: answer, sent: lines, sentAt: sentAt, ackedAt: .now))
+                onAck(Ack(answer: answer, sent: lines, first: first, sentAt: sentAt, ackedAt: .now))
             } catch {
                 throw HTTPExchange.Failure(reason: "POST /v1/changes answered \(error)")
             }

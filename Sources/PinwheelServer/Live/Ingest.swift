@@ -9,6 +9,12 @@ import Synchronization
 /// A request is applied line by line: its valid lines are appended together as one record (all of
 /// them or, if the log fails, none), and the invalid ones are listed with their reasons. With
 /// `atomic`, a request with any invalid line is refused whole and nothing of it is applied.
+///
+/// Retries are safe: a request may carry an idempotency key, and one with a key already applied
+/// within the duplicate window is answered with the first one's version and not applied again (by
+/// the replicated log itself, whichever node the retry reaches; by an in-memory window for the file
+/// log). A request is never appended after its `deadline`, nor after the process stalled while
+/// holding it: its producer has given its answer up and may have sent newer changes since.
 final class Ingest: Sendable {
     /// What one batch of changes came to.
     enum Outcome: Equatable {
@@ -19,18 +25,85 @@ final class Ingest: Sendable {
         case tooFast(retryAfter: Int)
         /// The log could not make the changes durable; none of them was applied.
         case failed(String)
+        /// Not applied, with this status and reason: an invalid idempotency key (400), a request with
+        /// the same key still being applied (409), a request past its deadline (503).
+        case refused(status: Int, String)
     }
+
+    /// Longest idempotency key, in bytes.
+    static let maxKeyBytes = 128
+    /// How long a request may take from its arrival to its record leaving for the log, by default.
+    static let defaultDeadline = Duration.seconds(10)
 
     let live: LiveData
     /// Changes per second each producer may send.
     let rate: Double
     private let token: [UInt8]
     private let buckets = Mutex<[String: TokenBucket<ContinuousClock>]>([:])
+    /// How long after its arrival a request may still be appended.
+    let deadline: Duration
+    private let stalls: StallWatch
+    /// Keys for a log that does not recognise them itself.
+    private let keys: Mutex<IdempotencyWindow>
+    /// Requests dropped past their deadline, and retries answered as duplicates.
+    private let counts = Mutex((expired: 0, duplicates: 0))
 
-    init(live: LiveData, token: String, rate: Double) {
+    init(
+        live: LiveData, token: String, rate: Double, deadline: Duration = Ingest.defaultDeadline,
+        onStall: @escaping @Sendable (Duration) -> Void = { _ in }
+    ) {
         self.live = live
         self.token = Array(token.utf8)
         self.rate = rate
+        self.deadline = deadline
+        stalls = StallWatch(onStall: onStall)
+        keys = Mutex(IdempotencyWindow(window: .seconds(120), capacity: 100_000))
+    }
+
+    /// How long a key is remembered: the replicated log's duplicate window, or the file log's
+    /// in-memory one.
+    var keyWindow: Duration { (live.log as? KeyedChangeLog)?.duplicateWindow ?? keys.withLock { $0.window } }
+
+    /// Requests dropped past their deadline and retries answered as duplicates, since start.
+    var tallies: (expired: Int, duplicates: Int) { counts.withLock { $0 } }
+
+    /// Prometheus text: requests dropped past their deadline, retries answered as duplicates.
+    var metricsText: String {
+        let (expired, duplicates) = tallies
+        return """
+            # HELP pinwheel_ingest_expired_total Change requests dropped, not applied, past their deadline or after this process stalled.
+            # TYPE pinwheel_ingest_expired_total counter
+            pinwheel_ingest_expired_total \(expired)
+            # HELP pinwheel_ingest_duplicates_total Change requests whose idempotency key was applied already.
+            # TYPE pinwheel_ingest_duplicates_total counter
+            pinwheel_ingest_duplicates_total \(duplicates)
+
+            """
+    }
+
+    /// Why `key` is not a valid idempotency key, nil when it is: 1 to 128 visible ASCII characters.
+    static func problem(withKey key: String) -> String? {
+        let bytes = Array(key.utf8)
+        guard (1...maxKeyBytes).contains(bytes.count), bytes.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+            return
+                "an idempotency key must be 1 to \(maxKeyBytes) visible ASCII characters (no spaces), got \(bytes.count) bytes"
+        }
+        return nil
+    }
+
+    /// Why a request received at `received` must not be appended any more, nil when it may be.
+    func expiry(received: ContinuousClock.Instant) -> String? {
+        if let stall = stalls.stall(holding: received) {
+            return "this node stopped running for \(Self.seconds(stall)) while it held the request"
+        }
+        let age = ContinuousClock.now - received
+        guard age > deadline else { return nil }
+        return "its deadline passed: \(Self.seconds(age)) since it arrived, over the \(Self.seconds(deadline)) limit"
+    }
+
+    private static func seconds(_ d: Duration) -> String {
+        let tenths = Int((d / .seconds(1) * 10).rounded())
+        return "\(tenths / 10).\(tenths % 10) s"
     }
 
     /// Whether an `Authorization` header carries the token, compared in time that does not depend on
@@ -50,7 +123,13 @@ final class Ingest: Sendable {
     ///   - body: NDJSON, one change per line.
     ///   - producer: whose rate the changes count against.
     ///   - atomic: refuse the whole batch if any line is invalid.
-    func submit(_ body: [UInt8], producer: String, atomic: Bool = false) -> Outcome {
+    ///   - key: the producer's idempotency key, if any (checked with ``problem(withKey:)`` first).
+    ///   - received: when the request arrived; it is not appended after ``deadline`` from then.
+    func submit(
+        _ body: [UInt8], producer: String, atomic: Bool = false, key: String? = nil,
+        received: ContinuousClock.Instant = .now
+    ) -> Outcome {
+        if let key, let problem = Self.problem(withKey: key) { return .refused(status: 400, problem) }
         var lines = ChangeLines.parse(body)
         let cost = lines.changes.count + lines.rejected.count
         let wait = buckets.withLock { table in
@@ -65,19 +144,77 @@ final class Ingest: Sendable {
             let status = lines.rejected.isEmpty ? 200 : 400
             return .answered(status: status, IngestAnswer(accepted: 0, rejected: lines.rejected, version: current))
         }
+        let request = AppendRequest(key: key) { [self] in expiry(received: received) }
+        let outcome: Result<AppendOutcome, ChangeLogError>
+        if let keyed = live.log as? KeyedChangeLog {
+            outcome = Self.wait { keyed.append(lines.changes, request: request, done: $0) }
+        } else if let key {
+            guard let remembered = appendRemembering(lines.changes, key: key, request: request) else {
+                return .refused(
+                    status: 409,
+                    "a request with idempotency key \(key) is being applied now; nothing of this one was applied, retry once it is answered"
+                )
+            }
+            outcome = remembered
+        } else {
+            outcome = appendOnce(lines.changes, request: request)
+        }
+        let answer = { (version: UInt64, duplicate: Bool) -> Outcome in
+            .answered(
+                status: 200,
+                IngestAnswer(
+                    accepted: lines.changes.count, rejected: lines.rejected, version: version, duplicate: duplicate))
+        }
+        switch outcome {
+        case .success(.appended(let version)):
+            return answer(version, false)
+        case .success(.duplicate(let version)):
+            counts.withLock { $0.duplicates += 1 }
+            return answer(version, true)
+        case .success(.dropped(let why)):
+            counts.withLock { $0.expired += 1 }
+            return .refused(status: 503, "the changes were not stored: \(why); nothing of it was applied")
+        case .failure(let error):
+            return .failed("the changes were not stored: \(error)")
+        }
+    }
+
+    /// Appends to a log that knows no keys, unless the request expired first.
+    private func appendOnce(_ changes: [Change], request: AppendRequest) -> Result<AppendOutcome, ChangeLogError> {
+        if let why = request.expired() { return .success(.dropped(why)) }
+        return Self.wait { done in live.log.append(changes) { done($0.map { .appended($0) }) } }.flatMap {
+            .success($0)
+        }
+    }
+
+    /// Appends to a log that knows no keys, remembering `key` in this process: a retry within the
+    /// window gets the first answer's version. - Returns: nil while a request with the same key is
+    /// still being applied.
+    private func appendRemembering(_ changes: [Change], key: String, request: AppendRequest) -> Result<
+        AppendOutcome, ChangeLogError
+    >? {
+        switch keys.withLock({ $0.begin(key, at: .now) }) {
+        case .done(let version): return .success(.duplicate(version))
+        case .inFlight: return nil
+        case .new:
+            let outcome = appendOnce(changes, request: request)
+            let version: UInt64? = if case .success(.appended(let v)) = outcome { v } else { nil }
+            keys.withLock { $0.finish(key, version: version, at: .now) }
+            return outcome
+        }
+    }
+
+    /// Runs an append that answers through a callback, and waits for its answer.
+    private static func wait<T: Sendable>(
+        _ start: (@escaping @Sendable (Result<T, ChangeLogError>) -> Void) -> Void
+    ) -> Result<T, ChangeLogError> {
         let done = DispatchSemaphore(value: 0)
-        let result = Mutex<Result<UInt64, ChangeLogError>?>(nil)
-        live.log.append(lines.changes) { outcome in
+        let result = Mutex<Result<T, ChangeLogError>?>(nil)
+        start { outcome in
             result.withLock { $0 = outcome }
             done.signal()
         }
         done.wait()
-        switch result.withLock({ $0 })! {
-        case .success(let version):
-            return .answered(
-                status: 200, IngestAnswer(accepted: lines.changes.count, rejected: lines.rejected, version: version))
-        case .failure(let error):
-            return .failed("the changes were not stored: \(error)")
-        }
+        return result.withLock { $0 }!
     }
 }

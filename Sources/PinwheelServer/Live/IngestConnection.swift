@@ -1,10 +1,13 @@
 import Dispatch
+import Foundation
 import PinwheelCore
 import PinwheelTransport
 import Synchronization
 
 /// One `pinwheel.ingest.v1` producer: each text frame is a batch of change lines, handled in order on
-/// a queue of its own and answered with an `ack` (or an `error` when over the rate) once durable.
+/// a queue of its own and answered with an `ack` (or an `error` when over the rate) once durable. A
+/// frame whose first line is `{"idempotency-key":"…"}` carries that key, as the `Idempotency-Key`
+/// header does for `POST /v1/changes`.
 final class IngestConnection: Sendable {
     static let subprotocol = "pinwheel.ingest.v1"
     /// Largest frame: a batch of changes.
@@ -35,15 +38,21 @@ final class IngestConnection: Sendable {
             return f.received
         }
         guard let number else { return false }
+        let received = ContinuousClock.now
         queue.async { [self] in
-            send(answer(frame, number: number))
+            send(answer(frame, number: number, received: received))
             frames.withLock { $0.pending -= 1 }
         }
         return true
     }
 
-    private func answer(_ frame: [UInt8], number: UInt64) -> [UInt8] {
-        switch ingest.submit(frame, producer: producer) {
+    private func answer(_ frame: [UInt8], number: UInt64, received: ContinuousClock.Instant) -> [UInt8] {
+        let (key, lines): (String?, ArraySlice<UInt8>)
+        switch Self.splitKey(frame) {
+        case .success(let split): (key, lines) = split
+        case .failure(let problem): return Self.error(frame: number, code: "invalid-key", problem.reason)
+        }
+        switch ingest.submit(Array(lines), producer: producer, key: key, received: received) {
         case .answered(_, let answer):
             return answer.json(frame: number)
         case .tooFast(let retryAfter):
@@ -53,7 +62,33 @@ final class IngestConnection: Sendable {
             )
         case .failed(let reason):
             return Self.error(frame: number, code: "not-stored", reason)
+        case .refused(let status, let reason):
+            let code = status == 409 ? "key-in-flight" : status == 400 ? "invalid-key" : "expired"
+            return Self.error(frame: number, code: code, reason)
         }
+    }
+
+    /// Why a frame's key line is not one.
+    struct KeyProblem: Error {
+        let reason: String
+    }
+
+    /// The idempotency key of a frame whose first line is `{"idempotency-key":"…"}`, and the lines
+    /// after it; a frame without such a line is all change lines.
+    static func splitKey(_ frame: [UInt8]) -> Result<(String?, ArraySlice<UInt8>), KeyProblem> {
+        let prefix = Array(#"{"idempotency-key":"#.utf8)
+        var start = 0
+        while start < frame.count, frame[start] == UInt8(ascii: " ") { start += 1 }
+        guard frame[start...].starts(with: prefix) else { return .success((nil, frame[...])) }
+        let end = frame[start...].firstIndex(of: UInt8(ascii: "\n")) ?? frame.count
+        let line = frame[start..<end]
+        guard let object = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any],
+            object.count == 1, let key = object["idempotency-key"] as? String
+        else {
+            return .failure(
+                KeyProblem(reason: #"a key line must be {"idempotency-key":"<key>"} alone, then the change lines"#))
+        }
+        return .success((key, frame[min(end + 1, frame.count)...]))
     }
 
     private static func error(frame: UInt64, code: String, _ message: String) -> [UInt8] {

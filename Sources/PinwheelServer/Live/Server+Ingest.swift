@@ -9,7 +9,10 @@ extension Server {
         if let refusal = refuseChanges(request) { return refusal }
         guard let ingest else { return Self.error(503, "ingest is off") }
         let atomic = request.query.split(separator: "&").contains("atomic=true")
-        switch ingest.submit(request.body, producer: request.peer, atomic: atomic) {
+        let outcome = ingest.submit(
+            request.body, producer: request.peer, atomic: atomic, key: request.idempotencyKey,
+            received: request.received)
+        switch outcome {
         case .answered(let status, let answer):
             metrics.changesAccepted(answer.accepted)
             return HTTPResponse(status: status, contentType: "application/json", body: answer.json())
@@ -20,6 +23,9 @@ extension Server {
         case .failed(let reason):
             logger.error("ingest: \(reason)")
             return Self.error(503, reason)
+        case .refused(let status, let reason):
+            if status == 503 { logger.warning("ingest: \(reason)") }
+            return Self.error(status, reason)
         }
     }
 

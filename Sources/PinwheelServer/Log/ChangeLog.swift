@@ -27,6 +27,13 @@ public protocol ChangeLog: AnyObject, Sendable {
 
     /// Commits what was appended, then stops; later appends fail with ``ChangeLogError/closed``.
     func close()
+
+    /// Why appends fail now (a full disk, say), for `/healthz`; nil while the log takes them.
+    var appendProblem: String? { get }
+}
+
+extension ChangeLog {
+    public var appendProblem: String? { nil }
 }
 
 /// Changes as committed: the version of the first, and the changes in order.

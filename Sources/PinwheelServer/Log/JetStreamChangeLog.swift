@@ -24,9 +24,10 @@ import Synchronization
 /// An append answers once JetStream has acknowledged the record (stored on a majority of the
 /// stream's replicas) and this node has applied it, so the producer's next read on this node sees it.
 /// A failed append stored nothing, except when the acknowledgement timed out: JetStream may then
-/// have stored the record, and every node applies it when it arrives (the producer's retry of the
-/// same changes ends in the same points).
-public final class JetStreamChangeLog: ChangeLog, @unchecked Sendable {
+/// have stored the record, and every node applies it when it arrives. A producer's idempotency key
+/// is the record's `Nats-Msg-Id`, so JetStream stores a retry with the same key, on whatever node,
+/// only once within the stream's duplicate window.
+public final class JetStreamChangeLog: KeyedChangeLog, ChangeLogHealth, @unchecked Sendable {
     public struct Options: Sendable {
         /// `nats://host:port` URLs of the NATS cluster.
         public var servers: [String]
@@ -40,6 +41,10 @@ public final class JetStreamChangeLog: ChangeLog, @unchecked Sendable {
         public var replicas: Int?
         /// How long an append waits for JetStream's acknowledgement.
         public var publishTimeout: Duration = .seconds(5)
+        /// How long JetStream remembers a record's message id (the stream's `Duplicates`): a
+        /// producer's retry with the same key within it is not stored again. Set on the stream at
+        /// every start.
+        public var duplicateWindow: Duration = .seconds(120)
         /// How long to keep asking for the stream while the NATS cluster elects its JetStream leader.
         public var startTimeout: Duration = .seconds(30)
         /// How this node appears in the NATS servers' monitoring.
@@ -72,8 +77,8 @@ public final class JetStreamChangeLog: ChangeLog, @unchecked Sendable {
         var sequence: UInt64 = 0
         /// Where each record applied since the oldest kept snapshot ended: (version, sequence).
         var ends: [(version: UInt64, sequence: UInt64)] = [(0, 0)]
-        /// Appends waiting for their record to be applied, by message id.
-        var waiting: [String: Waiter] = [:]
+        /// Appends waiting for their record to be applied, by its stream sequence.
+        var waiting: [UInt64: [Waiter]] = [:]
         /// While `open` catches up: the sequence it waits for.
         var catchingUpTo: UInt64?
         var closing = false
@@ -102,9 +107,11 @@ public final class JetStreamChangeLog: ChangeLog, @unchecked Sendable {
         }
         connection = try NATSConnection(servers: options.servers, name: options.name, events: options.connectionEvents)
         let wanted = options.replicas ?? min(3, max(options.servers.count, connection.knownServers))
-        let (connection, stream, subject) = (connection, options.stream, options.subject)
+        let (connection, stream, subject, window) = (
+            connection, options.stream, options.subject, options.duplicateWindow
+        )
         replicas = try Self.retryingNATSErrors(for: options.startTimeout) { () throws(ChangeLogError) in
-            try connection.ensureStream(stream, subject: subject, replicas: max(1, wanted))
+            try connection.ensureStream(stream, subject: subject, replicas: max(1, wanted), duplicates: window)
         }
         var random = SystemRandomNumberGenerator()
         node = String(random.next(), radix: 36)
@@ -294,44 +301,108 @@ public final class JetStreamChangeLog: ChangeLog, @unchecked Sendable {
         let changes = (try? ChangeCodec.decode(ArraySlice(message.data))) ?? []
         // A message that is not a record (published by something else) changes nothing, on every node.
         if !changes.isEmpty { apply(LoggedChanges(first: version + 1, changes: changes)) }
-        let (waiter, done) = state.withLock { s -> (Waiter?, Bool) in
+        let (waiters, done) = state.withLock { s -> ([Waiter], Bool) in
             s.version = version + UInt64(changes.count)
             s.sequence = message.streamSequence
             if !changes.isEmpty { s.ends.append((s.version, s.sequence)) }
-            let waiter = message.id.flatMap { s.waiting.removeValue(forKey: $0) }
-            waiter?.version = s.version
-            guard let target = s.catchingUpTo, s.sequence >= target else { return (waiter, false) }
+            let waiters = s.waiting.removeValue(forKey: s.sequence) ?? []
+            for waiter in waiters { waiter.version = s.version }
+            guard let target = s.catchingUpTo, s.sequence >= target else { return (waiters, false) }
             s.catchingUpTo = nil
-            return (waiter, true)
+            return (waiters, true)
         }
-        waiter?.applied.signal()
+        for waiter in waiters { waiter.applied.signal() }
         if done { caughtUp.signal() }
     }
 
     public func append(_ changes: [Change], done: @escaping @Sendable (Result<UInt64, ChangeLogError>) -> Void) {
-        guard !changes.isEmpty else { return done(.success(state.withLock { $0.version })) }
-        let id = "\(node)-\(appended.add(1, ordering: .relaxed).newValue)"
-        let waiter = Waiter()
-        let refused = state.withLock { s -> Bool in
-            if s.closing { return true }
-            s.waiting[id] = waiter
-            return false
+        append(changes, request: AppendRequest()) { outcome in
+            switch outcome {
+            case .success(.appended(let version)), .success(.duplicate(let version)): done(.success(version))
+            case .success(.dropped): done(.failure(.closed))
+            case .failure(let error): done(.failure(error))
+            }
         }
-        if refused { return done(.failure(.closed)) }
+    }
+
+    public var duplicateWindow: Duration { options.duplicateWindow }
+
+    public func append(
+        _ changes: [Change], request: AppendRequest,
+        done: @escaping @Sendable (Result<AppendOutcome, ChangeLogError>) -> Void
+    ) {
+        let current = state.withLock { s -> UInt64? in s.closing ? nil : s.version }
+        guard let current else { return done(.failure(.closed)) }
+        guard !changes.isEmpty else { return done(.success(.appended(current))) }
+        // A producer's key is the record's message id, whichever node publishes it; a record without
+        // one gets an id of this node's own (never a producer's: those have the prefix).
+        let id = request.key.map { "key:" + $0 } ?? "\(node)-\(appended.add(1, ordering: .relaxed).newValue)"
         let payload = ChangeCodec.encode(changes)
+        let ack: (sequence: UInt64, duplicate: Bool)
         do throws(ChangeLogError) {
             if payload.count > connection.maxPayload {
                 throw .recordTooLarge(bytes: payload.count, limit: connection.maxPayload)
             }
-            _ = try connection.publishToStream(options.subject, payload, id: id, timeout: options.publishTimeout)
+            // Asked last: a request that waited past its deadline (in a queue, or in a process stopped
+            // and resumed) must not be published after the producer gave its answer up.
+            if let why = request.expired() { return done(.success(.dropped(why))) }
+            // While the client reconnects it would buffer the record and publish it whenever it is
+            // connected again, long after this append has answered that it failed.
+            guard connection.connected else {
+                throw .nats(
+                    function: "js_Publish", reason: "not connected: \(connection.problem ?? "reconnecting to NATS")")
+            }
+            ack = try connection.publishToStream(options.subject, payload, id: id, timeout: options.publishTimeout)
         } catch {
-            state.withLock { _ = $0.waiting.removeValue(forKey: id) }
             return done(.failure(error))
         }
-        // Acknowledged by JetStream: now wait until this node has applied it, which gives its version.
-        waiter.applied.wait()
-        if let version = state.withLock({ _ in waiter.version }) { return done(.success(version)) }
-        done(.failure(.closed))
+        // Acknowledged by JetStream: wait until this node has applied the record (for a duplicate: the
+        // first one with the key), which gives its version.
+        let waiter = Waiter()
+        let known = state.withLock { s -> UInt64?? in
+            guard s.sequence < ack.sequence else {
+                // Applied already: its version if this node still knows where it ended, else the
+                // current version, which includes it.
+                return .some(s.ends.last(where: { $0.sequence == ack.sequence })?.version ?? s.version)
+            }
+            if s.closing { return .some(nil) }
+            s.waiting[ack.sequence, default: []].append(waiter)
+            return nil
+        }
+        let version: UInt64?
+        if let known {
+            version = known
+        } else {
+            waiter.applied.wait()
+            version = state.withLock { _ in waiter.version }
+        }
+        guard let version else { return done(.failure(.closed)) }
+        done(.success(ack.duplicate ? .duplicate(version) : .appended(version)))
+    }
+
+    // MARK: Health
+
+    public var problem: String? { connection.problem }
+
+    public var appendProblem: String? { problem.map { "degraded: \($0)" } }
+
+    public var metricsText: String {
+        let (all, unanswered) = connection.disconnects
+        return """
+            # HELP pinwheel_nats_connected 1 while the change log's NATS connection is usable.
+            # TYPE pinwheel_nats_connected gauge
+            pinwheel_nats_connected \(connection.problem == nil ? 1 : 0)
+            # HELP pinwheel_nats_disconnects_total NATS connections lost (the client then moves to another server).
+            # TYPE pinwheel_nats_disconnects_total counter
+            pinwheel_nats_disconnects_total \(all)
+            # HELP pinwheel_nats_unanswered_total Times the NATS server stopped answering pings (the client then gives it up).
+            # TYPE pinwheel_nats_unanswered_total counter
+            pinwheel_nats_unanswered_total \(unanswered)
+            # HELP pinwheel_nats_server The NATS server the change log is connected to (or was last).
+            # TYPE pinwheel_nats_server gauge
+            pinwheel_nats_server{url="\(connection.server)"} 1
+
+            """
     }
 
     public func close() {
@@ -348,7 +419,7 @@ public final class JetStreamChangeLog: ChangeLog, @unchecked Sendable {
         // Those whose record never came back before the close are answered as not stored here.
         for waiter in state.withLock({ s in
             defer { s.waiting.removeAll() }
-            return Array(s.waiting.values)
+            return s.waiting.values.flatMap { $0 }
         }) {
             waiter.applied.signal()
         }

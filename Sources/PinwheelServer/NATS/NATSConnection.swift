@@ -23,17 +23,81 @@ final class NATSConnection: @unchecked Sendable {
         init(_ body: @escaping @Sendable (Message) -> Void) { self.body = body }
     }
 
-    /// What the connection reports about itself: losing its server, and finding one again.
+    /// What the connection reports about itself: losing its server, and finding one again. It also
+    /// keeps the connection's health for `/healthz` and `/metrics`.
     final class EventHandler: @unchecked Sendable {
-        let body: @Sendable (String) -> Void
+        let body: (@Sendable (String) -> Void)?
         /// Set by ``NATSConnection/close()``: the disconnection that follows is ours, not news.
         let closing = Atomic<Bool>(false)
-        init(_ body: @escaping @Sendable (String) -> Void) { self.body = body }
+        /// The server connected to (or last connected to), and why the connection is unusable now
+        /// (nil while connected).
+        let state = Mutex<(server: String, problem: String?)>(("a NATS server", nil))
+        /// Connections lost, and times the server stopped answering pings.
+        let disconnects = Atomic<Int>(0)
+        let unanswered = Atomic<Int>(0)
+        init(_ body: (@Sendable (String) -> Void)?) { self.body = body }
 
         func report(_ event: String) {
-            if !closing.load(ordering: .acquiring) { body(event) }
+            if !closing.load(ordering: .acquiring) { body?(event) }
+        }
+
+        /// Client thread: the connection was lost. A server that stopped answering first was reported
+        /// so by ``notAnswering()``, and that stays the reason.
+        func lost(detail: String) {
+            guard !closing.load(ordering: .acquiring) else { return }
+            disconnects.add(1, ordering: .relaxed)
+            let problem = state.withLock { s -> String in
+                if let known = s.problem { return known }
+                let why = "lost nats server \(s.server)\(detail.isEmpty ? "" : " (\(detail))")"
+                s.problem = why
+                return why
+            }
+            report("\(problem); reconnecting to another server of the cluster")
+        }
+
+        /// Probe thread: the server did not answer a ping within the probe's time.
+        func notAnswering() {
+            guard !closing.load(ordering: .acquiring) else { return }
+            let problem = state.withLock { s -> String? in
+                guard s.problem == nil else { return nil }
+                s.problem =
+                    "nats server \(s.server) not answering (no PONG within \(NATSConnection.probeTimeout))"
+                return s.problem
+            }
+            guard let problem else { return }
+            unanswered.add(1, ordering: .relaxed)
+            report(problem)
+        }
+
+        /// Probe thread: the server answered a ping, so a "not answering" it was reported with is over.
+        func answering() {
+            let back = state.withLock { s -> Bool in
+                guard s.problem?.contains("not answering") == true else { return false }
+                s.problem = nil
+                return true
+            }
+            if back { report("nats server \(state.withLock { $0.server }) answers again") }
+        }
+
+        /// Client thread: connected again, to `server`.
+        func found(_ server: String) {
+            state.withLock { s in
+                s.server = server
+                s.problem = nil
+            }
+            report("reconnected to \(server)")
         }
     }
+
+    /// How often the client pings its server, and how many pings may go unanswered before it gives
+    /// the server up and moves to another (3–4 s): a server that hangs (SIGSTOP, a stuck disk, a full
+    /// network queue) keeps its TCP connection open, so only an unanswered ping reveals it.
+    static let pingInterval = Duration.seconds(1)
+    static let maxPingsOut = 3
+    /// Every half second a probe pings the server and waits this long for its PONG: a server not
+    /// answering is reported within 1–1.5 s, before the client gives it up (the client's own pings
+    /// say nothing until then).
+    static let probeTimeout = Duration.seconds(1)
 
     private let connection: OpaquePointer
     private let jetStream: OpaquePointer
@@ -41,7 +105,7 @@ final class NATSConnection: @unchecked Sendable {
     /// ``record(_:closure:)``), live as long as the connection: the client may use them until it is destroyed.
     /// (C pointers are kept as their addresses, which may cross threads.)
     private let retained = Mutex<(handlers: [Unmanaged<Handler>], strings: [Int])>(([], []))
-    private let events: EventHandler?
+    private let events: EventHandler
     private let subscriptions = Mutex<[Int]>([])
     private let closed = Atomic<Bool>(false)
 
@@ -67,22 +131,24 @@ final class NATSConnection: @unchecked Sendable {
         try Self.check(natsOptions_SetMaxReconnect(options, -1), "natsOptions_SetMaxReconnect")
         try Self.check(natsOptions_SetReconnectWait(options, 250), "natsOptions_SetReconnectWait")
         try Self.check(natsOptions_SetTimeout(options, 2000), "natsOptions_SetTimeout")
-        let handler = events.map(EventHandler.init)
+        // A hung server is given up within 2–3 s (the client's default: 2 minutes at 2 pings).
+        try Self.check(
+            natsOptions_SetPingInterval(options, Int64(Self.pingInterval.milliseconds)), "natsOptions_SetPingInterval")
+        try Self.check(natsOptions_SetMaxPingsOut(options, Int32(Self.maxPingsOut)), "natsOptions_SetMaxPingsOut")
+        let handler = EventHandler(events)
         // The client's own reference to the handler, released by its last callback for the connection
         // (natsClosed): it calls the others on a thread of its own, even after natsConnection_Destroy
         // has returned, so the handler cannot go with this object.
-        let closure = handler.map { Unmanaged.passRetained($0).toOpaque() }
-        let release = { if let closure { Unmanaged<EventHandler>.fromOpaque(closure).release() } }
-        if let closure {
-            let set = [
-                (natsOptions_SetDisconnectedCB(options, natsDisconnected, closure), "natsOptions_SetDisconnectedCB"),
-                (natsOptions_SetReconnectedCB(options, natsReconnected, closure), "natsOptions_SetReconnectedCB"),
-                (natsOptions_SetClosedCB(options, natsClosed, closure), "natsOptions_SetClosedCB"),
-            ]
-            if let (status, function) = set.first(where: { $0.0 != NATS_OK }) {
-                release()
-                throw Self.failure(status, function)
-            }
+        let closure = Unmanaged.passRetained(handler).toOpaque()
+        let release = { Unmanaged<EventHandler>.fromOpaque(closure).release() }
+        let set = [
+            (natsOptions_SetDisconnectedCB(options, natsDisconnected, closure), "natsOptions_SetDisconnectedCB"),
+            (natsOptions_SetReconnectedCB(options, natsReconnected, closure), "natsOptions_SetReconnectedCB"),
+            (natsOptions_SetClosedCB(options, natsClosed, closure), "natsOptions_SetClosedCB"),
+        ]
+        if let (status, function) = set.first(where: { $0.0 != NATS_OK }) {
+            release()
+            throw Self.failure(status, function)
         }
         var made: OpaquePointer?
         let connected = natsConnection_Connect(&made, options)
@@ -104,7 +170,46 @@ final class NATSConnection: @unchecked Sendable {
         connection = made
         jetStream = context
         self.events = handler
+        handler.state.withLock { $0.server = connectedURL(made) ?? $0.server }
+        // The thread holds the connection only while it probes, so the connection can go meanwhile.
+        let probe = Thread { [weak self] in
+            func step() -> Bool {
+                guard let connection = self, !connection.closed.load(ordering: .acquiring) else { return false }
+                connection.probe()
+                return true
+            }
+            while step() { Thread.sleep(forTimeInterval: 0.5) }
+        }
+        probe.name = "pinwheel-nats-probe"
+        probe.start()
     }
+
+    /// Probe thread: pings the server and waits for its PONG, while the client is connected.
+    private func probe() {
+        guard connected else { return }
+        let status = natsConnection_FlushTimeout(connection, Int64(Self.probeTimeout.milliseconds))
+        if status == NATS_OK {
+            events.answering()
+        } else if status == NATS_TIMEOUT && connected {
+            events.notAnswering()
+        }
+    }
+
+    /// Why the connection cannot be used now (its server stopped answering, or it is gone and the
+    /// client looks for another), nil while it is connected.
+    var problem: String? { events.state.withLock { $0.problem } }
+
+    /// The server the client is connected to, or was last.
+    var server: String { events.state.withLock { $0.server } }
+
+    /// Connections lost since start, and how many of them because the server stopped answering.
+    var disconnects: (all: Int, unanswered: Int) {
+        (events.disconnects.load(ordering: .relaxed), events.unanswered.load(ordering: .relaxed))
+    }
+
+    /// Whether the client is connected now: a publish made while it reconnects would wait in the
+    /// client's buffer and leave whenever it reconnects, long after its answer was given up.
+    var connected: Bool { natsConnection_Status(connection) == NATS_CONN_STATUS_CONNECTED }
 
     deinit {
         close()
@@ -122,7 +227,7 @@ final class NATSConnection: @unchecked Sendable {
         // Closing the connection first: unsubscribing an ordered consumer would ask JetStream to delete
         // it and wait for the answer, up to the request timeout when the servers are gone. The servers
         // delete an ephemeral consumer by themselves once nobody reads it.
-        events?.closing.store(true, ordering: .releasing)
+        events.closing.store(true, ordering: .releasing)
         natsConnection_Close(connection)
         for address in subscriptions.withLock({ $0 }) {
             natsSubscription_Destroy(OpaquePointer(bitPattern: address))
@@ -164,11 +269,18 @@ final class NATSConnection: @unchecked Sendable {
 
     // MARK: JetStream
 
-    /// Makes sure stream `name` exists, capturing `subject`, stored on disk with `replicas` copies;
-    /// an existing stream is used as it is.
+    /// Makes sure stream `name` exists, capturing `subject`, stored on disk with `replicas` copies and
+    /// remembering message ids for `duplicates`; an existing stream keeps its replicas, and gets
+    /// `duplicates` if its window differs.
     /// - Returns: the number of replicas the stream has.
-    func ensureStream(_ name: String, subject: String, replicas: Int) throws(ChangeLogError) -> Int {
-        if let existing = try streamInfo(name) { return existing.replicas }
+    func ensureStream(_ name: String, subject: String, replicas: Int, duplicates: Duration) throws(ChangeLogError)
+        -> Int
+    {
+        let window = Int64(duplicates.milliseconds) * 1_000_000
+        if let existing = try streamInfo(name) {
+            try setDuplicateWindow(name, window)
+            return existing.replicas
+        }
         var config = jsStreamConfig()
         jsStreamConfig_Init(&config)
         var info: UnsafeMutablePointer<jsStreamInfo>?
@@ -182,13 +294,17 @@ final class NATSConnection: @unchecked Sendable {
                     config.SubjectsLen = 1
                     config.Storage = js_FileStorage
                     config.Replicas = Int64(replicas)
+                    config.Duplicates = window
                     return js_AddStream(&info, jetStream, &config, nil, &code)
                 }
             }
         }
         defer { jsStreamInfo_Destroy(info) }
         // Another node may have made it between the look-up and the add.
-        if status != NATS_OK, let existing = try streamInfo(name) { return existing.replicas }
+        if status != NATS_OK, let existing = try streamInfo(name) {
+            try setDuplicateWindow(name, window)
+            return existing.replicas
+        }
         try Self.check(status, "js_AddStream", code)
         return Int(info?.pointee.Config?.pointee.Replicas ?? Int64(replicas))
     }
@@ -239,6 +355,32 @@ final class NATSConnection: @unchecked Sendable {
         try Self.check(status, "js_UpdateStream", code)
     }
 
+    /// Sets the stream's duplicate window (nanoseconds) unless it has it already, keeping the rest of
+    /// its configuration.
+    private func setDuplicateWindow(_ name: String, _ window: Int64) throws(ChangeLogError) {
+        var info: UnsafeMutablePointer<jsStreamInfo>?
+        var code = jsErrCode(0)
+        try Self.check(js_GetStreamInfo(&info, jetStream, name, nil, &code), "js_GetStreamInfo", code)
+        defer { jsStreamInfo_Destroy(info) }
+        guard var config = info?.pointee.Config?.pointee, config.Duplicates != window else { return }
+        config.Duplicates = window
+        var updated: UnsafeMutablePointer<jsStreamInfo>?
+        let status = js_UpdateStream(&updated, jetStream, &config, nil, &code)
+        jsStreamInfo_Destroy(updated)
+        try Self.check(status, "js_UpdateStream", code)
+    }
+
+    /// The stream's duplicate window, nil when there is no such stream.
+    func duplicateWindow(_ name: String) throws(ChangeLogError) -> Duration? {
+        var info: UnsafeMutablePointer<jsStreamInfo>?
+        var code = jsErrCode(0)
+        let status = js_GetStreamInfo(&info, jetStream, name, nil, &code)
+        defer { jsStreamInfo_Destroy(info) }
+        if status == NATS_NOT_FOUND { return nil }
+        try Self.check(status, "js_GetStreamInfo", code)
+        return info?.pointee.Config.map { .nanoseconds($0.pointee.Duplicates) }
+    }
+
     /// Deletes every message of the stream; its sequence numbers go on from where they were.
     func purgeStream(_ name: String) throws(ChangeLogError) {
         var code = jsErrCode(0)
@@ -256,9 +398,10 @@ final class NATSConnection: @unchecked Sendable {
     /// - Parameters:
     ///   - id: the `Nats-Msg-Id`; JetStream stores a message with an id it saw recently only once.
     ///   - timeout: how long to wait for the acknowledgement.
-    /// - Returns: the message's stream sequence.
+    /// - Returns: the message's stream sequence, and whether JetStream had it already (a message with
+    ///   the same id within the stream's duplicate window: the sequence is then the first one's).
     func publishToStream(_ subject: String, _ bytes: [UInt8], id: String, timeout: Duration) throws(ChangeLogError)
-        -> UInt64
+        -> (sequence: UInt64, duplicate: Bool)
     {
         var options = jsPubOptions()
         jsPubOptions_Init(&options)
@@ -274,7 +417,7 @@ final class NATSConnection: @unchecked Sendable {
         defer { jsPubAck_Destroy(ack) }
         try Self.check(status, "js_Publish", code)
         guard let ack else { throw .nats(function: "js_Publish", reason: "no acknowledgement") }
-        return ack.pointee.Sequence
+        return (ack.pointee.Sequence, ack.pointee.Duplicate)
     }
 
     /// Calls `handler` with every message of the stream after `sequence`, in stream order, then with
@@ -357,10 +500,19 @@ final class NATSConnection: @unchecked Sendable {
 }
 
 /// The C client's callback when the connection to its server is lost (it then reconnects by itself).
-private let natsDisconnected: natsConnectionHandler = { _, closure in
+private let natsDisconnected: natsConnectionHandler = { connection, closure in
     guard let closure else { return }
-    Unmanaged<NATSConnection.EventHandler>.fromOpaque(closure).takeUnretainedValue()
-        .report("lost its NATS server; reconnecting to any server of the cluster")
+    var text: UnsafePointer<CChar>?
+    let status = natsConnection_GetLastError(connection, &text)
+    let detail = status == NATS_OK ? "" : text.map { String(cString: $0) } ?? ""
+    Unmanaged<NATSConnection.EventHandler>.fromOpaque(closure).takeUnretainedValue().lost(detail: detail)
+}
+
+/// The URL of the server the client is connected to, nil when it is not.
+private func connectedURL(_ connection: OpaquePointer?) -> String? {
+    var url = [CChar](repeating: 0, count: 256)
+    guard natsConnection_GetConnectedUrl(connection, &url, url.count) == NATS_OK, url[0] != 0 else { return nil }
+    return String(decoding: url.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
 }
 
 /// The C client's last callback for a connection, once it is closed: it drops its reference to the
@@ -379,11 +531,8 @@ private let natsSubscriptionComplete: natsOnCompleteCB = { closure in
 /// The C client's callback when it is connected again, to whichever server answered.
 private let natsReconnected: natsConnectionHandler = { connection, closure in
     guard let closure else { return }
-    var url = [CChar](repeating: 0, count: 256)
-    let known = natsConnection_GetConnectedUrl(connection, &url, url.count) == NATS_OK
-    let server =
-        known ? String(decoding: url.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "a NATS server"
-    Unmanaged<NATSConnection.EventHandler>.fromOpaque(closure).takeUnretainedValue().report("reconnected to \(server)")
+    Unmanaged<NATSConnection.EventHandler>.fromOpaque(closure).takeUnretainedValue()
+        .found(connectedURL(connection) ?? "a NATS server")
 }
 
 /// The C client's message callback for every subscription: recovers the handler from the closure

@@ -30,7 +30,14 @@ final class NATSServerProcess {
         }
     }
 
+    /// Sends the server a signal: SIGSTOP freezes it (its sockets stay open and unanswered), SIGCONT
+    /// resumes it.
+    func send(_ signal: Int32) {
+        kill(process.processIdentifier, signal)
+    }
+
     deinit {
+        kill(process.processIdentifier, SIGCONT)
         process.terminate()
         process.waitUntilExit()
         try? FileManager.default.removeItem(atPath: store)

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import Testing
 
 @testable import PinwheelServer
 
@@ -28,6 +29,18 @@ final class SpinningThread: @unchecked Sendable {
             finished.signal()
         }.start()
         started.wait()
+    }
+
+    /// Returns once the thread has computed for `cpu` more of its own CPU time, however long that
+    /// takes on a busy machine (at most 30 s).
+    func waitForCPU(_ cpu: Duration) throws {
+        let clock = try #require(clock)
+        let start = ThreadCPUClock.time(of: clock)
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ThreadCPUClock.time(of: clock) - start < cpu {
+            try #require(ContinuousClock.now < deadline, "the spinning thread got no CPU for 30 s")
+            Thread.sleep(forTimeInterval: 0.005)
+        }
     }
 
     func stop() {

@@ -1,0 +1,26 @@
+import PinwheelCore
+import PinwheelTransport
+
+/// `GET /v1/admission`: whether a page of the request's origin may open a WebSocket, and if not,
+/// why. A browser is told nothing of a refused upgrade; the client asks here after a WebSocket
+/// failed before opening, so its page can say why instead of retrying for ever.
+enum Admission {
+    static let path = "/v1/admission"
+
+    /// 200 `{"allowed":true}`, or 403 `{"allowed":false,"reason":…}` for an origin `policy` refuses.
+    /// Any page may read it (`Access-Control-Allow-Origin: *`), and no cache keeps it.
+    static func answer(_ request: HTTPRequest, policy: OriginPolicy) -> HTTPResponse {
+        let headers = [HTTPHeader("Access-Control-Allow-Origin", "*"), HTTPHeader("Cache-Control", "no-store")]
+        guard request.method == "GET" || request.method == "HEAD" else {
+            return HTTPResponse(status: 405, text: "\(path) answers GET\n", headers: headers)
+        }
+        guard case .refused(let reason) = policy.allows(origin: request.origin, host: request.host) else {
+            return HTTPResponse(contentType: "application/json", text: #"{"allowed":true}"# + "\n", headers: headers)
+        }
+        var writer = JSONWriter(capacity: 128)
+        writer.raw(#"{"allowed":false,"reason":"#)
+        writer.string(reason)
+        writer.raw("}\n")
+        return HTTPResponse(status: 403, contentType: "application/json", body: writer.bytes, headers: headers)
+    }
+}
