@@ -72,7 +72,7 @@ extension WebSocketServer {
             tickAdmission()
             sweepFramePolicy()
             if keepalive?.isDue(at: .now) == true { sweepKeepalive() }
-            sweepHTTPBodies(at: .now)
+            if !httpBodies.isEmpty { sweepHTTPBodies(at: .now) }
             loop.breakIfExiting(mayExit(connectionsLeft: connections.count))
             return 0
         default:

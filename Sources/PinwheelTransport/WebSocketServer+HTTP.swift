@@ -106,7 +106,8 @@ extension WebSocketServer {
         else {
             let chunked = LWSConnection.header(wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING)?.lowercased().contains("chunked")
             let why = chunked == true ? "; a chunked body is not read" : ""
-            return respond(wsi, HTTPResponse(status: 411, text: "a \(method) needs a Content-Length\(why)\n"))
+            // Closed after the answer: whatever body follows would otherwise be read as the next request.
+            return refuseAndClose(wsi, HTTPResponse(status: 411, text: "a \(method) needs a Content-Length\(why)\n"))
         }
         if length == 0 { return dispatch(wsi, request) }
         // Checked before a byte of the body is read: a refused producer cannot hold the connection.

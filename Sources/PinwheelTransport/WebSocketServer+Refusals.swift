@@ -8,7 +8,11 @@ extension WebSocketServer {
     @discardableResult
     func refuseAndClose(_ wsi: OpaquePointer, _ response: HTTPResponse) -> Int32 {
         var response = response
-        response.headers.append(HTTPHeader("Connection", "close"))
+        // HTTP/2 forbids connection headers (RFC 9113 section 8.2.2): a client would reject the
+        // whole response. There only the stream ends; an h2 stream is not its network connection.
+        if lws_get_network_wsi(wsi) == wsi {
+            response.headers.append(HTTPHeader("Connection", "close"))
+        }
         guard Self.writeHeaders(wsi, response), !response.body.isEmpty else { return -1 }
         let headroom = Int(SHIM_LWS_PRE)
         var buffer = [UInt8](repeating: 0, count: headroom) + response.body
@@ -21,7 +25,7 @@ extension WebSocketServer {
     /// Cuts the request bodies past their deadline or behind the minimum rate: each gets 408 and its
     /// connection is closed. Runs at most every ``httpSweepInterval``. Lws service thread only.
     func sweepHTTPBodies(at now: ContinuousClock.Instant) {
-        guard now >= nextHTTPSweep, !httpBodies.isEmpty else { return }
+        guard now >= nextHTTPSweep else { return }
         nextHTTPSweep = now + Self.httpSweepInterval
         for (key, pending) in httpBodies where !pending.cut {
             let received = pending.received

@@ -44,7 +44,9 @@ struct ServeCommand: ParsableCommand {
 
     @Option(
         name: .customLong("allowed-origin"),
-        help: "An origin allowed to open a WebSocket (repeatable; default: the server's own).")
+        help:
+            "An origin allowed to open a WebSocket besides the server's own, which always is (repeatable; * allows every origin)."
+    )
     var allowedOrigins: [String] = []
 
     @Option(help: "More sessions than this are closed with 1013.")

@@ -81,8 +81,18 @@ struct LWSConfigurationTests {
         let (server, serverEvents) = try makeServer { configuration in
             configuration.tls = TLSFiles(certificatePath: cert, privateKeyPath: key)
             configuration.routes["/healthz"] = { _ in HTTPResponse(text: "ok\n") }
+            configuration.routes["/upload"] = { _ in HTTPResponse(text: "taken\n") }
+            configuration.routeGuards["/upload"] = { _ in HTTPResponse(status: 401, text: "no\n") }
         }
         defer { server.stop() }
+        // Refusals over HTTP/2 carry no Connection header, which h2 forbids: curl takes them whole.
+        let upload = "https://127.0.0.1:\(server.port)/upload"
+        #expect(
+            try curl(["-k", "--http2", "-w", "%{http_code} %{http_version}", "--data-binary", "x", upload])
+                == "no\n401 2")
+        #expect(
+            try curl(["-k", "--http2", "-w", "%{http_code}", "-H", "Content-Length: +1", "--data-binary", "x", upload])
+                == "Content-Length must be digits only, at most 15\n400")
         let (client, events) = try makeClient { $0.allowSelfSignedCertificates = true }
         defer { client.stop() }
         let id = try client.connect(

@@ -34,11 +34,11 @@ def listeners(port):
     return sorted(found)
 
 
-def serve(host, timeout_s=60):
+def serve(host, timeout_s=60, port=0):
     """Starts `pinwheel serve --host HOST --port 0`; returns (process, address, port) once it listens,
     or (process, None, None) when it exits first."""
     process = subprocess.Popen(
-        [pinwheel_binary(), "serve", "--host", host, "--port", "0", "--web", str(WEB)],
+        [pinwheel_binary(), "serve", "--host", host, "--port", str(port), "--web", str(WEB)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -123,3 +123,18 @@ def test_a_name_that_does_not_resolve_stops_the_server():
         assert "invalid host: no-such-host.invalid (does not resolve" in error, error
     finally:
         stop(process)
+
+
+def test_a_port_taken_on_that_address_stops_the_server():
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        process, address, bound = serve("127.0.0.1", port=port)
+        try:
+            assert bound is None, f"listened on {address}:{bound}"
+            assert process.wait(30) != 0
+            error = process.stderr.read()
+            assert f"cannot listen on 127.0.0.1:{port}" in error and "Address already in use" in error, error
+        finally:
+            stop(process)

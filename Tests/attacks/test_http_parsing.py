@@ -78,6 +78,19 @@ def test_malformed_requests_get_400_with_the_reason_and_are_closed(server, name,
     assert closed, name
 
 
+def test_a_chunked_body_gets_411_and_is_never_read_as_the_next_request(server):
+    smuggled = b"0\r\n\r\nGET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    raw = request(POST + ["Transfer-Encoding: chunked"], smuggled)
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as s:
+        s.sendall(raw)
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    assert data.startswith(b"HTTP/1.1 411 "), data
+    assert b"a chunked body is not read" in data
+    assert data.count(b"HTTP/1.1 ") == 1, data
+
+
 def test_a_tab_in_a_header_value_is_allowed(server):
     status, body, _ = exchange(server.port, request(["GET /healthz HTTP/1.1", "Host: 127.0.0.1",
                                                      "Connection: close", "User-Agent: a\tb"]))

@@ -108,17 +108,23 @@ def test_trickled_bodies_are_refused_or_cut_and_a_viewer_keeps_its_latency(inges
 
 
 @pytest.mark.parametrize("ingest_server", [("--http-deadline", "8", "--http-min-body-rate", "0")], indirect=True)
-def test_a_body_that_keeps_coming_is_cut_at_the_request_deadline(ingest_server):
+def test_bodies_that_keep_coming_are_cut_at_the_request_deadline(ingest_server):
     # 2 KiB every 0.5 s never ends a 16 MB body; with the rate floor off only the deadline can stop it.
-    spec = [(f"token-{k}", head(TOKEN)) for k in range(10)]
+    count = 300
+    spec = [(f"token-{k}", head(TOKEN)) for k in range(count)]
     attack, outcome = run_attack(ingest_server.port, spec, every_s=0.5, chunk=b"x" * 2048, give_up_s=20)
+    with Viewer(ingest_server.ws_url) as viewer:
+        latencies = [viewer.viewport_done_seconds(LONDON, 9 + k % 2) for k in range(50)]
     attack.join(40)
     closed, status = outcome["closed"], outcome["status"]
-    print(f"closed {len(closed)} of 10, after {min(closed.values(), default=0):.2f}..{max(closed.values(), default=0):.2f} s")
-    assert len(closed) == 10
+    print(f"viewer p99 {percentile(latencies, 99) * 1000:.1f} ms; closed {len(closed)} of {count}, "
+          f"after {min(closed.values(), default=0):.2f}..{max(closed.values(), default=0):.2f} s")
+    assert_not_starved(latencies, at_least=50)
+    assert len(closed) == count
     assert all(s == "HTTP/1.1 408 Request Timeout" for s in status.values()), status
-    # --http-deadline 8: headers get 4 s of it and the body the other 4, checked every 0.25 s.
-    assert 3.5 < min(closed.values()) and max(closed.values()) < 8
+    # --http-deadline 8: headers get 4 s of it and the body the other 4 (checked every 0.25 s), counted
+    # from each socket's headers, all sent before the clock here starts.
+    assert 3.0 < min(closed.values()) and max(closed.values()) < 8
 
 
 def test_a_request_that_takes_no_body_is_refused_when_it_announces_one(ingest_server):
