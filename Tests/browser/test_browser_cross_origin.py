@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from browser_support import WEB, running_server
+from browser_support import WEB, running_server, screenshot
 
 PAGE = Path(__file__).resolve().parent / "other_origin"
+LEAFLET = Path("/usr/share/javascript/leaflet")
 # Chromium logs failed connections itself (the refused or frozen server's WebSocket, the 403 of
 # /v1/admission): the network, not a JavaScript error.
 NETWORK = re.compile(r"WebSocket connection to '.*' failed|Failed to load resource: .* status of 403")
@@ -31,13 +32,15 @@ class Quiet(http.server.SimpleHTTPRequestHandler):
 
 @contextmanager
 def other_origin():
-    """A plain Python HTTP server on 127.0.0.1 and a free port serving the app's page, with a copy of
-    web/pinwheel/ beside it (a self-hosted copy); yields its origin."""
-    folder = Path(tempfile.mkdtemp(prefix="pinwheel-other-origin-"))
+    """A plain Python HTTP server on 127.0.0.1 and a free port serving the app's page (app.html), and
+    a copy of web/ with Debian's Leaflet: the demo page and the modules, self-hosted; yields its
+    origin."""
+    folder = Path(tempfile.mkdtemp(prefix="pinwheel-other-origin-")) / "site"
     try:
-        for name in ("index.html", "page.js"):
+        shutil.copytree(WEB, folder)
+        shutil.copytree(LEAFLET, folder / "vendor" / "leaflet")
+        for name in ("app.html", "page.js"):
             shutil.copy(PAGE / name, folder / name)
-        shutil.copytree(WEB / "pinwheel", folder / "pinwheel")
         httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(folder)))
         thread = threading.Thread(target=httpd.serve_forever, daemon=True)
         thread.start()
@@ -47,7 +50,7 @@ def other_origin():
             httpd.shutdown()
             httpd.server_close()
     finally:
-        shutil.rmtree(folder)
+        shutil.rmtree(folder.parent)
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +67,7 @@ def server(origins):
 
 
 def open_app(page, origin, server, modules=None):
-    page.goto(f"{origin}/index.html?server={server.url}" + (f"&modules={modules}" if modules else ""))
+    page.goto(f"{origin}/app.html?server={server.url}" + (f"&modules={modules}" if modules else ""))
     page.wait_for_function("() => window.embedded && (window.embedded.ready || window.embedded.importError)")
     assert page.evaluate("() => window.embedded.importError") is None
 
@@ -139,3 +142,17 @@ def test_a_server_that_stops_answering_is_noticed_and_the_page_reconnects_once_i
         assert page.evaluate("() => embedded.layer.markers.size") > 20
         assert page.evaluate("() => embedded.client.state.counters.stale") >= 1
     assert [e for e in page.console_log.errors if not NETWORK.search(e)] == []
+
+
+def test_the_demo_page_of_a_refused_origin_shows_the_reason_in_its_status(page, server, origins):
+    refused = origins[1]
+    page.goto(f"{refused}/?ws={server.ws_url}")
+    page.wait_for_function("() => document.getElementById('hud-conn').textContent === 'refused'", timeout=20000)
+    reason = f"origin {refused} is not allowed (--allowed-origin)"
+    assert page.inner_text("#hud-refusal") == reason and page.is_visible("#hud-refusal")
+    # Read by screen readers: the status and the alert are the page's live regions.
+    snapshot = page.locator("#hud").aria_snapshot()
+    assert '- status: refused' in snapshot and f'- alert: {reason}' in snapshot, snapshot
+    screenshot(page, "demo-refused.png")
+    errors = [e for e in page.console_log.errors if not NETWORK.search(e)]
+    assert errors == [f"console.error: pinwheel: the server refuses this page: {reason}"], errors
