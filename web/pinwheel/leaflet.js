@@ -226,7 +226,8 @@ function hitTesting(map, find, click) {
     };
     const hover = () => {
         frame = 0;
-        const over = !map._animatingZoom && find(lastMove) !== null;
+        // While the map is dragged, Leaflet's own cursor stays.
+        const over = !map._animatingZoom && !L.Draggable._dragging && find(lastMove) !== null;
         if (over === pointing) return;
         pointing = over;
         container.style.cursor = over ? 'pointer' : '';
