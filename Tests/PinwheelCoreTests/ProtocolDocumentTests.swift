@@ -32,7 +32,7 @@ struct ProtocolDocumentTests {
     func examplesDecode() throws {
         let messages = try examples()
         #expect(messages.count >= 10)
-        let clientTypes = ["viewport", "ack", "expand", "settings", "held"]
+        let clientTypes = ["viewport", "ack", "expand", "settings", "held", "ping"]
         for text in messages {
             let isClient = clientTypes.contains { text.hasPrefix("{\"type\":\"\($0)\"") }
             #expect(throws: Never.self, "\(text)") {
