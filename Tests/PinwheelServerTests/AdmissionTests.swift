@@ -5,9 +5,12 @@ import Testing
 
 @Suite("Admission")
 struct AdmissionTests {
-    func answer(_ origin: String?, allowing extra: [String] = [], host: String? = "127.0.0.1:8080") -> (Int, String) {
+    func answer(
+        _ origin: String?, allowing extra: [String] = [], host: String? = "127.0.0.1:8080", query: String = ""
+    ) -> (Int, String) {
         let policy = OriginPolicy(allowedOrigins: extra, secure: false)
-        let response = Admission.answer(HTTPRequest(path: Admission.path, origin: origin, host: host), policy: policy)
+        let response = Admission.answer(
+            HTTPRequest(path: Admission.path, query: query, origin: origin, host: host), policy: policy)
         #expect(response.headers.contains(HTTPHeader("Access-Control-Allow-Origin", "*")))
         #expect(response.headers.contains(HTTPHeader("Cache-Control", "no-store")))
         return (response.status, String(decoding: response.body, as: UTF8.self))
@@ -35,6 +38,16 @@ struct AdmissionTests {
         #expect(answer("", allowing: ["https://maps.example.org"]).0 == 403)
         // The server's own origin is judged by the Host the page asked for.
         #expect(answer("http://127.0.0.1:8080", host: "127.0.0.1:9090").0 == 403)
+    }
+
+    @Test("without an Origin header (a page's GET to its own origin) the origin parameter is judged")
+    func originParameter() {
+        let list = ["https://maps.example.org"]
+        #expect(answer(nil, allowing: list, query: "origin=https%3A%2F%2Fx.example").0 == 403)
+        #expect(answer(nil, allowing: list, query: "x=1&origin=https%3A%2F%2Fmaps.example.org").0 == 200)
+        #expect(answer(nil, allowing: list, query: "origin=http%3A%2F%2F127.0.0.1%3A8080").0 == 200)
+        // A browser's Origin header wins over the parameter.
+        #expect(answer("https://x.example", allowing: list, query: "origin=https%3A%2F%2Fmaps.example.org").0 == 403)
     }
 
     @Test("files are served across origins only from the mount that says so, by longest prefix")

@@ -4,6 +4,7 @@ refuses it, and notices a server that stopped answering (SIGSTOP) and reconnects
 
 import functools
 import http.server
+import json
 import os
 import re
 import shutil
@@ -16,9 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from browser_support import WEB, running_server
+from browser_support import WEB, running_server, screenshot
 
 PAGE = Path(__file__).resolve().parent / "other_origin"
+LEAFLET = Path("/usr/share/javascript/leaflet")
 # Chromium logs failed connections itself (the refused or frozen server's WebSocket, the 403 of
 # /v1/admission): the network, not a JavaScript error.
 NETWORK = re.compile(r"WebSocket connection to '.*' failed|Failed to load resource: .* status of 403")
@@ -31,13 +33,15 @@ class Quiet(http.server.SimpleHTTPRequestHandler):
 
 @contextmanager
 def other_origin():
-    """A plain Python HTTP server on 127.0.0.1 and a free port serving the app's page, with a copy of
-    web/pinwheel/ beside it (a self-hosted copy); yields its origin."""
-    folder = Path(tempfile.mkdtemp(prefix="pinwheel-other-origin-"))
+    """A plain Python HTTP server on 127.0.0.1 and a free port serving the app's page (app.html), and
+    a copy of web/ with Debian's Leaflet: the demo page and the modules, self-hosted; yields its
+    origin."""
+    folder = Path(tempfile.mkdtemp(prefix="pinwheel-other-origin-")) / "site"
     try:
-        for name in ("index.html", "page.js"):
+        shutil.copytree(WEB, folder)
+        shutil.copytree(LEAFLET, folder / "vendor" / "leaflet")
+        for name in ("app.html", "page.js"):
             shutil.copy(PAGE / name, folder / name)
-        shutil.copytree(WEB / "pinwheel", folder / "pinwheel")
         httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(folder)))
         thread = threading.Thread(target=httpd.serve_forever, daemon=True)
         thread.start()
@@ -47,7 +51,7 @@ def other_origin():
             httpd.shutdown()
             httpd.server_close()
     finally:
-        shutil.rmtree(folder)
+        shutil.rmtree(folder.parent)
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +61,12 @@ def origins():
         yield allowed, refused
 
 
+def refusal(server, origins):
+    """The reason the server gives for the refused origin: it names what it accepts."""
+    allowed, refused = origins
+    return f"origin {refused} is not allowed: this server accepts {server.url} and {allowed}"
+
+
 @pytest.fixture(scope="module")
 def server(origins):
     with running_server(["--allowed-origin", origins[0]]) as s:
@@ -64,7 +74,7 @@ def server(origins):
 
 
 def open_app(page, origin, server, modules=None):
-    page.goto(f"{origin}/index.html?server={server.url}" + (f"&modules={modules}" if modules else ""))
+    page.goto(f"{origin}/app.html?server={server.url}" + (f"&modules={modules}" if modules else ""))
     page.wait_for_function("() => window.embedded && (window.embedded.ready || window.embedded.importError)")
     assert page.evaluate("() => window.embedded.importError") is None
 
@@ -103,7 +113,7 @@ def test_the_server_answers_admission_for_any_origin(server, origins):
     except urllib.error.HTTPError as e:
         assert e.code == 403
         assert e.headers["Access-Control-Allow-Origin"] == "*"
-        assert e.read() == f'{{"allowed":false,"reason":"origin {refused} is not allowed (--allowed-origin)"}}\n'.encode()
+        assert json.loads(e.read()) == {"allowed": False, "reason": refusal(server, origins)}
 
 
 def test_a_page_of_a_refused_origin_hears_why_and_stops_retrying(page, server, origins):
@@ -112,7 +122,7 @@ def test_a_page_of_a_refused_origin_hears_why_and_stops_retrying(page, server, o
     open_app(page, refused, server, modules=refused)
     page.wait_for_function("() => embedded.events.some(e => e[0] === 'refused')", timeout=20000)
     reason = page.evaluate("() => embedded.events.find(e => e[0] === 'refused')[1]")
-    assert reason == f"origin {refused} is not allowed (--allowed-origin)"
+    assert reason == refusal(server, origins)
     state = page.evaluate("() => ({connection: embedded.client.state.connection, connects: embedded.client.state.counters.connects})")
     assert state["connection"] == "refused"
     assert state["connects"] == 1, "no retry after the refusal"
@@ -139,3 +149,17 @@ def test_a_server_that_stops_answering_is_noticed_and_the_page_reconnects_once_i
         assert page.evaluate("() => embedded.layer.markers.size") > 20
         assert page.evaluate("() => embedded.client.state.counters.stale") >= 1
     assert [e for e in page.console_log.errors if not NETWORK.search(e)] == []
+
+
+def test_the_demo_page_of_a_refused_origin_shows_the_reason_in_its_status(page, server, origins):
+    refused = origins[1]
+    page.goto(f"{refused}/?ws={server.ws_url}")
+    page.wait_for_function("() => document.getElementById('hud-conn').textContent === 'refused'", timeout=20000)
+    reason = refusal(server, origins)
+    assert page.inner_text("#hud-refusal") == reason and page.is_visible("#hud-refusal")
+    # Read by screen readers: the status and the alert are the page's live regions.
+    snapshot = page.locator("#hud").aria_snapshot()
+    assert '- status: refused' in snapshot and f'- alert: {reason}' in snapshot, snapshot
+    screenshot(page, "demo-refused.png")
+    errors = [e for e in page.console_log.errors if not NETWORK.search(e)]
+    assert errors == [f"console.error: pinwheel: the server refuses this page: {reason}"], errors

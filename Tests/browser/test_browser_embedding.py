@@ -84,6 +84,9 @@ def test_markers_draw_above_a_polygon_layer_added_later_and_take_their_clicks(pa
     assert not near(pixel(page, png, *at), POLYGON_GREEN), f"the cluster is drawn over the polygon: {pixel(page, png, *at)}"
     assert near(pixel(page, hidden, *at), POLYGON_GREEN), "without the layer the polygon shows at the cluster's place"
 
+    # Over a marker the pointer is a hand.
+    page.mouse.move(cluster["x"], cluster["y"])
+    page.wait_for_function("() => pinwheel.map.getContainer().style.cursor === 'pointer'")
     zoom = page.evaluate("() => pinwheel.map.getZoom()")
     page.mouse.click(cluster["x"], cluster["y"])
     page.wait_for_function(f"() => window.clusterClicks.includes({cluster['id']})")

@@ -1,12 +1,17 @@
 """The MapLibre GL layer (web/pinwheel/maplibre.js) in headless Chromium (WebGL in software): the
 example page draws what the server computed, follows pans with keyed diffs, and a click on a
-cluster zooms to where it splits and on a point opens its popup."""
+cluster zooms to where it splits and on a point opens its popup; a live point glides to its new
+place."""
 
+import sys
 from pathlib import Path
 
 import pytest
 
-from browser_support import screenshot, server_features
+from browser_support import PinwheelServer, pinwheel_binary, screenshot, server_features
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
+from ingest import post_changes  # noqa: E402
 
 MAPLIBRE = Path("/usr/local/share/javascript/maplibre-gl/maplibre-gl-worker.js")
 LAYERS = "['pinwheel-clusters', 'pinwheel-points']"
@@ -117,4 +122,79 @@ def test_a_click_on_a_cluster_zooms_to_where_it_splits_and_a_point_opens_its_pop
     page.mouse.click(point["x"], point["y"])
     page.wait_for_selector(".maplibregl-popup .pw-popup h3")
     assert page.inner_text(".maplibregl-popup .pw-popup h3") == point["name"]
+    assert page.console_log.errors == []
+
+
+TOKEN = "browser-token-0123456789abcdef"
+LAT, LON = 48.2, 16.4
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("live")
+    (folder / "token").write_text(TOKEN)
+    server = PinwheelServer(pinwheel_binary(), ["--synthetic", "100", "--data-dir", str(folder / "data"),
+                                                "--ingest-token-file", str(folder / "token")]).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+        server.log.close()
+
+
+def post(server, *changes):
+    status, answer, _ = post_changes(server.port, TOKEN, list(changes))
+    assert status == 200 and answer["accepted"] == len(changes), answer
+
+
+def test_a_live_point_glides_to_its_new_place_through_keyed_updates(page, live):
+    post(live, {"op": "upsert", "id": "glider", "lat": LAT, "lon": LON})
+    page.goto(f"{live.url}/examples/maplibre.html")
+    wait_settled(page)
+    move(page, f"() => map.jumpTo({{center: [{LON + 0.01}, {LAT}], zoom: 13}})")
+    page.wait_for_function("() => map.queryRenderedFeatures({layers: ['pinwheel-points']}).some(f => f.properties.key === 'glider')")
+    glider = page.evaluate("() => Array.from(markers.client.features.values()).find(f => f.key === 'glider').id")
+    # Every position of the glider handed to the source, and any removal of it.
+    page.evaluate(f"""() => {{ window.glides = []; window.gliderRemoved = false;
+        const s = map.getSource('pinwheel'), u = s.updateData.bind(s);
+        s.updateData = (d) => {{
+            for (const f of d.add) if (f.id === {glider}) window.glides.push(f.geometry.coordinates[0]);
+            if (d.remove.includes({glider})) window.gliderRemoved = true;
+            return u(d);
+        }}; }}""")
+    post(live, {"op": "upsert", "id": "glider", "lat": LAT, "lon": LON + 0.02},
+         {"op": "upsert", "id": "newcomer", "lat": LAT + 0.005, "lon": LON + 0.01})
+    page.wait_for_function(f"() => window.glides.length && Math.abs(window.glides[window.glides.length - 1] - {LON + 0.02}) < 1e-9")
+    glides = page.evaluate("() => window.glides")
+    assert any(LON + 1e-6 < x < LON + 0.02 - 1e-6 for x in glides), f"the glider jumped instead of gliding: {glides}"
+    assert glides == sorted(glides), "it moved one way"
+    assert not page.evaluate("() => window.gliderRemoved"), "the point was updated, not removed and added again"
+    page.wait_for_function(f"""() => map.queryRenderedFeatures({{layers: ['pinwheel-points']}})
+        .some(f => f.properties.key === 'glider' && Math.abs(f.geometry.coordinates[0] - {LON + 0.02}) < 1e-4)""")
+    page.wait_for_function("() => map.queryRenderedFeatures({layers: ['pinwheel-points']}).some(f => f.properties.key === 'newcomer')")
+    screenshot(page, "maplibre-live.png")
+    assert page.console_log.errors == []
+
+
+def test_markers_in_view_are_named_buttons_and_enter_opens_a_cluster(page, server):
+    open_example(page, server)
+    page.wait_for_function("() => document.querySelectorAll('.pw-keyboard button').length > 10")
+    snapshot = page.locator(".pw-keyboard").aria_snapshot()
+    assert snapshot.startswith('- list "Markers in view"') and '- button "Cluster of ' in snapshot, snapshot[:300]
+    names = page.evaluate("() => Array.from(document.querySelectorAll('.pw-keyboard button'), b => b.textContent)")
+    top = page.evaluate("""() => { const c = map.getContainer(); let top = 0;
+        for (const f of markers.client.features.values()) {
+            const p = map.project([f.lon, f.lat]);
+            if (p.x >= -4 && p.y >= -4 && p.x <= c.clientWidth + 4 && p.y <= c.clientHeight + 4) top = Math.max(top, f.count); }
+        return top; }""")
+    assert names[0] == f"Cluster of {top:,} points"
+    page.evaluate("() => { window.clicks = []; markers.on('clusterclick', e => window.clicks.push(e.feature.id)); }")
+    zoom = page.evaluate("() => map.getZoom()")
+    page.locator(".pw-keyboard button").first.focus()
+    assert page.evaluate("() => getComputedStyle(document.querySelector('.pw-focus-ring')).display") == "block"
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => window.clicks.length === 1")
+    page.wait_for_function(f"() => map.getZoom() > {zoom} && !map.isMoving()")
+    wait_settled(page)
+    page.wait_for_function("() => document.activeElement && document.activeElement.closest('.pw-keyboard') !== null")
     assert page.console_log.errors == []

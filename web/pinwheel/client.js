@@ -340,12 +340,13 @@ export class PinwheelClient {
         this._scheduleReconnect();
     }
 
-    /** The address of `/v1/admission` on the server of `this.url`. */
+    /** The address of `/v1/admission` on the server of `this.url`, naming this page's origin (a
+     *  browser sends no Origin header with a GET to the page's own origin). */
     _admissionURL() {
         const u = new URL(this.url);
         u.protocol = u.protocol === 'wss:' ? 'https:' : 'http:';
         u.pathname = '/v1/admission';
-        u.search = '';
+        u.search = `?origin=${encodeURIComponent(location.origin)}`;
         u.hash = '';
         return u.href;
     }

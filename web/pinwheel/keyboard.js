@@ -1,8 +1,9 @@
 /* Keyboard and screen-reader access to markers drawn on a canvas, which neither can reach: a visually
  * hidden list of buttons inside the map, one per marker in view, named by what the marker is
  * ("Cluster of 1,234 points", a point's name). Tab reaches them, Enter or Space acts as a click on the
- * marker, and the focused one is ringed on the map. Used by web/pinwheel/leaflet.js; needs Leaflet as
- * the global `L`.
+ * marker, and the focused one is ringed on the map. Knows no map library: the adapters
+ * (web/pinwheel/leaflet.js, web/pinwheel/maplibre.js) say where each marker is drawn and when the
+ * view moved.
  */
 
 // ---- Constants -----------------------------------------------------------------------------------
@@ -32,24 +33,24 @@ export function markerName(feature) {
 }
 
 /**
- * Keeps a list of buttons for the markers in view.
- * @param {L.Map} map
+ * Keeps a list of buttons for the markers in view, in `container` (the map's element).
+ * @param {HTMLElement} container
  * @param {object} source
- * @param {() => Iterable<object>} source.entries what is drawn, topmost first (`{feature, layer}`,
- *   `layer` a Leaflet marker with getLatLng and getRadius).
+ * @param {() => Iterable<object>} source.entries what is drawn (`{feature, spread}`: `spread` for the
+ *   pins of a same-coordinate group shown on request, which lead the list).
+ * @param {(entry: object) => ({x: number, y: number, radius: number} | null)} source.place where the
+ *   entry's marker is drawn, in the container's pixels; null when it is not drawn.
  * @param {(entry: object) => void} source.activate what a click on the marker does.
- * @returns {{schedule: () => void, stop: () => void, list: HTMLElement}}
+ * @returns {{schedule: () => void, placeRing: () => void, stop: () => void, list: HTMLElement}}:
+ *   `schedule` when the view or the markers changed, `placeRing` while the map moves.
  */
-export function markerButtons(map, source) {
-    const container = map.getContainer();
+export function markerButtons(container, source) {
     const list = document.createElement('ul');
     list.className = 'pw-keyboard';
     list.setAttribute('aria-label', 'Markers in view');
     list.style.cssText = HIDDEN_STYLE;
     // First in the map, so Tab from the map reaches the markers before the map's controls.
     container.insertBefore(list, container.firstChild);
-    // Leaflet must not read a button's click as a click on the map.
-    L.DomEvent.disableClickPropagation(list);
     const ring = document.createElement('div');
     ring.style.cssText = RING_STYLE;
     ring.className = 'pw-focus-ring';
@@ -62,23 +63,21 @@ export function markerButtons(map, source) {
     let focused = null;
 
     const placeRing = () => {
-        const entry = focused && focused.entry;
-        if (!entry || !map.hasLayer(entry.layer)) {
+        const p = focused && source.place(focused.entry);
+        if (!p) {
             ring.style.display = 'none';
             return;
         }
-        const p = map.latLngToContainerPoint(entry.layer.getLatLng());
-        const size = 2 * (entry.layer.getRadius() + RING_PAD_PX);
+        const size = 2 * (p.radius + RING_PAD_PX);
         ring.style.width = ring.style.height = `${size}px`;
         ring.style.transform = `translate(${Math.round(p.x - size / 2)}px, ${Math.round(p.y - size / 2)}px)`;
         ring.style.display = 'block';
     };
 
     const inView = (entry) => {
-        const p = map.latLngToContainerPoint(entry.layer.getLatLng());
-        const size = map.getSize();
-        return p.x >= -VIEW_MARGIN_PX && p.y >= -VIEW_MARGIN_PX && p.x <= size.x + VIEW_MARGIN_PX &&
-            p.y <= size.y + VIEW_MARGIN_PX;
+        const p = source.place(entry);
+        return p !== null && p.x >= -VIEW_MARGIN_PX && p.y >= -VIEW_MARGIN_PX &&
+            p.x <= container.clientWidth + VIEW_MARGIN_PX && p.y <= container.clientHeight + VIEW_MARGIN_PX;
     };
 
     const update = () => {
@@ -86,7 +85,7 @@ export function markerButtons(map, source) {
         const wanted = [];
         let rank = 0;
         for (const entry of source.entries()) {
-            if (map.hasLayer(entry.layer) && inView(entry)) wanted.push({ entry: entry, rank: rank++ });
+            if (inView(entry)) wanted.push({ entry: entry, rank: rank++ });
         }
         // Spread pins (listed first) keep their place; then the largest clusters, then points by name.
         wanted.sort((a, b) => {
@@ -145,15 +144,12 @@ export function markerButtons(map, source) {
     const schedule = () => {
         if (!timer) timer = setTimeout(update, UPDATE_DELAY_MS);
     };
-    map.on('moveend zoomend', schedule);
-    map.on('move', placeRing);
     return {
         list: list,
         schedule: schedule,
+        placeRing: placeRing,
         stop: () => {
             clearTimeout(timer);
-            map.off('moveend zoomend', schedule);
-            map.off('move', placeRing);
             list.remove();
             ring.remove();
             buttons.clear();

@@ -226,7 +226,8 @@ function hitTesting(map, find, click) {
     };
     const hover = () => {
         frame = 0;
-        const over = !map._animatingZoom && find(lastMove) !== null;
+        // While the map is dragged, Leaflet's own cursor stays.
+        const over = !map._animatingZoom && !L.Draggable._dragging && find(lastMove) !== null;
         if (over === pointing) return;
         pointing = over;
         container.style.cursor = over ? 'pointer' : '';
@@ -345,10 +346,19 @@ function layerClass() {
             // Screen readers and keyboards reach the markers through a list of buttons instead.
             this._renderer._container.setAttribute('aria-hidden', 'true');
             this._stopHitTesting = hitTesting(map, (e) => this._markerAt(e), (entry) => this._onMarkerClick(entry));
-            this._keyboard = markerButtons(map, {
+            this._keyboard = markerButtons(map.getContainer(), {
                 entries: () => this._drawnEntries(),
+                place: (entry) => {
+                    if (!map.hasLayer(entry.layer)) return null;
+                    const p = map.latLngToContainerPoint(entry.layer.getLatLng());
+                    return { x: p.x, y: p.y, radius: entry.layer.getRadius() };
+                },
                 activate: (entry) => this._onMarkerClick(entry),
             });
+            // Leaflet must not read a button's click as a click on the map.
+            L.DomEvent.disableClickPropagation(this._keyboard.list);
+            map.on('moveend zoomend', this._keyboard.schedule);
+            map.on('move', this._keyboard.placeRing);
             this._group = L.featureGroup().addTo(map);
             this._expansionGroup = L.featureGroup().addTo(map);
             this._stopDragRedraw = redrawWhileDragging(map, this._renderer);
@@ -388,6 +398,8 @@ function layerClass() {
         onRemove: function (map) {
             this._stopDragRedraw();
             this._stopHitTesting();
+            map.off('moveend zoomend', this._keyboard.schedule);
+            map.off('move', this._keyboard.placeRing);
             this._keyboard.stop();
             this._keyboard = null;
             map.off('move zoom', this._onMove, this);

@@ -13,6 +13,7 @@
  */
 
 import { PinwheelClient, normalizedBBox } from './client.js';
+import { markerButtons } from './keyboard.js';
 import { defaultPopup, shortCount } from './leaflet.js';
 
 // ---- Constants -----------------------------------------------------------------------------------
@@ -36,6 +37,15 @@ const LABEL_PREFIX = 'pinwheel-count-';
 const LABEL_FONT = '600 11px system-ui, -apple-system, "Segoe UI", Roboto, sans-serif';
 const LABEL_COLOR = '#0b1220';
 const LABEL_HEIGHT_PX = 14;
+/** A moved feature (a live point, a recounted cluster) glides this long to its new place; beyond
+ *  MAX_GLIDES at once, features jump. */
+const MOVE_MS = 300;
+const MAX_GLIDES = 250;
+/** Radius (pixels) of the default layers' circles, for the keyboard's focus ring. */
+const POINT_RADIUS_PX = 5;
+function clusterRadius(count) {
+    return 10 + 3.6 * Math.log10(count);
+}
 
 /** The default layers, under the ids `id + LAYERS.*`; `source` and `spread` are the sources' ids. */
 export function defaultLayers(id, source, spread) {
@@ -47,7 +57,7 @@ export function defaultLayers(id, source, spread) {
           layout: { 'icon-image': ['concat', LABEL_PREFIX, ['get', 'label']], 'icon-allow-overlap': true,
                     'icon-ignore-placement': true } },
         { id: id + LAYERS.points, type: 'circle', source: source, filter: ['==', ['get', 'count'], 1],
-          paint: { 'circle-color': POINT_COLOR, 'circle-radius': 5, 'circle-stroke-color': RIM_COLOR,
+          paint: { 'circle-color': POINT_COLOR, 'circle-radius': POINT_RADIUS_PX, 'circle-stroke-color': RIM_COLOR,
                    'circle-stroke-width': 1.5 } },
         { id: id + LAYERS.legs, type: 'line', source: spread, filter: ['==', ['geometry-type'], 'LineString'],
           paint: { 'line-color': '#fde68a', 'line-width': 1, 'line-opacity': 0.75 } },
@@ -58,10 +68,16 @@ export function defaultLayers(id, source, spread) {
 }
 
 /** A Pinwheel feature as a GeoJSON feature keyed by its id: its dataset properties, then `count`,
- *  `label` (the short count) and `pinwheelId` (the id, also for apps that restyle by it). */
+ *  `label` (the short count), `pinwheelId` (the id, also for apps that restyle by it) and, for a
+ *  point a producer named, `key`. */
 export function toGeoJSON(f) {
     const properties = Object.assign({}, f.properties, { count: f.count, label: shortCount(f.count), pinwheelId: f.id });
+    if (f.key !== undefined) properties.key = f.key;
     return { type: 'Feature', id: f.id, geometry: { type: 'Point', coordinates: [f.lon, f.lat] }, properties: properties };
+}
+
+function easeOutCubic(t) {
+    return 1 - Math.pow(1 - t, 3);
 }
 
 function emptyCollection() {
@@ -102,7 +118,7 @@ export function pinwheelMapLibre(url, options) {
 export class PinwheelMapLibre {
     constructor(url, options = {}) {
         this.options = Object.assign({ id: 'pinwheel', layers: true, beforeId: undefined, popup: defaultPopup,
-                                       zoomOnClusterClick: true }, options);
+                                       zoomOnClusterClick: true, animate: true }, options);
         const clientOptions = { tileSize: MAPLIBRE_TILE_SIZE, presence: Boolean(this.options.presence) };
         for (const k of ['rate', 'pace', 'algorithm', 'encoding']) {
             if (this.options[k] !== undefined) clientOptions[k] = this.options[k];
@@ -116,13 +132,23 @@ export class PinwheelMapLibre {
         /** id → GeoJSON feature, or null for a removal, not yet handed to the source. */
         this._pending = new Map();
         this._frame = 0;
+        /** id → {feature, from, to, t0, at}: features gliding to where an update put them. */
+        this._glides = new Map();
         this._popup = null;
         const c = this.client;
         c.on('feature-added', (e) => this._changed(e.feature.id, toGeoJSON(e.feature)));
-        c.on('feature-updated', (e) => this._changed(e.feature.id, toGeoJSON(e.feature)));
-        c.on('feature-removed', (e) => this._changed(e.feature.id, null));
+        c.on('feature-updated', (e) => this._updated(e.feature, e.previous));
+        c.on('feature-removed', (e) => {
+            this._glides.delete(e.feature.id);
+            this._changed(e.feature.id, null);
+        });
         c.on('reset', () => this._replaceAll());
-        c.on('view-complete', (e) => this._fire('viewcomplete', e));
+        c.on('view-complete', (e) => {
+            if (this._keyboard) this._keyboard.schedule();
+            this._fire('viewcomplete', e);
+        });
+        /** The keyboard's list of the markers in view (web/pinwheel/keyboard.js), while on a map. */
+        this._keyboard = null;
         c.on('status', (e) => this._fire('status', e));
         this._onMove = () => this._sendView(false);
         this._onMoveEnd = () => this._sendView(true);
@@ -183,6 +209,17 @@ export class PinwheelMapLibre {
         map.on('move', this._onMove);
         map.on('moveend', this._onMoveEnd);
         map.on('zoomstart', this._onZoomStart);
+        this._keyboard = markerButtons(map.getContainer(), {
+            entries: () => this._drawnEntries(),
+            place: (entry) => {
+                const f = entry.feature;
+                const p = map.project([f.lon, f.lat]);
+                return { x: p.x, y: p.y, radius: f.count > 1 ? clusterRadius(f.count) : POINT_RADIUS_PX };
+            },
+            activate: (entry) => this._activate(entry.feature, entry.spread),
+        });
+        map.on('moveend', this._keyboard.schedule);
+        map.on('move', this._keyboard.placeRing);
         if (this.client.state.connection === 'closed' || !this.client._socket) this.client.connect();
         this._sendView(true);
     }
@@ -195,6 +232,12 @@ export class PinwheelMapLibre {
         map.off('moveend', this._onMoveEnd);
         map.off('styleimagemissing', this._onMissingImage);
         map.off('zoomstart', this._onZoomStart);
+        if (this._keyboard) {
+            map.off('moveend', this._keyboard.schedule);
+            map.off('move', this._keyboard.placeRing);
+            this._keyboard.stop();
+            this._keyboard = null;
+        }
         for (const k of Object.keys(LAYERS)) if (map.getLayer(this.options.id + LAYERS[k])) map.removeLayer(this.options.id + LAYERS[k]);
         for (const s of [this.sourceId, this.spreadSourceId]) if (map.getSource(s)) map.removeSource(s);
         if (this._frame) cancelAnimationFrame(this._frame);
@@ -222,11 +265,46 @@ export class PinwheelMapLibre {
                                 { now: now });
     }
 
+    /** True while features glide to new places. */
+    animating() {
+        return this._glides.size > 0;
+    }
+
     // ---- Keyed diffs ----
 
     _changed(id, feature) {
         this._pending.set(id, feature);
+        this._schedule();
+    }
+
+    _schedule() {
         if (!this._frame) this._frame = requestAnimationFrame(() => this._flush());
+    }
+
+    /** An update that moved a feature starts a glide from where it is drawn now. */
+    _updated(f, previous) {
+        const glide = this._glides.get(f.id);
+        const moved = previous.lat !== f.lat || previous.lon !== f.lon;
+        if (!this.options.animate || !moved || (!glide && this._glides.size >= MAX_GLIDES)) {
+            this._glides.delete(f.id);
+            this._changed(f.id, toGeoJSON(f));
+            return;
+        }
+        const from = glide ? glide.at : [previous.lon, previous.lat];
+        this._glides.set(f.id, { feature: f, from: from, to: [f.lon, f.lat], t0: performance.now(), at: from });
+        this._schedule();
+    }
+
+    /** Each glide's place at this frame, into the frame's diff. */
+    _stepGlides(now) {
+        for (const [id, g] of this._glides) {
+            const t = Math.min(1, Math.max(0, (now - g.t0) / MOVE_MS));
+            const e = easeOutCubic(t);
+            g.at = [g.from[0] + (g.to[0] - g.from[0]) * e, g.from[1] + (g.to[1] - g.from[1]) * e];
+            this._pending.set(id, toGeoJSON(Object.assign({}, g.feature, { lon: g.at[0], lat: g.at[1] })));
+            if (t >= 1) this._glides.delete(id);
+        }
+        if (this._glides.size) this._schedule();
     }
 
     /** Hands the frame's changes to the source as one diff: removals first, then adds and updates
@@ -234,7 +312,9 @@ export class PinwheelMapLibre {
     _flush() {
         this._frame = 0;
         const source = this.map && this.map.getSource(this.sourceId);
-        if (!source || !this._pending.size) return;
+        if (!source) return;
+        this._stepGlides(performance.now());
+        if (!this._pending.size) return;
         const remove = [];
         const add = [];
         for (const [id, f] of this._pending) {
@@ -247,6 +327,7 @@ export class PinwheelMapLibre {
 
     _replaceAll() {
         this._pending.clear();
+        this._glides.clear();
         const source = this.map && this.map.getSource(this.sourceId);
         if (source) source.setData(emptyCollection());
     }
@@ -259,12 +340,25 @@ export class PinwheelMapLibre {
 
     // ---- Clicks ----
 
+    /** What is drawn, spread pins first, for the keyboard's list. */
+    *_drawnEntries() {
+        if (this._spread) for (const f of this._spread.values()) yield { feature: f, spread: true };
+        for (const f of this.client.features.values()) yield { feature: f, spread: false };
+    }
+
     _clicked(e, cluster) {
         const hit = e.features && e.features[0];
         const f = hit && this.client.features.get(hit.properties.pinwheelId);
         if (!f || (f.count > 1) !== cluster) return;
+        this._activate(f, false);
+    }
+
+    /** A click on a feature's marker, or Enter on its button. */
+    _activate(f, spread) {
         const lngLat = { lng: f.lon, lat: f.lat };
-        if (cluster) {
+        if (spread) {
+            this._pointClick(f, lngLat);
+        } else if (f.count > 1) {
             this._fire('clusterclick', { feature: f, lngLat: lngLat });
             if (this.options.zoomOnClusterClick) {
                 this.zoomToExpansion(f).catch((err) => console.warn(`pinwheel: ${err}`));
@@ -317,6 +411,7 @@ export class PinwheelMapLibre {
             features.push(toGeoJSON(f));
         }
         this.map.getSource(this.spreadSourceId).setData({ type: 'FeatureCollection', features: features });
+        if (this._keyboard) this._keyboard.schedule();
     }
 
     _clearSpread() {
@@ -324,5 +419,6 @@ export class PinwheelMapLibre {
         this._spread = null;
         const source = this.map && this.map.getSource(this.spreadSourceId);
         if (source) source.setData(emptyCollection());
+        if (this._keyboard) this._keyboard.schedule();
     }
 }
