@@ -14,6 +14,11 @@ RUN swift build -c release --product pinwheel --static-swift-stdlib \
  && install -D "$(swift build -c release --show-bin-path)/pinwheel" /opt/pinwheel/bin/pinwheel
 COPY web /opt/pinwheel/web
 COPY data /opt/pinwheel/data
+# MapLibre GL JS for the MapLibre layer's example, from PyPI's maplibre wheel (scripts/setup does the same).
+COPY scripts/vendor-maplibre ./scripts/
+RUN apt-get update -q \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-pip \
+ && python3 scripts/vendor-maplibre /opt/maplibre-gl
 
 # Run stage: bookworm-slim with the libwebsockets, ISA-L and NATS client runtimes, Debian's Leaflet and curl
 # for the health check.
@@ -23,6 +28,7 @@ RUN apt-get update -q \
       libwebsockets17 libwebsockets-evlib-ev libisal2 libnats3.4 libjs-leaflet curl ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /opt/pinwheel /opt/pinwheel
+COPY --from=build /opt/maplibre-gl /usr/local/share/javascript/maplibre-gl
 # pinwheel finds web/ and data/ beside its own bin/ folder.
 WORKDIR /opt/pinwheel
 EXPOSE 8080
