@@ -74,8 +74,7 @@ public struct LoadOptions: Sendable, Codable {
     /// Viewports a second one process of the tool sends before its thread becomes the limit: at 10,000 a
     /// second (1,000 clients × 10 Hz) one libev thread was three quarters busy reading and acknowledging
     /// the answers, and the clients' first batch p99 was 156–164 ms where two processes measured 8–11
-    /// ms; at 5,000 (5,000 clients × 1 Hz) it was a third busy (docs/performance.md, "The tool split
-    /// over two processes").
+    /// ms; at 5,000 (5,000 clients × 1 Hz) it was a third busy (docs/benchmarks/2026-11-27-load-tool-processes.md).
     static let viewportsPerProcess = 5_000.0
 
     /// The processes `pinwheel load` starts when not told: one per ``viewportsPerProcess`` the clients

@@ -8,7 +8,7 @@ enum CompactionPriority: Equatable {
     /// nothing else wants, and Linux places a woken thread on a core running it as on an idle one. At
     /// nice +5, with a second thread from the shared pool at the process's priority, compactions took
     /// turns on the cores from the workers, and viewers' first batch p99 was two to three times as
-    /// long (see docs/performance.md, "Who waits for a core").
+    /// long (docs/benchmarks/2026-11-28-who-waits-for-a-core.md).
     case spareCoresOnly
     /// On a machine short of cores (``CoreShortage``), where a `SCHED_IDLE` compaction would hardly run
     /// and the delta under every query would grow: nice +5, as the workers then, with the shared pool's

@@ -6,8 +6,7 @@ import Foundation
 /// only idle cores, so viewers' first batches do not wait behind them. On a machine whose cores are
 /// all busy, a refresh that waits for one holds back every viewer's changes and leaves the next
 /// refresh more to lay, while a viewport that waits is superseded by the viewer's next: there the
-/// workers and compactions yield to the index thread (see docs/performance.md, "Who waits for a
-/// core"). Judged by the whole machine's idle share, which does not move when the workers yield, so
+/// workers and compactions yield to the index thread (docs/benchmarks/2026-11-28-who-waits-for-a-core.md). Judged by the whole machine's idle share, which does not move when the workers yield, so
 /// the judgement does not flip back and forth.
 ///
 /// Index thread only.

@@ -16,7 +16,7 @@ enum DeflatePolicy: Sendable, Equatable {
     /// Binary messages shorter than this go out uncompressed. Pinwheel's binary batches are varints
     /// and deltas that per-message deflate cannot shrink: over a pan trace, frames under 1 KiB came
     /// out 1–21 % larger and the 1–4 KiB ones 3 % smaller, while deflating them cost a sixth of the
-    /// server's CPU (docs/performance.md, "CPU per viewport").
+    /// server's CPU (docs/benchmarks/2026-11-26-cpu-per-viewport.md).
     static let uncompressedBinaryLimit = 4096
 
     /// A server's text messages shorter than this go out uncompressed too: starting the compressor on

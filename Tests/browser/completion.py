@@ -6,7 +6,7 @@ move over. Also long tasks (> 50 ms) during the tour.
 
     PINWHEEL_BIN=.build/release/pinwheel python3 Tests/browser/completion.py [--seconds S] [--json FILE]
 
-Figures go to docs/performance.md, section "Page".
+Figures go to docs/performance.md, section "View completion".
 """
 
 import argparse

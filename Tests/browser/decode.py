@@ -5,7 +5,7 @@ Chromium: web/pinwheel/binary.js's `BinaryDecoder` against `JSON.parse` of the J
 
     PINWHEEL_BIN=.build/release/pinwheel python3 Tests/browser/decode.py [--markers N] [--runs R] [--json FILE]
 
-Figures go to docs/performance.md, section "The page".
+Figures go to docs/performance.md, section "Decoding a batch".
 """
 
 import argparse

@@ -7,7 +7,7 @@ Chromium over `pinwheel serve --synthetic 1000000`, recording long tasks (Perfor
 
 With --maplibre, the same tour on the MapLibre example page (web/examples/maplibre.html).
 
-Figures go to docs/performance.md, section "Page".
+Figures go to docs/performance.md, section "The page".
 """
 
 import argparse
