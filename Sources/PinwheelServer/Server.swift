@@ -116,7 +116,10 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
             keeper = nil
         }
         if let live, let token = configuration.ingestToken {
-            ingest = Ingest(live: live, token: token, rate: configuration.ingestRate)
+            let sharing = configuration.ingestShare.map { [metrics] in
+                IngestSharing(share: $0, cost: live.ingestCost, metrics: metrics)
+            }
+            ingest = Ingest(live: live, token: token, rate: configuration.ingestRate, sharing: sharing)
         } else {
             ingest = nil
         }
@@ -128,6 +131,7 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
         }
         workers = Workers(count: configuration.workers, metrics: metrics)
         transport = WebSocketServer(configuration: transportConfiguration())
+        ingest?.sharing?.watch { [weak self] in self?.sessions.withLock { !$0.isEmpty } ?? false }
     }
 
     /// Binds the port and starts the lws service thread.

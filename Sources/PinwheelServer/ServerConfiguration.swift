@@ -49,6 +49,10 @@ public struct ServerConfiguration: Sendable {
     public var ingestToken: String?
     /// Changes per second each producer may send; beyond it requests get 429.
     public var ingestRate: Double = 100_000
+    /// While viewers are connected, the most of one core that taking changes in may use, shared
+    /// evenly by the producers (``IngestShare``); a producer over its part waits (its socket's frames
+    /// are answered later, or its HTTP request is held up to a second, then 429). Nil: no limit.
+    public var ingestShare: Double? = 0.3
     /// Largest `POST /v1/changes` body, bytes; larger ones get 413.
     public var maxIngestBodyBytes: Int = 16 * 1024 * 1024
     /// Least time between two refreshes of the index while data changes: each refresh publishes the

@@ -106,6 +106,12 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "Changes per second each producer may send; beyond it requests get 429.")
     var ingestRate: Double = 100_000
 
+    @Option(
+        help:
+            "While viewers are connected, the most of one core that taking changes in (reading and checking them, applying them to the table, laying them over the index: the CPU time measured on those threads) may use, shared evenly by the producers; a producer over its part waits, or gets 429 on HTTP past a second. 0 lifts the limit."
+    )
+    var ingestShare = 0.3
+
     @Option(help: "Largest POST /v1/changes body in bytes; larger ones get 413.")
     var maxIngestBytes = 16 * 1024 * 1024
 
@@ -201,6 +207,9 @@ struct ServeCommand: ParsableCommand {
             }
         }
         if !(ingestRate > 0 && ingestRate.isFinite) { throw ValidationError("--ingest-rate must be positive") }
+        if !(ingestShare >= 0 && ingestShare <= 64) {
+            throw ValidationError("--ingest-share must be 0 (no limit) to 64 cores, got \(ingestShare)")
+        }
         if maxIngestBytes < 1024 { throw ValidationError("--max-ingest-bytes must be at least 1024") }
         if snapshotEvery < 1 { throw ValidationError("--snapshot-every must be at least 1") }
         if !(10...10_000).contains(refreshInterval) {
@@ -266,6 +275,7 @@ struct ServeCommand: ParsableCommand {
         let live = try liveData(logger: logger)
         configuration.ingestToken = live?.token
         configuration.ingestRate = ingestRate
+        configuration.ingestShare = ingestShare > 0 ? ingestShare : nil
         configuration.maxIngestBodyBytes = maxIngestBytes
         configuration.snapshotEvery = snapshotEvery
         configuration.refreshInterval = .milliseconds(refreshInterval)

@@ -65,15 +65,18 @@ public struct IngestAnswer: Sendable, Equatable {
     public var accepted: Int
     public var rejected: [ChangeLines.Rejection]
     public var version: UInt64
+    /// The producer's accepted changes a second lately, when the server shares the CPU with viewers.
+    public var acceptedPerSecond: Double?
 
-    public init(accepted: Int, rejected: [ChangeLines.Rejection], version: UInt64) {
+    public init(accepted: Int, rejected: [ChangeLines.Rejection], version: UInt64, acceptedPerSecond: Double? = nil) {
         self.accepted = accepted
         self.rejected = rejected
         self.version = version
+        self.acceptedPerSecond = acceptedPerSecond
     }
 
     /// `{"accepted":N,"rejected":[{"line":3,"error":"..."}],"version":V}`, with `frame` first when
-    /// answering a `pinwheel.ingest.v1` frame.
+    /// answering a `pinwheel.ingest.v1` frame, and `"acceptedPerSecond":R` last when known.
     public func json(frame: UInt64? = nil) -> [UInt8] {
         var w = JSONWriter(capacity: 64 + rejected.count * 80)
         w.byte(UInt8(ascii: "{"))
@@ -95,6 +98,10 @@ public struct IngestAnswer: Sendable, Equatable {
         }
         w.raw("],\"version\":")
         w.integer(version)
+        if let acceptedPerSecond {
+            w.raw(",\"acceptedPerSecond\":")
+            w.integer(Int(acceptedPerSecond.rounded()))
+        }
         w.byte(UInt8(ascii: "}"))
         return w.bytes
     }

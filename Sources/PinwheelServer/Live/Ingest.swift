@@ -24,13 +24,16 @@ final class Ingest: Sendable {
     let live: LiveData
     /// Changes per second each producer may send.
     let rate: Double
+    /// Ingest's share of the CPU while viewers are connected; nil takes changes as fast as they come.
+    let sharing: IngestSharing?
     private let token: [UInt8]
     private let buckets = Mutex<[String: TokenBucket<ContinuousClock>]>([:])
 
-    init(live: LiveData, token: String, rate: Double) {
+    init(live: LiveData, token: String, rate: Double, sharing: IngestSharing? = nil) {
         self.live = live
         self.token = Array(token.utf8)
         self.rate = rate
+        self.sharing = sharing
     }
 
     /// Whether an `Authorization` header carries the token, compared in time that does not depend on
@@ -50,7 +53,14 @@ final class Ingest: Sendable {
     ///   - body: NDJSON, one change per line.
     ///   - producer: whose rate the changes count against.
     ///   - atomic: refuse the whole batch if any line is invalid.
-    func submit(_ body: [UInt8], producer: String, atomic: Bool = false) -> Outcome {
+    ///   - holdsAtMost: the longest the batch is held for the producer's share of the CPU; past it the
+    ///     answer is ``Outcome/tooFast(retryAfter:)``. Nil holds it as long as it takes (the
+    ///     producer's socket then waits for its answers).
+    func submit(_ body: [UInt8], producer: String, atomic: Bool = false, holdsAtMost: Duration? = nil) -> Outcome {
+        if let sharing, let wait = sharing.admit(producer: producer, longest: holdsAtMost) {
+            return .tooFast(retryAfter: Int(wait.components.seconds) + 1)
+        }
+        let cpuAtStart = ThreadCPUClock.now()
         var lines = ChangeLines.parse(body)
         let cost = lines.changes.count + lines.rejected.count
         let wait = buckets.withLock { table in
@@ -61,6 +71,9 @@ final class Ingest: Sendable {
             if let problem = live.problem(with: lines.changes[k]) { lines.reject(at: k, problem) }
         }
         let current = live.dataset.version
+        // The thread's own work; the wait for the log below costs it no CPU.
+        let own = ThreadCPUClock.now() - cpuAtStart
+        sharing?.charge(producer: producer, own: own, changes: lines.changes.count)
         if lines.changes.isEmpty || (atomic && !lines.rejected.isEmpty) {
             let status = lines.rejected.isEmpty ? 200 : 400
             return .answered(status: status, IngestAnswer(accepted: 0, rejected: lines.rejected, version: current))
@@ -74,8 +87,12 @@ final class Ingest: Sendable {
         done.wait()
         switch result.withLock({ $0 })! {
         case .success(let version):
+            let perSecond = sharing?.accepted(lines.changes.count, producer: producer)
             return .answered(
-                status: 200, IngestAnswer(accepted: lines.changes.count, rejected: lines.rejected, version: version))
+                status: 200,
+                IngestAnswer(
+                    accepted: lines.changes.count, rejected: lines.rejected, version: version,
+                    acceptedPerSecond: perSecond))
         case .failure(let error):
             return .failed("the changes were not stored: \(error)")
         }

@@ -19,13 +19,16 @@ extension Server {
                 headers: [HTTPHeader("WWW-Authenticate", "Bearer")])
         }
         let atomic = request.query.split(separator: "&").contains("atomic=true")
-        switch ingest.submit(request.body, producer: request.peer, atomic: atomic) {
+        switch ingest.submit(
+            request.body, producer: request.peer, atomic: atomic, holdsAtMost: IngestSharing.longestHeldRequest)
+        {
         case .answered(let status, let answer):
             metrics.changesAccepted(answer.accepted)
             return HTTPResponse(status: status, contentType: "application/json", body: answer.json())
         case .tooFast(let retryAfter):
             return Self.error(
-                429, "over \(Int(ingest.rate)) changes per second for this producer; retry after \(retryAfter) s",
+                429,
+                "over \(Int(ingest.rate)) changes per second, or over this producer's share of the CPU while viewers are connected; retry after \(retryAfter) s",
                 headers: [HTTPHeader("Retry-After", String(retryAfter))])
         case .failed(let reason):
             logger.error("ingest: \(reason)")
