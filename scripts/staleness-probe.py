@@ -95,20 +95,27 @@ def keyed(features, key):
 
 
 def post(host, port, token, change):
-    """Posts one change; returns the monotonic time just before the request was sent."""
-    connection = http.client.HTTPConnection(host, port, timeout=30)
+    """Posts one change, waiting out 429s as Retry-After says; returns the monotonic time just before
+    the first attempt was sent: a change held back is as late to the user as one shown late."""
     body = (json.dumps(change) + "\n").encode()
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/x-ndjson"}
-    try:
-        connection.connect()
-        sent = time.monotonic()
-        connection.request("POST", "/v1/changes", body=body, headers=headers)
-        response = connection.getresponse()
-        answer = response.read()
-        assert response.status == 200, (response.status, answer)
-        return sent
-    finally:
-        connection.close()
+    first = None
+    while True:
+        connection = http.client.HTTPConnection(host, port, timeout=30)
+        try:
+            connection.connect()
+            sent = time.monotonic()
+            first = first if first is not None else sent
+            connection.request("POST", "/v1/changes", body=body, headers=headers)
+            response = connection.getresponse()
+            answer = response.read()
+            if response.status == 429:
+                time.sleep(float(response.getheader("Retry-After", "1")))
+                continue
+            assert response.status == 200, (response.status, answer)
+            return first
+        finally:
+            connection.close()
 
 
 def probe(ws_url, token, cycles=20, spot=SPOT, timeout_s=8, pause_s=0.3, seed=1):

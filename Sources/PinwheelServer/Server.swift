@@ -116,8 +116,12 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
             keeper = nil
         }
         if let live, let token = configuration.ingestToken {
+            let sharing = configuration.ingestShare.map { [metrics] in
+                IngestSharing(share: $0, cost: live.ingestCost, metrics: metrics)
+            }
             ingest = Ingest(
-                live: live, token: token, rate: configuration.ingestRate, deadline: configuration.ingestDeadline
+                live: live, token: token, rate: configuration.ingestRate, sharing: sharing,
+                deadline: configuration.ingestDeadline
             ) { [logger] stall in
                 logger.warning(
                     "this process did not run for \(stall) (stopped, or starved of CPU): change requests it held are dropped, not applied"
@@ -134,6 +138,7 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
         }
         workers = Workers(count: configuration.workers, metrics: metrics)
         transport = WebSocketServer(configuration: transportConfiguration())
+        ingest?.sharing?.watch { [weak self] in self?.sessions.withLock { !$0.isEmpty } ?? false }
     }
 
     /// Binds the port and starts the lws service thread.

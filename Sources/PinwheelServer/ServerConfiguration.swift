@@ -61,6 +61,10 @@ public struct ServerConfiguration: Sendable {
     /// How long a change request may take from its arrival to being sent to the log; a later one is
     /// dropped, never applied.
     public var ingestDeadline: Duration = .seconds(10)
+    /// While viewers are connected, the most of one core that taking changes in may use, shared
+    /// evenly by the producers (``IngestShare``); a producer over its part waits (its socket's frames
+    /// are answered later, or its HTTP request is held up to a second, then 429). Nil: no limit.
+    public var ingestShare: Double? = 0.3
     /// Largest `POST /v1/changes` body, bytes; larger ones get 413.
     public var maxIngestBodyBytes: Int = 16 * 1024 * 1024
     /// The most time one HTTP request may take, headers and body together; a late body gets 408.

@@ -40,6 +40,10 @@ public final class ServerMetrics: Sendable {
     /// The wait between two refreshes of a live index now (``RefreshPacing``).
     private let refreshInterval: CoreMetrics.Meter
     private let changesIn: CoreMetrics.Counter
+    /// Changes accepted a second over all producers, the last whole second.
+    private let ingestRate: CoreMetrics.Meter
+    /// Time producers' batches waited for their share of the CPU (``IngestShare``).
+    private let ingestHeld: CoreMetrics.Counter
     private let windowWait: CoreMetrics.Timer
     /// Exact percentiles of ``firstBatchMicros``, refreshed at each scrape.
     private let firstBatchP50: Prometheus.Gauge
@@ -102,6 +106,8 @@ public final class ServerMetrics: Sendable {
         coresShort = Meter(label: "pinwheel_cores_short", factory: factory)
         refreshInterval = Meter(label: "pinwheel_refresh_interval_seconds", factory: factory)
         changesIn = Counter(label: "pinwheel_changes_accepted_total", factory: factory)
+        ingestRate = Meter(label: "pinwheel_ingest_accepted_per_second", factory: factory)
+        ingestHeld = Counter(label: "pinwheel_ingest_held_microseconds_total", factory: factory)
         firstBatchP50 = registry.makeGauge(
             descriptor: Self.firstBatchDescriptor("p50", help: "Median viewport to first batch, exact"))
         firstBatchP99 = registry.makeGauge(
@@ -217,6 +223,12 @@ public final class ServerMetrics: Sendable {
 
     /// Producers' changes made durable.
     func changesAccepted(_ count: Int) { changesIn.increment(by: count) }
+
+    /// Changes accepted a second over all producers.
+    func ingestAcceptedRate(_ perSecond: Double) { ingestRate.set(perSecond) }
+
+    /// A producer's batch waited this long for its share of the CPU.
+    func ingestHeld(_ wait: Duration) { ingestHeld.increment(by: Int(max(0, wait.nanoseconds / 1000))) }
 
     /// Index thread: whether the machine is short of cores now.
     func coresShort(_ short: Bool) { coresShort.set(short ? 1 : 0) }

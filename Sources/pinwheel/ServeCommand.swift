@@ -123,6 +123,12 @@ struct ServeCommand: ParsableCommand {
             valueName: "seconds"))
     var ingestDeadline: Double = 10
 
+    @Option(
+        help:
+            "While viewers are connected, the most of one core that taking changes in (reading and checking them, applying them to the table, laying them over the index: the CPU time measured on those threads) may use, shared evenly by the producers; a producer over its part waits, or gets 429 on HTTP past a second. 0 lifts the limit."
+    )
+    var ingestShare = 0.3
+
     @Option(help: "Largest POST /v1/changes body in bytes; larger ones get 413.")
     var maxIngestBytes = 16 * 1024 * 1024
 
@@ -234,6 +240,9 @@ struct ServeCommand: ParsableCommand {
         if !(ingestDeadline > 0 && ingestDeadline.isFinite) {
             throw ValidationError("--ingest-deadline must be a positive number of seconds, got \(ingestDeadline)")
         }
+        if !(ingestShare >= 0 && ingestShare <= 64) {
+            throw ValidationError("--ingest-share must be 0 (no limit) to 64 cores, got \(ingestShare)")
+        }
         if maxIngestBytes < 1024 { throw ValidationError("--max-ingest-bytes must be at least 1024") }
         if snapshotEvery < 1 { throw ValidationError("--snapshot-every must be at least 1") }
         if !(2...3600).contains(httpDeadline) {
@@ -306,6 +315,7 @@ struct ServeCommand: ParsableCommand {
         configuration.ingestToken = live?.token
         configuration.ingestRate = ingestRate
         configuration.ingestDeadline = .milliseconds(Int64(ingestDeadline * 1000))
+        configuration.ingestShare = ingestShare > 0 ? ingestShare : nil
         configuration.maxIngestBodyBytes = maxIngestBytes
         configuration.httpDeadline = .seconds(httpDeadline)
         configuration.httpMinimumBodyRate = httpMinBodyRate

@@ -35,6 +35,8 @@ def test_accepted_changes_are_answered_with_the_version_that_holds_them(live_ser
     status, answer, _ = post_changes(live_server.port, TOKEN, [upsert("bus-12", line="12"), upsert(7, 1, 2),
                                                                {"op": "delete", "id": "bus-12"}])
     assert status == 200
+    # The producer's accepted changes a second, while the server shares the CPU with viewers.
+    assert answer.pop("acceptedPerSecond") > 0
     assert answer == {"accepted": 3, "rejected": [], "version": before + 3}
 
 

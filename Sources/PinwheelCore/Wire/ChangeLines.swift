@@ -68,16 +68,23 @@ public struct IngestAnswer: Sendable, Equatable {
     /// The request carried an idempotency key already applied: nothing was applied again, and
     /// `version` is the first request's (or a later one that includes it).
     public var duplicate: Bool
+    /// The producer's accepted changes a second lately, when the server shares the CPU with viewers.
+    public var acceptedPerSecond: Double?
 
-    public init(accepted: Int, rejected: [ChangeLines.Rejection], version: UInt64, duplicate: Bool = false) {
+    public init(
+        accepted: Int, rejected: [ChangeLines.Rejection], version: UInt64, duplicate: Bool = false,
+        acceptedPerSecond: Double? = nil
+    ) {
         self.accepted = accepted
         self.rejected = rejected
         self.version = version
         self.duplicate = duplicate
+        self.acceptedPerSecond = acceptedPerSecond
     }
 
     /// `{"accepted":N,"rejected":[{"line":3,"error":"..."}],"version":V}` (and `"duplicate":true` for
-    /// a retry already applied), with `frame` first when answering a `pinwheel.ingest.v1` frame.
+    /// a retry already applied), with `frame` first when answering a `pinwheel.ingest.v1` frame, and
+    /// `"acceptedPerSecond":R` last when known.
     public func json(frame: UInt64? = nil) -> [UInt8] {
         var w = JSONWriter(capacity: 64 + rejected.count * 80)
         w.byte(UInt8(ascii: "{"))
@@ -100,6 +107,10 @@ public struct IngestAnswer: Sendable, Equatable {
         w.raw("],\"version\":")
         w.integer(version)
         if duplicate { w.raw(",\"duplicate\":true") }
+        if let acceptedPerSecond {
+            w.raw(",\"acceptedPerSecond\":")
+            w.integer(Int(acceptedPerSecond.rounded()))
+        }
         w.byte(UInt8(ascii: "}"))
         return w.bytes
     }

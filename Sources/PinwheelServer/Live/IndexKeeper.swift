@@ -130,7 +130,9 @@ final class IndexKeeper: @unchecked Sendable {
             taken = live.takeChanges()
         }
         var footprint = ChangeFootprint()
+        let cpuAtStart = ThreadCPUClock.now()
         for change in taken.changes { delta.apply(change, footprint: &footprint) }
+        live.ingestCost.record(.index, cpu: ThreadCPUClock.now() - cpuAtStart, changes: taken.changes.count)
         // A compaction that starts now builds from points that include these changes already.
         if compacting && !due { sinceCompaction.withLock { $0?.append(contentsOf: taken.changes) } }
         guard installed != nil || !taken.changes.isEmpty || !published.isEmpty else { return nil }

@@ -38,6 +38,8 @@ final class Ingest: Sendable {
     let live: LiveData
     /// Changes per second each producer may send.
     let rate: Double
+    /// Ingest's share of the CPU while viewers are connected; nil takes changes as fast as they come.
+    let sharing: IngestSharing?
     private let token: [UInt8]
     private let buckets = Mutex<[String: TokenBucket<ContinuousClock>]>([:])
     /// How long after its arrival a request may still be appended.
@@ -49,12 +51,13 @@ final class Ingest: Sendable {
     private let counts = Mutex((expired: 0, duplicates: 0))
 
     init(
-        live: LiveData, token: String, rate: Double, deadline: Duration = Ingest.defaultDeadline,
-        onStall: @escaping @Sendable (Duration) -> Void = { _ in }
+        live: LiveData, token: String, rate: Double, sharing: IngestSharing? = nil,
+        deadline: Duration = Ingest.defaultDeadline, onStall: @escaping @Sendable (Duration) -> Void = { _ in }
     ) {
         self.live = live
         self.token = Array(token.utf8)
         self.rate = rate
+        self.sharing = sharing
         self.deadline = deadline
         stalls = StallWatch(onStall: onStall)
         keys = Mutex(IdempotencyWindow(window: .seconds(120), capacity: 100_000))
@@ -121,11 +124,18 @@ final class Ingest: Sendable {
     ///   - atomic: refuse the whole batch if any line is invalid.
     ///   - key: the producer's idempotency key, if any (checked with ``problem(withKey:)`` first).
     ///   - received: when the request arrived; it is not appended after ``deadline`` from then.
+    ///   - holdsAtMost: the longest the batch is held for the producer's share of the CPU; past it the
+    ///     answer is ``Outcome/tooFast(retryAfter:)``. Nil holds it as long as it takes (the
+    ///     producer's socket then waits for its answers).
     func submit(
         _ body: [UInt8], producer: String, atomic: Bool = false, key: String? = nil,
-        received: ContinuousClock.Instant = .now
+        received: ContinuousClock.Instant = .now, holdsAtMost: Duration? = nil
     ) -> Outcome {
         if let key, let problem = Self.problem(withKey: key) { return .refused(status: 400, problem) }
+        if let sharing, let wait = sharing.admit(producer: producer, longest: holdsAtMost) {
+            return .tooFast(retryAfter: Int(wait.components.seconds) + 1)
+        }
+        let cpuAtStart = ThreadCPUClock.now()
         var lines = ChangeLines.parse(body)
         let cost = lines.changes.count + lines.rejected.count
         let wait = buckets.withLock { table in
@@ -136,6 +146,9 @@ final class Ingest: Sendable {
             if let problem = live.problem(with: lines.changes[k]) { lines.reject(at: k, problem) }
         }
         let current = live.dataset.version
+        // The thread's own work; the wait for the log below costs it no CPU.
+        let own = ThreadCPUClock.now() - cpuAtStart
+        sharing?.charge(producer: producer, own: own, changes: lines.changes.count)
         if lines.changes.isEmpty || (atomic && !lines.rejected.isEmpty) {
             let status = lines.rejected.isEmpty ? 200 : 400
             return .answered(status: status, IngestAnswer(accepted: 0, rejected: lines.rejected, version: current))
@@ -155,11 +168,13 @@ final class Ingest: Sendable {
         } else {
             outcome = appendOnce(lines.changes, request: request)
         }
-        let answer = { (version: UInt64, duplicate: Bool) -> Outcome in
-            .answered(
+        let answer = { [sharing] (version: UInt64, duplicate: Bool) -> Outcome in
+            let perSecond = duplicate ? nil : sharing?.accepted(lines.changes.count, producer: producer)
+            return .answered(
                 status: 200,
                 IngestAnswer(
-                    accepted: lines.changes.count, rejected: lines.rejected, version: version, duplicate: duplicate))
+                    accepted: lines.changes.count, rejected: lines.rejected, version: version, duplicate: duplicate,
+                    acceptedPerSecond: perSecond))
         }
         switch outcome {
         case .success(.appended(let version)):

@@ -25,6 +25,8 @@ final class LiveData: @unchecked Sendable {
 
     let log: any ChangeLog
     let options: Options
+    /// What applying and indexing changes costs, for producers' share of the CPU.
+    let ingestCost = IngestCost()
     /// The points, and the changes applied since the index thread last took them.
     private let state: Mutex<(table: PointTable, changed: [ChangedPoint])>
     private let logger: Logger
@@ -62,6 +64,8 @@ final class LiveData: @unchecked Sendable {
 
     /// Log thread: changes as they commit, in version order.
     private func apply(_ committed: LoggedChanges) {
+        let cpuAtStart = ThreadCPUClock.now()
+        defer { ingestCost.record(.table, cpu: ThreadCPUClock.now() - cpuAtStart, changes: committed.changes.count) }
         state.withLock { state in
             for (k, change) in committed.changes.enumerated() {
                 let before = state.table.id(of: change.key)

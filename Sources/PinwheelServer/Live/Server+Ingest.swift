@@ -11,14 +11,15 @@ extension Server {
         let atomic = request.query.split(separator: "&").contains("atomic=true")
         let outcome = ingest.submit(
             request.body, producer: request.peer, atomic: atomic, key: request.idempotencyKey,
-            received: request.received)
+            received: request.received, holdsAtMost: IngestSharing.longestHeldRequest)
         switch outcome {
         case .answered(let status, let answer):
             metrics.changesAccepted(answer.accepted)
             return HTTPResponse(status: status, contentType: "application/json", body: answer.json())
         case .tooFast(let retryAfter):
             return Self.error(
-                429, "over \(Int(ingest.rate)) changes per second for this producer; retry after \(retryAfter) s",
+                429,
+                "over \(Int(ingest.rate)) changes per second, or over this producer's share of the CPU while viewers are connected; retry after \(retryAfter) s",
                 headers: [HTTPHeader("Retry-After", String(retryAfter))])
         case .failed(let reason):
             logger.error("ingest: \(reason)")
