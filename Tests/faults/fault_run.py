@@ -1,5 +1,5 @@
 """A seeded run of faults against one real `pinwheel serve` with a file change log, each followed by
-a restart and the history checker (Tests/support/history.py). Used by test_faults.py (a short run)
+a restart and the history checker (Tests/support/seq_history.py). Used by test_faults.py (a short run)
 and scripts/faults (a long one).
 
 Faults, at random moments while producers append and `--snapshot-every` is small enough that
