@@ -13,6 +13,7 @@ from playwright.sync_api import sync_playwright
 from websockets.sync.client import connect
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
+from ingest import post_changes  # noqa: E402
 from pinwheel_process import ARTIFACTS, ROOT, WEB, PinwheelServer, pinwheel_binary, running_server  # noqa: E402,F401
 
 CHROMIUM = "/usr/bin/chromium"
@@ -26,6 +27,29 @@ def server():
     """The real server on the embedded demo dataset, one per test module."""
     with running_server() as s:
         yield s
+
+
+# A small live server (100 synthetic points, a data folder, producers with INGEST_TOKEN), one per module.
+INGEST_TOKEN = "browser-token-0123456789abcdef"
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("live")
+    (folder / "token").write_text(INGEST_TOKEN)
+    server = PinwheelServer(pinwheel_binary(), ["--synthetic", "100", "--data-dir", str(folder / "data"),
+                                                "--ingest-token-file", str(folder / "token")]).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+        server.log.close()
+
+
+def post(server, *changes):
+    """Posts changes to the live server, which must accept them all."""
+    status, answer, _ = post_changes(server.port, INGEST_TOKEN, list(changes))
+    assert status == 200 and answer["accepted"] == len(changes), answer
 
 
 @pytest.fixture(scope="session")

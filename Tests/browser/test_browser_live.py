@@ -1,37 +1,13 @@
 """Live data in the page: a point a producer moves glides to its new place (the same marker, updated,
 never removed and re-added), and a new point fades in, while the page stays responsive."""
 
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
-from browser_support import ARTIFACTS, open_map, pinwheel_binary, PinwheelServer
+from browser_support import ARTIFACTS, open_map, post
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
-from ingest import post_changes  # noqa: E402
-
-TOKEN = "browser-token-0123456789abcdef"
 LAT, LON = 48.2, 16.4
-
-
-@pytest.fixture(scope="module")
-def live(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("live")
-    (folder / "token").write_text(TOKEN)
-    server = PinwheelServer(pinwheel_binary(), ["--synthetic", "100", "--data-dir", str(folder / "data"),
-                                                "--ingest-token-file", str(folder / "token")]).start()
-    try:
-        yield server
-    finally:
-        server.stop()
-        server.log.close()
-
-
-def post(server, *changes):
-    status, answer, _ = post_changes(server.port, TOKEN, list(changes))
-    assert status == 200 and answer["accepted"] == len(changes), answer
 
 
 def glider_position(page):

@@ -3,15 +3,11 @@ example page draws what the server computed, follows pans with keyed diffs, and 
 cluster zooms to where it splits and on a point opens its popup; a live point glides to its new
 place."""
 
-import sys
 from pathlib import Path
 
 import pytest
 
-from browser_support import PinwheelServer, pinwheel_binary, screenshot, server_features
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
-from ingest import post_changes  # noqa: E402
+from browser_support import post, screenshot, server_features
 
 MAPLIBRE = Path("/usr/local/share/javascript/maplibre-gl/maplibre-gl-worker.js")
 LAYERS = "['pinwheel-clusters', 'pinwheel-points']"
@@ -125,26 +121,7 @@ def test_a_click_on_a_cluster_zooms_to_where_it_splits_and_a_point_opens_its_pop
     assert page.console_log.errors == []
 
 
-TOKEN = "browser-token-0123456789abcdef"
 LAT, LON = 48.2, 16.4
-
-
-@pytest.fixture(scope="module")
-def live(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("live")
-    (folder / "token").write_text(TOKEN)
-    server = PinwheelServer(pinwheel_binary(), ["--synthetic", "100", "--data-dir", str(folder / "data"),
-                                                "--ingest-token-file", str(folder / "token")]).start()
-    try:
-        yield server
-    finally:
-        server.stop()
-        server.log.close()
-
-
-def post(server, *changes):
-    status, answer, _ = post_changes(server.port, TOKEN, list(changes))
-    assert status == 200 and answer["accepted"] == len(changes), answer
 
 
 def test_a_live_point_glides_to_its_new_place_through_keyed_updates(page, live):
