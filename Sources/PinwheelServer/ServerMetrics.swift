@@ -153,7 +153,7 @@ public final class ServerMetrics: Sendable {
         firstBatchP50.set(Double(p50) / 1e6)
         firstBatchP99.set(Double(p99) / 1e6)
         firstBatchMax.set(Double(max) / 1e6)
-        return registry.emitToString() + (ProcessMetrics.current()?.prometheusText ?? "")
+        return MetricHelp.adding(to: registry.emitToString()) + (ProcessMetrics.current()?.prometheusText ?? "")
     }
 
     /// Records what was served from the data file and what was left out reading it.

@@ -37,4 +37,35 @@ struct ServerMetricsTests {
         #expect(text.contains(#"pinwheel_viewport_window_wait_seconds_bucket{le="0.00025"} 1"#))
         #expect(text.contains(#"pinwheel_viewport_first_batch_seconds_bucket{le="0.00025"} 1"#))
     }
+
+    @Test("every family at /metrics has a HELP line right before its TYPE line")
+    func everyFamilyHasHelp() {
+        let metrics = ServerMetrics()
+        metrics.sessionClosed(code: 1000)
+        metrics.datasetLoaded(points: 10, unlocated: 1, skipped: 2)
+        let lines = metrics.render(queuedBytes: 0, deflateGuardTrips: 0).split(separator: "\n")
+        let types = lines.indices.filter { lines[$0].hasPrefix("# TYPE ") }
+        #expect(types.count >= 25)
+        for k in types {
+            let name = lines[k].split(separator: " ")[2]
+            #expect(k > 0 && lines[k - 1].hasPrefix("# HELP \(name) "), "\(name) has no HELP line")
+        }
+    }
+
+    @Test("a family with several label sets gets one HELP line, and one given already is kept")
+    func helpOncePerFamily() {
+        let text = """
+            # TYPE pinwheel_queue_depth gauge
+            pinwheel_queue_depth{queue="workers"} 0
+            pinwheel_queue_depth{queue="outbound_bytes"} 0
+            # HELP pinwheel_sessions Given already.
+            # TYPE pinwheel_sessions gauge
+            pinwheel_sessions 1
+
+            """
+        let added = MetricHelp.adding(to: text)
+        #expect(added.hasPrefix("# HELP pinwheel_queue_depth Work waiting"))
+        #expect(added.components(separatedBy: "# HELP").count == 3)
+        #expect(added.hasSuffix("pinwheel_sessions 1\n"))
+    }
 }
