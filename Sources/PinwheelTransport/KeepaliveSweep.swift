@@ -10,7 +10,7 @@
 /// is turned off (``LWSContextParts/noValidityTimer(in:)``). Lws service thread only.
 struct KeepaliveSweep {
     /// How often the connections are looked at; pings and hang-ups come up to this late.
-    static let interval: Duration = .milliseconds(250)
+    static let interval = SweepClock.interval
 
     enum Verdict: Equatable {
         /// Heard from recently enough, or already pinged and not yet overdue.
@@ -23,25 +23,20 @@ struct KeepaliveSweep {
 
     private let pingAfterSweeps: UInt32
     private let hangUpAfterSweeps: UInt32
-    /// Sweeps so far: the clock the connections' `heardAtSweep` is read against.
-    private(set) var count: UInt32 = 0
-    private var next: ContinuousClock.Instant
+    /// The sweeps: the clock the connections' `heardAtSweep` is read against.
+    private var clock: SweepClock
 
     init(_ keepalive: Keepalive, now: ContinuousClock.Instant = .now) {
-        pingAfterSweeps = Self.sweeps(in: keepalive.pingAfter)
-        hangUpAfterSweeps = Self.sweeps(in: keepalive.hangUpAfter)
-        next = now + Self.interval
+        pingAfterSweeps = SweepClock.sweeps(in: keepalive.pingAfter)
+        hangUpAfterSweeps = SweepClock.sweeps(in: keepalive.hangUpAfter)
+        clock = SweepClock(now: now)
     }
 
-    /// True when a sweep is due at `now`; counts it.
-    mutating func isDue(at now: ContinuousClock.Instant) -> Bool {
-        guard now >= next else { return false }
-        count &+= 1
-        next += Self.interval
-        // A loop that was busy for several intervals sweeps once, not once per interval missed.
-        if next <= now { next = now + Self.interval }
-        return true
-    }
+    /// Sweeps so far.
+    var count: UInt32 { clock.count }
+
+    /// True when a sweep is due at `now`; counts it. A loop busy for several intervals sweeps once.
+    mutating func isDue(at now: ContinuousClock.Instant) -> Bool { clock.isDue(at: now) }
 
     /// What to do with a connection last heard from at sweep `heard`, pinged since or not.
     func verdict(heard: UInt32, pinged: Bool) -> Verdict {
@@ -49,9 +44,5 @@ struct KeepaliveSweep {
         if silent >= hangUpAfterSweeps { return .hangUp }
         if silent >= pingAfterSweeps && !pinged { return .ping }
         return .quiet
-    }
-
-    private static func sweeps(in duration: Duration) -> UInt32 {
-        UInt32(clamping: Int((duration / interval).rounded(.up)))
     }
 }

@@ -9,15 +9,15 @@ extension WebSocketServer {
             countsMessages: !policy.messagesExempt.contains(subprotocol))
     }
 
-    /// On each service tick, once per ``PolicingClock/interval``: closes connections idle past the
+    /// On each service tick, once per ``SweepClock/interval``: closes connections idle past the
     /// idle timeout (1000) and, about once a second each, samples every connection's frame budget and
     /// output, closing those over the budget or whose peer took no output for the stall timeout
     /// (1008). Lws service thread only.
     func sweepFramePolicy() {
         guard let policy = configuration.framePolicy, policing.isDue(at: .now) else { return }
         let sweep = policing.count
-        let idleSweeps = policy.idleTimeout.map { PolicingClock.sweeps(in: $0) }
-        let perSecond = PolicingClock.sweepsPerSecond
+        let idleSweeps = policy.idleTimeout.map { SweepClock.sweeps(in: $0) }
+        let perSecond = SweepClock.sweepsPerSecond
         let tls = configuration.tls != nil
         for connection in connections.values {
             guard let wsi = connection.wsi else { continue }

@@ -47,7 +47,7 @@ public final class WebSocketServer: WebSocketEndpoint, @unchecked Sendable {
     /// The connection cap and the count it is checked against (set by `start`).
     var admission = ConnectionAdmission(cap: Int.max)
     /// The clock of the frame budget and idle timeout sweeps.
-    var policing = PolicingClock()
+    var policing = SweepClock()
     var storage: CStorage?
 
     private enum Lifecycle {

@@ -90,7 +90,7 @@ struct FrameBudgetTests {
     @Test("only messages end idleness: a session is idle the idle timeout after its last message")
     func idle() {
         var budget = FrameBudget(atSweep: 0, wire: 200, countsMessages: true)
-        let idleSweeps = PolicingClock.sweeps(in: .seconds(3))
+        let idleSweeps = SweepClock.sweeps(in: .seconds(3))
         #expect(idleSweeps == 12)
         #expect(!budget.isIdle(atSweep: 11, idleSweeps: idleSweeps))
         #expect(budget.isIdle(atSweep: 12, idleSweeps: idleSweeps))
