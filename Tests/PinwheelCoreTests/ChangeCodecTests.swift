@@ -10,12 +10,17 @@ struct ChangeCodecTests {
                 Bool.random(using: &random)
                 ? .number(UInt32.random(in: 0...PointKey.maxNumber, using: &random))
                 : .name(["bus-12", "ü-straße", "點", String(repeating: "x", count: 128)].randomElement(using: &random)!)
-            if Int.random(in: 0..<4, using: &random) == 0 { return .delete(key) }
+            // A third carry an observation time, up to the largest a producer may send.
+            let observed: UInt64? =
+                Int.random(in: 0..<3, using: &random) == 0
+                ? [0, Change.maxObserved, UInt64.random(in: 0...Change.maxObserved, using: &random)]
+                    .randomElement(using: &random)! : nil
+            if Int.random(in: 0..<4, using: &random) == 0 { return .delete(key, observed: observed) }
             let lat = [-90, 90, 0, Double.random(in: -90...90, using: &random)].randomElement(using: &random)!
             let lon = [-180, 180, Double.random(in: -180...180, using: &random)].randomElement(using: &random)!
             var properties: [String: String] = [:]
             for k in 0..<Int.random(in: 0..<3, using: &random) { properties["p\(k)"] = "välue \(k)" }
-            return .upsert(key, lat: lat, lon: lon, properties: properties)
+            return .upsert(key, lat: lat, lon: lon, properties: properties, observed: observed)
         }
     }
 
@@ -39,6 +44,54 @@ struct ChangeCodecTests {
         var bad = ChangeCodec.encode([.delete(.number(1))])
         bad[4] = 9
         #expect(throws: SnapshotError(offset: 4, reason: "unknown op 9")) { try ChangeCodec.decode(bad[...]) }
+    }
+
+    @Test("records written before observation times (ops 0 and 1 only) read as the same changes")
+    func untimedRecords() throws {
+        // A delete of 7 and an upsert of "a" at (1, 2) without properties, as earlier builds wrote them.
+        var w = ByteWriter()
+        w.u32(2)
+        w.u8(1)
+        w.u8(0)
+        w.u32(7)
+        w.u8(0)
+        w.u8(1)
+        w.u16(1)
+        w.bytes.append(UInt8(ascii: "a"))
+        w.f64(1)
+        w.f64(2)
+        w.u16(0)
+        let changes: [Change] = [.delete(.number(7)), .upsert(.name("a"), lat: 1, lon: 2, properties: [:])]
+        #expect(try ChangeCodec.decode(w.bytes[...]) == changes)
+        #expect(ChangeCodec.encode(changes) == w.bytes)
+    }
+
+    @Test("t is read as the observation time in milliseconds, and anything else is named")
+    func observationTimes() throws {
+        let upsert = #"{"op":"upsert","id":"bus-1","lat":1,"lon":2,"t":1765000000123}"#
+        let expected = Change.upsert(.name("bus-1"), lat: 1, lon: 2, properties: [:], observed: 1_765_000_000_123)
+        #expect(Array(upsert.utf8).withUnsafeBufferPointer { Change.decodePlain($0) } == expected)
+        #expect(try Change.decode(upsert) == expected)
+        #expect(try Change.decode(#"{"op":"delete","id":4,"t":0}"#) == .delete(.number(4), observed: 0))
+        #expect(try Change.decode(#"{"op":"delete","id":4,"t":null}"#) == .delete(.number(4)))
+        let refusals = [
+            #"{"op":"delete","id":4,"t":"2026-12-06T16:00:00Z"}"#:
+                "t must be the observation time in milliseconds since 1970-01-01 UTC, got a string",
+            #"{"op":"delete","id":4,"t":-1}"#: "t must be between 0 and 9007199254740991, got -1",
+            #"{"op":"delete","id":4,"t":1.5}"#: "t must be a whole number, got 1.5",
+            #"{"op":"upsert","id":4,"lat":1,"lon":2,"t":9007199254740992}"#:
+                "t must be between 0 and 9007199254740991, got 9007199254740992.0",
+        ]
+        for (line, message) in refusals {
+            #expect(Array(line.utf8).withUnsafeBufferPointer { Change.decodePlain($0) } == nil, "\(line)")
+            #expect(throws: WireError.self, "\(line)") { try Change.decode(line) }
+            do {
+                _ = try Change.decode(line)
+            } catch {
+                #expect(error.message == message, "\(line)")
+                #expect(error.field == "t", "\(line)")
+            }
+        }
     }
 
     @Test("an ingest line encodes and decodes back to the same change")

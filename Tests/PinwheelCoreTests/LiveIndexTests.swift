@@ -46,7 +46,7 @@ struct LiveIndexTests {
             let deleted = table.id(of: change.key)
             table.apply(change, version: version)
             switch change {
-            case .upsert(let key, let lat, let lon, _):
+            case .upsert(let key, let lat, let lon, _, _):
                 model[table.id(of: key)!] = (lat, lon)
                 changed.append(ChangedPoint(id: table.id(of: key)!, now: table.record(ofID: table.id(of: key)!)))
             case .delete:

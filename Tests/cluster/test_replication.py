@@ -107,6 +107,31 @@ def test_three_nodes_serve_identical_features_after_10000_random_changes_posted_
             assert seen[k] == seen[0], f"node {k} differs from node 0 at {bbox} zoom {zoom}"
 
 
+def test_a_late_retry_with_an_older_observation_time_reverts_nothing_on_any_node(shared_cluster):
+    a, b, c = shared_cluster.nodes
+    t0 = 1_765_000_000_000
+    old = {"op": "upsert", "id": "obs-1", "lat": BOX[1] + 0.02, "lon": BOX[0] + 0.02, "t": t0}
+    new = {"op": "upsert", "id": "obs-1", "lat": BOX[1] + 0.03, "lon": BOX[0] + 0.03, "t": t0 + 500}
+    status, first, _ = post_changes(a.port, TOKEN, [old], headers={"Idempotency-Key": "obs/1"})
+    assert status == 200 and "stale" not in first, first
+    status, newer, _ = post_changes(b.port, TOKEN, [new], headers={"Idempotency-Key": "obs/2"})
+    assert status == 200 and "stale" not in newer, newer
+    # The first request again, late and under another key (its own has been forgotten, say), on a
+    # third node: stored, and dropped by every node as older than what obs-1 holds.
+    status, late, _ = post_changes(c.port, TOKEN, [old], headers={"Idempotency-Key": "obs/1-again"})
+    assert status == 200 and late["stale"] == 1 and "duplicate" not in late, late
+    # A change after it, so that every node's view is past the late one.
+    status, after, _ = post_changes(a.port, TOKEN, [dict(new, id="obs-2", t=t0)])
+    assert status == 200, after
+    for node in shared_cluster.nodes:
+        with Watcher(node.ws_url, timeout_s=30) as viewer:
+            viewer.watch(BOX, ZOOM)
+            viewer.wait_for(lambda w: "obs-2" in w.keyed(), timeout_s=30)
+            shown = viewer.keyed()["obs-1"]
+            assert abs(shown["lat"] - new["lat"]) < 1e-9 and abs(shown["lon"] - new["lon"]) < 1e-9, \
+                f"node {node.port} reverted obs-1: {shown}"
+
+
 def test_a_node_started_from_other_data_than_the_cluster_is_refused(shared_cluster, tmp_path):
     args = [pinwheel_binary(), "serve", "--port", "0", "--synthetic", "1999", "--data-dir", str(tmp_path / "odd"),
             "--log", "nats://" + shared_cluster.nats.urls]

@@ -23,16 +23,31 @@ public enum PointKey: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// One change a producer makes to the live points.
+///
+/// `observed` is when the producer saw what the change says, in milliseconds since the Unix epoch;
+/// a change carrying one never undoes a newer observation of the same point (``PointTable``), and
+/// one without is applied in log order as it comes.
 public enum Change: Equatable, Sendable {
     /// Creates the point or replaces its position and properties.
-    case upsert(PointKey, lat: Double, lon: Double, properties: [String: String])
+    case upsert(PointKey, lat: Double, lon: Double, properties: [String: String], observed: UInt64? = nil)
     /// Removes the point; a key no point has is accepted and changes nothing, so retries are safe.
-    case delete(PointKey)
+    case delete(PointKey, observed: UInt64? = nil)
+
+    /// Largest observation time a producer may send: 2^53 − 1 milliseconds, the largest whole number
+    /// a JSON reader holds exactly.
+    public static let maxObserved: UInt64 = (1 << 53) - 1
 
     /// The point the change is about.
     public var key: PointKey {
         switch self {
-        case .upsert(let key, _, _, _), .delete(let key): key
+        case .upsert(let key, _, _, _, _), .delete(let key, _): key
+        }
+    }
+
+    /// When the producer observed it, if it said.
+    public var observed: UInt64? {
+        switch self {
+        case .upsert(_, _, _, _, let observed), .delete(_, let observed): observed
         }
     }
 }

@@ -1,6 +1,8 @@
 /// Changes as compact bytes, for the change log's records: per change an op byte (0 upsert, 1
-/// delete), the key (0 and a u32, or 1 and a u16 length and UTF-8), then for an upsert lat and lon as
-/// f64 and the properties (u16 count, each name and value a u32 length and UTF-8). Little-endian.
+/// delete; 2 and 3 the same carrying an observation time), the key (0 and a u32, or 1 and a u16
+/// length and UTF-8), the observation time as a u64 for ops 2 and 3, then for an upsert lat and lon
+/// as f64 and the properties (u16 count, each name and value a u32 length and UTF-8). Little-endian.
+/// Records written before observation times existed hold only ops 0 and 1, and read the same.
 public enum ChangeCodec {
     /// The bytes of `changes`, preceded by their count (u32).
     public static func encode(_ changes: [Change]) -> [UInt8] {
@@ -9,9 +11,10 @@ public enum ChangeCodec {
         w.u32(UInt32(changes.count))
         for change in changes {
             switch change {
-            case .upsert(let key, let lat, let lon, let properties):
-                w.u8(0)
+            case .upsert(let key, let lat, let lon, let properties, let observed):
+                w.u8(observed == nil ? 0 : 2)
                 write(key, &w)
+                if let observed { w.u64(observed) }
                 w.f64(lat)
                 w.f64(lon)
                 w.u16(UInt16(properties.count))
@@ -19,9 +22,10 @@ public enum ChangeCodec {
                     w.string(name)
                     w.string(value)
                 }
-            case .delete(let key):
-                w.u8(1)
+            case .delete(let key, let observed):
+                w.u8(observed == nil ? 1 : 3)
                 write(key, &w)
+                if let observed { w.u64(observed) }
             }
         }
         return w.bytes
@@ -41,10 +45,11 @@ public enum ChangeCodec {
             changes.reserveCapacity(count)
             for _ in 0..<count {
                 let op = try r.u8()
-                guard op <= 1 else { throw ByteReader.Failure(offset: r.offset - 1, reason: "unknown op \(op)") }
+                guard op <= 3 else { throw ByteReader.Failure(offset: r.offset - 1, reason: "unknown op \(op)") }
                 let key = try readKey(&r)
+                let observed: UInt64? = op >= 2 ? try r.u64() : nil
                 switch op {
-                case 0:
+                case 0, 2:
                     let lat = try r.f64()
                     let lon = try r.f64()
                     var properties: [String: String] = [:]
@@ -52,9 +57,9 @@ public enum ChangeCodec {
                         let name = try r.string()
                         properties[name] = try r.string()
                     }
-                    changes.append(.upsert(key, lat: lat, lon: lon, properties: properties))
+                    changes.append(.upsert(key, lat: lat, lon: lon, properties: properties, observed: observed))
                 default:
-                    changes.append(.delete(key))
+                    changes.append(.delete(key, observed: observed))
                 }
             }
             guard r.remaining == 0 else {
@@ -66,7 +71,7 @@ public enum ChangeCodec {
         }
     }
 
-    private static func write(_ key: PointKey, _ w: inout ByteWriter) {
+    static func write(_ key: PointKey, _ w: inout ByteWriter) {
         switch key {
         case .number(let n):
             w.u8(0)
@@ -78,7 +83,7 @@ public enum ChangeCodec {
         }
     }
 
-    private static func readKey(_ r: inout ByteReader) throws(ByteReader.Failure) -> PointKey {
+    static func readKey(_ r: inout ByteReader) throws(ByteReader.Failure) -> PointKey {
         switch try r.u8() {
         case 0:
             return .number(try r.u32())

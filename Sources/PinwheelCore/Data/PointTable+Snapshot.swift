@@ -1,18 +1,27 @@
 /// A point table as bytes, for the change log's snapshots: everything needed to go on exactly where the
 /// table was, including the next id a new name gets.
 ///
-/// Layout (little-endian): "PWPT", format 1, version u64, nextNamedID u32, count u32, column count u32,
+/// Layout (little-endian): "PWPT", format, version u64, nextNamedID u32, count u32, column count u32,
 /// each column as a string, then per row id u32, lon f64, lat f64 and one string per column; then the
-/// name count u32 and per name id u32 and string. A string is a u32 byte count and UTF-8.
+/// name count u32 and per name id u32 and string. Format 2 goes on with the observation times: their
+/// count u32 and per point its key and time u64, sorted by key; then the tombstones' count u32 and
+/// per tombstone its key and time u64, oldest first. A string is a u32 byte count and UTF-8; a key is
+/// written as the change log writes it (``ChangeCodec``).
+///
+/// A table without observation times is written in format 1, as builds before them wrote every
+/// snapshot (so the first snapshot of the same data is the same bytes for both); both are read.
 extension PointTable {
     private static let magic: [UInt8] = Array("PWPT".utf8)
-    private static let format: UInt32 = 1
+    /// The formats this build reads; it writes the first for a table without observation times.
+    private static let formats: ClosedRange<UInt32> = 1...2
 
     /// The table's snapshot bytes.
     public func snapshotBytes() -> [UInt8] {
         var out = ByteWriter()
+        let tombstones = observations.tombstonesInOrder
+        let timed = observations.times.isEmpty && tombstones.isEmpty ? 1 : 2
         out.bytes.append(contentsOf: PointTable.magic)
-        out.u32(PointTable.format)
+        out.u32(UInt32(timed))
         out.u64(dataset.version)
         out.u32(nextNamedID)
         out.u32(UInt32(dataset.count))
@@ -30,7 +39,28 @@ extension PointTable {
             out.u32(id)
             out.string(name)
         }
+        guard timed == 2 else { return out.bytes }
+        out.u32(UInt32(observations.times.count))
+        for (key, time) in observations.times.sorted(by: { PointTable.precedes($0.key, $1.key) }) {
+            ChangeCodec.write(key, &out)
+            out.u64(time)
+        }
+        out.u32(UInt32(tombstones.count))
+        for (key, time) in tombstones {
+            ChangeCodec.write(key, &out)
+            out.u64(time)
+        }
         return out.bytes
+    }
+
+    /// Numbers first, in order, then names in byte order: one order in every process.
+    private static func precedes(_ a: PointKey, _ b: PointKey) -> Bool {
+        switch (a, b) {
+        case (.number(let x), .number(let y)): x < y
+        case (.number, .name): true
+        case (.name, .number): false
+        case (.name(let x), .name(let y)): x.utf8.lexicographicallyPrecedes(y.utf8)
+        }
     }
 
     /// Reads a table back from ``snapshotBytes()``.
@@ -49,8 +79,12 @@ extension PointTable {
             throw ByteReader.Failure(offset: 0, reason: "not a point table")
         }
         let format = try r.u32()
-        guard format == PointTable.format else {
-            throw ByteReader.Failure(offset: 4, reason: "format \(format), this build reads \(PointTable.format)")
+        guard PointTable.formats.contains(format) else {
+            throw ByteReader.Failure(
+                offset: 4,
+                reason:
+                    "format \(format), this build reads formats \(PointTable.formats.lowerBound) to \(PointTable.formats.upperBound) (written by a newer build?)"
+            )
         }
         let version = try r.u64()
         let nextNamedID = try r.u32()
@@ -81,6 +115,26 @@ extension PointTable {
             let id = try r.u32()
             names[id] = try r.string()
         }
+        var observations = Observations(capacity: PointTable.keptTombstones)
+        if format >= 2 {
+            // A key and a time take at least 12 bytes (a one-byte name: tag, length, byte; the time).
+            let timeCount = Int(try r.u32())
+            guard timeCount <= r.remaining / 12 else {
+                throw ByteReader.Failure(offset: r.offset, reason: "\(timeCount) observation times do not fit")
+            }
+            for _ in 0..<timeCount {
+                let key = try ChangeCodec.readKey(&r)
+                observations.restore(time: try r.u64(), of: key)
+            }
+            let tombstoneCount = Int(try r.u32())
+            guard tombstoneCount <= r.remaining / 12 else {
+                throw ByteReader.Failure(offset: r.offset, reason: "\(tombstoneCount) tombstones do not fit")
+            }
+            for _ in 0..<tombstoneCount {
+                let key = try ChangeCodec.readKey(&r)
+                observations.restore(tombstone: try r.u64(), of: key)
+            }
+        }
         guard r.remaining == 0 else {
             throw ByteReader.Failure(offset: r.offset, reason: "\(r.remaining) bytes after the end")
         }
@@ -89,6 +143,7 @@ extension PointTable {
             version: version)
         dataset.names = names
         self.init(dataset)
+        self.observations = observations
         self.nextNamedID = nextNamedID
         for (id, name) in names { idByName[name] = id }
     }

@@ -4,10 +4,18 @@
 /// Rows have no meaning of their own (a delete moves the last row into the freed one); indexes order
 /// points by id, so a table reached through any history clusters exactly like a fresh dataset of the
 /// same points.
+///
+/// Last writer by observation time: a change carrying a time older than the newest one the table
+/// holds for its key (the point's, or the tombstone a delete left) is dropped, so histories that
+/// reach the log in different orders end with the newest observation of every point. Changes without
+/// a time are applied in log order.
 public struct PointTable: Sendable {
     /// Most distinct property names; an upsert bringing more is refused, since every name costs a
     /// column in every row.
     public static let maxColumns = PropertyTable.maxColumns
+    /// Most tombstones kept for deleted points that had an observation time; beyond them the oldest
+    /// deletes are forgotten, and an upsert observed before one of those creates the point again.
+    public static let keptTombstones = 100_000
 
     /// The points now; `dataset.version` is the version of the last change applied.
     public private(set) var dataset: Dataset
@@ -17,10 +25,14 @@ public struct PointTable: Sendable {
     var idByName: [String: UInt32] = [:]
     /// The id the next new name gets, counting up from ``PointKey/firstNamedID`` and skipping ids in use.
     var nextNamedID = PointKey.firstNamedID
+    /// The producers' observation times, of points and of deleted points.
+    var observations: Observations
 
     /// A table holding `dataset`'s points, as of `dataset.version`.
-    public init(_ dataset: Dataset) {
+    /// - Parameter keptTombstones: most deleted points whose observation time is remembered.
+    public init(_ dataset: Dataset, keptTombstones: Int = PointTable.keptTombstones) {
         self.dataset = dataset
+        observations = Observations(capacity: keptTombstones)
         rowByID.reserveCapacity(dataset.count)
         for (row, id) in dataset.ids.enumerated() { rowByID[id] = Int32(row) }
     }
@@ -38,6 +50,12 @@ public struct PointTable: Sendable {
 
     /// The name of a point a producer named by a string.
     public func name(ofID id: UInt32) -> String? { dataset.names[id] }
+
+    /// The newest observation time known for a key, of its point or of its deletion.
+    public func observed(_ key: PointKey) -> UInt64? { observations.newest(key) }
+
+    /// Deleted points whose observation time is remembered.
+    public var tombstoneCount: Int { observations.tombstoneCount }
 
     /// Where a point is, nil when no point has the key.
     public func coordinate(of key: PointKey) -> Coordinate? {
@@ -57,7 +75,7 @@ public struct PointTable: Sendable {
 
     /// Why an upsert would be refused now: it brings property names beyond ``maxColumns``.
     public func problem(with change: Change) -> String? {
-        guard case .upsert(_, _, _, let properties) = change else { return nil }
+        guard case .upsert(_, _, _, let properties, _) = change else { return nil }
         let columns = dataset.properties.columns
         let new = properties.keys.filter { !columns.contains($0) }.count
         guard columns.count + new > PointTable.maxColumns else { return nil }
@@ -65,13 +83,18 @@ public struct PointTable: Sendable {
             "properties would make \(columns.count + new) distinct property names; at most \(PointTable.maxColumns) are kept"
     }
 
-    /// Applies one change as version `version`. Deleting a key no point has changes nothing; property
-    /// names beyond ``maxColumns`` are dropped (the ingest refuses such changes, so this only guards
-    /// against a race between two of them).
-    public mutating func apply(_ change: Change, version: UInt64) {
+    /// Applies one change as version `version`. Deleting a key no point has changes nothing but the
+    /// key's tombstone; property names beyond ``maxColumns`` are dropped (the ingest refuses such
+    /// changes, so this only guards against a race between two of them).
+    /// - Returns: false when the change was observed before the newest time held for its key, and
+    ///   was dropped (the version still moves on).
+    @discardableResult
+    public mutating func apply(_ change: Change, version: UInt64) -> Bool {
         dataset.version = version
+        guard !observations.isStale(change.key, observed: change.observed) else { return false }
         switch change {
-        case .upsert(let key, let lat, let lon, let properties):
+        case .upsert(let key, let lat, let lon, let properties, let observed):
+            observations.upserted(key, observed: observed)
             if dataset.revisions.count != dataset.count {
                 dataset.revisions = [UInt32](repeating: 0, count: dataset.count)
             }
@@ -93,14 +116,16 @@ public struct PointTable: Sendable {
             }
             setProperties(properties, row: row)
             dataset.revisions[row] = UInt32(truncatingIfNeeded: version)
-        case .delete(let key):
-            guard let id = id(of: key), let row = rowByID.removeValue(forKey: id) else { return }
+        case .delete(let key, let observed):
+            observations.deleted(key, observed: observed)
+            guard let id = id(of: key), let row = rowByID.removeValue(forKey: id) else { return true }
             if case .name(let name) = key {
                 idByName[name] = nil
                 dataset.names[id] = nil
             }
             removeRow(Int(row))
         }
+        return true
     }
 
     private mutating func assignID(_ key: PointKey) -> UInt32 {

@@ -24,6 +24,7 @@ extension Change {
         switch op {
         case "upsert":
             let key = try decodeKey(m)
+            let observed = try decodeObserved(m)
             let lat = try m.number("lat", in: -90...90)
             let lon = try m.number("lon", in: -180...180)
             var properties: [String: String] = [:]
@@ -42,9 +43,9 @@ extension Change {
                     }
                 }
             }
-            return .upsert(key, lat: lat, lon: lon, properties: properties)
+            return .upsert(key, lat: lat, lon: lon, properties: properties, observed: observed)
         case "delete":
-            return .delete(try decodeKey(m))
+            return .delete(try decodeKey(m), observed: try decodeObserved(m))
         default:
             throw WireError(
                 .invalidField, field: "op", message: "unknown op \"\(op)\"; expected upsert or delete")
@@ -62,6 +63,17 @@ extension Change {
     /// Decodes one change held in a string.
     public static func decode(_ text: String) throws(WireError) -> Change {
         try decode(Array(text.utf8))
+    }
+
+    /// `t`, when present: milliseconds since the Unix epoch, a whole number.
+    private static func decodeObserved(_ m: MessageFields) throws(WireError) -> UInt64? {
+        guard m.has("t") else { return nil }
+        let value = try m.value("t")
+        guard case .number = value else {
+            throw MessageFields.invalid(
+                "t", "must be the observation time in milliseconds since 1970-01-01 UTC, got \(value.kindName)")
+        }
+        return try MessageFields.whole(value, name: "t", in: 0...Double(Change.maxObserved))
     }
 
     private static func decodeKey(_ m: MessageFields) throws(WireError) -> PointKey {

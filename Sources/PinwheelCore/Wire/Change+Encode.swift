@@ -4,9 +4,13 @@ extension Change {
     /// reads it back.
     public func encode(into w: inout JSONWriter) {
         switch self {
-        case .upsert(let key, let lat, let lon, let properties):
+        case .upsert(let key, let lat, let lon, let properties, let observed):
             w.raw("{\"op\":\"upsert\",\"id\":")
             Change.write(key, into: &w)
+            if let observed {
+                w.raw(",\"t\":")
+                w.integer(observed)
+            }
             w.raw(",\"lat\":")
             w.number(lat)
             w.raw(",\"lon\":")
@@ -22,9 +26,13 @@ extension Change {
                 w.byte(UInt8(ascii: "}"))
             }
             w.byte(UInt8(ascii: "}"))
-        case .delete(let key):
+        case .delete(let key, let observed):
             w.raw("{\"op\":\"delete\",\"id\":")
             Change.write(key, into: &w)
+            if let observed {
+                w.raw(",\"t\":")
+                w.integer(observed)
+            }
             w.byte(UInt8(ascii: "}"))
         }
     }

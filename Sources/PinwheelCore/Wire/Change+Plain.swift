@@ -1,8 +1,8 @@
 /// The change lines producers send, read in one pass without a JSON tree: building a dictionary of
 /// values for each line made reading a line four times as dear, and ingest runs on the cores viewers
 /// are served from. Only the plain form is read here: an object of a change's own keys, each once,
-/// with a string or whole-number `id`, number coordinates, and `properties` whose values are strings,
-/// numbers or booleans. Anything else (an unknown or repeated key, `null`, an escape, a value out of
+/// with a string or whole-number `id`, number coordinates, a whole-number `t`, and `properties` whose
+/// values are strings, numbers or booleans. Anything else (an unknown or repeated key, `null`, an escape, a value out of
 /// range) goes to the general path, which names what is wrong; the checks are that path's own, so
 /// both give the same change.
 extension Change {
@@ -27,27 +27,34 @@ extension Change {
             case .properties:
                 guard f.properties == nil, let properties = c.plainProperties() else { return false }
                 f.properties = properties
+            case .t:
+                guard f.observed == nil, let value = c.plainNumber(),
+                    let observed = try? MessageFields.whole(
+                        .number(value), name: "t", in: 0...Double(Change.maxObserved))
+                else { return false }
+                f.observed = observed
             }
             return true
         }
         guard read, c.atEndAfterSpace(), let isUpsert = f.isUpsert, let key = f.key else { return nil }
         guard isUpsert else {
-            return f.lat == nil && f.lon == nil && f.properties == nil ? .delete(key) : nil
+            return f.lat == nil && f.lon == nil && f.properties == nil ? .delete(key, observed: f.observed) : nil
         }
         guard let lat = f.lat, let lon = f.lon,
             let lat = try? MessageFields.number(.number(lat), name: "lat", in: -90...90),
             let lon = try? MessageFields.number(.number(lon), name: "lon", in: -180...180)
         else { return nil }
-        return .upsert(key, lat: lat, lon: lon, properties: f.properties ?? [:])
+        return .upsert(key, lat: lat, lon: lon, properties: f.properties ?? [:], observed: f.observed)
     }
 }
 
 /// The keys of a plain change.
 private enum ChangeKey: PlainKey {
-    case op, id, lat, lon, properties
+    case op, id, lat, lon, properties, t
 
     var name: StaticString {
         switch self {
+        case .t: "t"
         case .op: "op"
         case .id: "id"
         case .lat: "lat"
@@ -63,6 +70,7 @@ private struct PlainChangeFields {
     var key: PointKey?
     var lat, lon: Double?
     var properties: [String: String]?
+    var observed: UInt64?
 }
 
 extension JSONReader.Cursor {

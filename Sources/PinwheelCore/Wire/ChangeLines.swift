@@ -70,20 +70,24 @@ public struct IngestAnswer: Sendable, Equatable {
     public var duplicate: Bool
     /// The producer's accepted changes a second lately, when the server shares the CPU with viewers.
     public var acceptedPerSecond: Double?
+    /// Accepted changes that changed nothing because their point held a newer observation time.
+    public var stale: Int
 
     public init(
         accepted: Int, rejected: [ChangeLines.Rejection], version: UInt64, duplicate: Bool = false,
-        acceptedPerSecond: Double? = nil
+        acceptedPerSecond: Double? = nil, stale: Int = 0
     ) {
         self.accepted = accepted
         self.rejected = rejected
         self.version = version
         self.duplicate = duplicate
         self.acceptedPerSecond = acceptedPerSecond
+        self.stale = stale
     }
 
     /// `{"accepted":N,"rejected":[{"line":3,"error":"..."}],"version":V}` (and `"duplicate":true` for
-    /// a retry already applied), with `frame` first when answering a `pinwheel.ingest.v1` frame, and
+    /// a retry already applied, `"stale":S` when some accepted changes were older than their point's
+    /// newest observation), with `frame` first when answering a `pinwheel.ingest.v1` frame, and
     /// `"acceptedPerSecond":R` last when known.
     public func json(frame: UInt64? = nil) -> [UInt8] {
         var w = JSONWriter(capacity: 64 + rejected.count * 80)
@@ -107,6 +111,10 @@ public struct IngestAnswer: Sendable, Equatable {
         w.raw("],\"version\":")
         w.integer(version)
         if duplicate { w.raw(",\"duplicate\":true") }
+        if stale > 0 {
+            w.raw(",\"stale\":")
+            w.integer(stale)
+        }
         if let acceptedPerSecond {
             w.raw(",\"acceptedPerSecond\":")
             w.integer(Int(acceptedPerSecond.rounded()))
@@ -130,6 +138,8 @@ extension IngestAnswer {
             let r = MessageFields(object: o, type: "a rejection")
             rejected.append(ChangeLines.Rejection(line: Int(try r.whole("line")), error: try r.string("error")))
         }
-        return IngestAnswer(accepted: Int(try m.whole("accepted")), rejected: rejected, version: try m.whole("version"))
+        return IngestAnswer(
+            accepted: Int(try m.whole("accepted")), rejected: rejected, version: try m.whole("version"),
+            stale: m.has("stale") ? Int(try m.whole("stale")) : 0)
     }
 }

@@ -100,10 +100,10 @@ struct PlacedChanges<Base: IteratorProtocol<Change>>: IteratorProtocol {
     mutating func next() -> Change? {
         guard let change = base.next() else { return nil }
         switch change {
-        case .upsert(let key, let lat, let lon, _):
+        case .upsert(let key, let lat, let lon, _, _):
             let after = Coordinate(lat: lat, lon: lon)
             placed.append(StillStaleness.Placed(before: at.updateValue(after, forKey: key), after: after))
-        case .delete(let key):
+        case .delete(let key, _):
             placed.append(StillStaleness.Placed(before: at.removeValue(forKey: key), after: nil))
         }
         return change

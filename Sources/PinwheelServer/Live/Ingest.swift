@@ -76,6 +76,9 @@ final class Ingest: Sendable {
             # HELP pinwheel_ingest_duplicates_total Change requests whose idempotency key was applied already.
             # TYPE pinwheel_ingest_duplicates_total counter
             pinwheel_ingest_duplicates_total \(duplicates)
+            # HELP pinwheel_changes_stale_total Changes dropped because their point held a newer observation time (replays at start included).
+            # TYPE pinwheel_changes_stale_total counter
+            pinwheel_changes_stale_total \(live.staleTotal)
 
             """
     }
@@ -168,13 +171,17 @@ final class Ingest: Sendable {
         } else {
             outcome = appendOnce(lines.changes, request: request)
         }
-        let answer = { [sharing] (version: UInt64, duplicate: Bool) -> Outcome in
+        let answer = { [sharing, live] (version: UInt64, duplicate: Bool) -> Outcome in
             let perSecond = duplicate ? nil : sharing?.accepted(lines.changes.count, producer: producer)
+            // The record was applied before its answer: its stale changes are known (a duplicate's are
+            // the first request's, not told again).
+            let count = UInt64(lines.changes.count)
+            let stale = duplicate || version < count ? 0 : live.staleCount(in: (version - count + 1)...version)
             return .answered(
                 status: 200,
                 IngestAnswer(
                     accepted: lines.changes.count, rejected: lines.rejected, version: version, duplicate: duplicate,
-                    acceptedPerSecond: perSecond))
+                    acceptedPerSecond: perSecond, stale: stale))
         }
         switch outcome {
         case .success(.appended(let version)):

@@ -29,6 +29,8 @@ final class LiveData: @unchecked Sendable {
     let ingestCost = IngestCost()
     /// The points, and the changes applied since the index thread last took them.
     private let state: Mutex<(table: PointTable, changed: [ChangedPoint])>
+    /// Changes dropped because the point held a newer observation.
+    private let stale = Mutex(StaleVersions())
     private let logger: Logger
     /// Signalled when a change was applied, a compaction finished, or at stop.
     private let wake = DispatchSemaphore(value: 0)
@@ -66,12 +68,17 @@ final class LiveData: @unchecked Sendable {
     private func apply(_ committed: LoggedChanges) {
         let cpuAtStart = ThreadCPUClock.now()
         defer { ingestCost.record(.table, cpu: ThreadCPUClock.now() - cpuAtStart, changes: committed.changes.count) }
-        state.withLock { state in
+        let dropped = state.withLock { state in
+            var dropped: [UInt64] = []
             for (k, change) in committed.changes.enumerated() {
                 let before = state.table.id(of: change.key)
-                state.table.apply(change, version: committed.first + UInt64(k))
+                let version = committed.first + UInt64(k)
+                guard state.table.apply(change, version: version) else {
+                    dropped.append(version)
+                    continue
+                }
                 switch change {
-                case .upsert(let key, _, _, _):
+                case .upsert(let key, _, _, _, _):
                     let id = state.table.id(of: key)!
                     state.changed.append(ChangedPoint(id: id, now: state.table.record(ofID: id)))
                 case .delete:
@@ -79,9 +86,18 @@ final class LiveData: @unchecked Sendable {
                     if let before { state.changed.append(ChangedPoint(id: before, now: nil)) }
                 }
             }
+            return dropped
         }
+        if !dropped.isEmpty { stale.withLock { s in for v in dropped { s.record(v) } } }
         wake.signal()
     }
+
+    /// How many changes with versions in `range` were dropped as older than the point's newest
+    /// observation; asked once their record was applied.
+    func staleCount(in range: ClosedRange<UInt64>) -> Int { stale.withLock { $0.count(in: range) } }
+
+    /// Changes dropped as older than the point's newest observation since start.
+    var staleTotal: Int { stale.withLock { $0.total } }
 
     /// The points now.
     var dataset: Dataset { state.withLock { $0.table.dataset } }
