@@ -273,6 +273,7 @@ struct ServeCommand: ParsableCommand {
             return handler
         }
         let logger = Logger(label: "pinwheel")
+        let signals = ShutdownSignals(drain: drain, logger: logger)
 
         guard let webRoot = web ?? ResourceLocator.folder(named: "web", containing: "index.html") else {
             throw ValidationError(
@@ -339,7 +340,9 @@ struct ServeCommand: ParsableCommand {
         } else {
             server = try Server(configuration: configuration, dataset: dataset, logger: logger)
         }
+        signals.starting(server)
         try server.start()
+        signals.running()
         let scheme = tlsCert == nil ? "http" : "https"
         // Unbuffered, so a test or script reading our stdout sees the line at once.
         FileHandle.standardOutput.write(
@@ -348,29 +351,6 @@ struct ServeCommand: ParsableCommand {
         let tourists = try startBots(server: server, secure: tlsCert != nil, logger: logger)
         if let token = live?.token { startMovers(server: server, token: token, logger: logger) }
 
-        // Signal handlers run on a Dispatch queue; `@Sendable` keeps them off the main actor.
-        signal(SIGINT, SIG_IGN)
-        signal(SIGTERM, SIG_IGN)
-        let queue = DispatchQueue(label: "pinwheel.signals")
-        let drainStarted = Atomic<Bool>(false)
-        let sources = [SIGINT, SIGTERM].map { signo in
-            let source = DispatchSource.makeSignalSource(signal: signo, queue: queue)
-            source.setEventHandler { @Sendable [drain] in
-                // The first SIGTERM drains when asked to; SIGINT or a second signal stops at once.
-                if signo == SIGTERM && drain > 0 && !drainStarted.exchange(true, ordering: .acquiringAndReleasing) {
-                    logger.info(
-                        "signal \(signo): draining for \(drain) s (/healthz answers 503), then closing every session with 1001"
-                    )
-                    server.drain()
-                    queue.asyncAfter(deadline: .now() + drain) { @Sendable in server.stop() }
-                    return
-                }
-                logger.info("signal \(signo): closing every session with 1001")
-                server.stop()
-            }
-            source.resume()
-            return source
-        }
         server.wait()
         if dataDir == nil, let directory = live?.directory {
             // The folder --movers made for itself goes with the process.
@@ -378,7 +358,7 @@ struct ServeCommand: ParsableCommand {
         }
         tourists?.stop()
         relay?.stop()
-        for source in sources { source.cancel() }
+        signals.cancel()
         logger.info("stopped")
     }
 
