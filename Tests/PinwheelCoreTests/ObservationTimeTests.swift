@@ -5,7 +5,7 @@ import Testing
 @Suite("Last writer by observation time")
 struct ObservationTimeTests {
     static func upsert(_ key: PointKey, _ lat: Double, at t: UInt64?, tag: String = "") -> Change {
-        .upsert(key, lat: lat, lon: 0, properties: tag.isEmpty ? [:] : ["tag": tag], observed: t)
+        .upsert(key, lat: lat, lon: 0, properties: tag.isEmpty ? [:] : ["tag": .string(tag)], observed: t)
     }
 
     @Test("an upsert observed before the point's newest is dropped; the version still moves on")
@@ -100,14 +100,14 @@ struct ObservationTimeTests {
     }
 
     /// Per key, the state its newest change leaves: its latitude and tag, nil when deleted.
-    static func oracle(_ changes: [Change]) -> [PointKey: (lat: Double, tag: String)?] {
+    static func oracle(_ changes: [Change]) -> [PointKey: (lat: Double, tag: PropertyValue?)?] {
         var newest: [PointKey: Change] = [:]
         for change in changes where (newest[change.key]?.observed ?? 0) <= change.observed! {
             newest[change.key] = change
         }
         return newest.mapValues { change in
             guard case .upsert(_, let lat, _, let properties, _) = change else { return nil }
-            return (lat, properties["tag"] ?? "")
+            return (lat, properties["tag"])
         }
     }
 
@@ -141,7 +141,7 @@ struct ObservationTimeTests {
                 let now = table.id(of: key).flatMap { table.record(ofID: $0) }
                 switch expected[key] {
                 case .some(.some(let point)):
-                    #expect(now?.position.lat == point.lat && now?.values.last == point.tag, "\(key)")
+                    #expect(now?.position.lat == point.lat && now?.values.last ?? nil == point.tag, "\(key)")
                 case .some(.none):
                     #expect(now == nil, "\(key) was deleted last")
                 case .none:
@@ -157,16 +157,16 @@ struct ObservationTimeTests {
         #expect(Set(snapshots).count == 1)
     }
 
-    @Test("observation times and tombstones survive a snapshot, in format 2; a table without them is format 1")
+    @Test("observation times and tombstones survive a snapshot, in format 3; a table without them is format 2")
     func snapshots() throws {
         var table = PointTable(PointTableTests.base)
-        #expect(table.snapshotBytes()[4] == 1)
+        #expect(table.snapshotBytes()[4] == 2)
         table.apply(Self.upsert(.name("bus-1"), 1, at: 300), version: 1)
         table.apply(Self.upsert(.number(10), 1, at: 200), version: 2)
         table.apply(.delete(.number(20), observed: 100), version: 3)
         table.apply(.delete(.name("gone"), observed: 50), version: 4)
         let bytes = table.snapshotBytes()
-        #expect(bytes[4] == 2)
+        #expect(bytes[4] == 3)
         var copy = try PointTable(snapshot: bytes)
         #expect(copy.snapshotBytes() == bytes)
         for key in [PointKey.name("bus-1"), .number(10), .number(20), .name("gone")] {
@@ -182,10 +182,10 @@ struct ObservationTimeTests {
             #expect(throws: SnapshotError.self) { try PointTable(snapshot: Array(bytes[..<n])) }
         }
         var newer = bytes
-        newer[4] = 3
+        newer[4] = 4
         #expect(
             throws: SnapshotError(
-                offset: 4, reason: "format 3, this build reads formats 1 to 2 (written by a newer build?)")
+                offset: 4, reason: "format 4, this build reads formats 1 to 3 (written by a newer build?)")
         ) { try PointTable(snapshot: newer) }
     }
 }

@@ -29,7 +29,7 @@ public enum PointKey: Hashable, Sendable, CustomStringConvertible {
 /// one without is applied in log order as it comes.
 public enum Change: Equatable, Sendable {
     /// Creates the point or replaces its position and properties.
-    case upsert(PointKey, lat: Double, lon: Double, properties: [String: String], observed: UInt64? = nil)
+    case upsert(PointKey, lat: Double, lon: Double, properties: [String: PropertyValue], observed: UInt64? = nil)
     /// Removes the point; a key no point has is accepted and changes nothing, so retries are safe.
     case delete(PointKey, observed: UInt64? = nil)
 

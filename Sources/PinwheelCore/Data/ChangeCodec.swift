@@ -1,8 +1,9 @@
-/// Changes as compact bytes, for the change log's records: per change an op byte (0 upsert, 1
-/// delete; 2 and 3 the same carrying an observation time), the key (0 and a u32, or 1 and a u16
-/// length and UTF-8), the observation time as a u64 for ops 2 and 3, then for an upsert lat and lon
-/// as f64 and the properties (u16 count, each name and value a u32 length and UTF-8). Little-endian.
-/// Records written before observation times existed hold only ops 0 and 1, and read the same.
+/// Changes as compact bytes, for the change log's records: per change an op byte (2 upsert, 1 delete;
+/// 4 and 3 the same carrying an observation time; 0, an upsert whose values are all strings, is what
+/// earlier records hold and is still read), the key (0 and a u32, or 1 and a u16 length and UTF-8),
+/// the observation time as a u64 for ops 3 and 4, then for an upsert lat and lon as f64 and the
+/// properties: a u16 count, each a name (u32 length and UTF-8) and a value (``PropertyValueCoding``;
+/// for op 0 a u32 length and UTF-8). Little-endian.
 public enum ChangeCodec {
     /// The bytes of `changes`, preceded by their count (u32).
     public static func encode(_ changes: [Change]) -> [UInt8] {
@@ -12,7 +13,7 @@ public enum ChangeCodec {
         for change in changes {
             switch change {
             case .upsert(let key, let lat, let lon, let properties, let observed):
-                w.u8(observed == nil ? 0 : 2)
+                w.u8(observed == nil ? 2 : 4)
                 write(key, &w)
                 if let observed { w.u64(observed) }
                 w.f64(lat)
@@ -20,7 +21,7 @@ public enum ChangeCodec {
                 w.u16(UInt16(properties.count))
                 for (name, value) in properties.sorted(by: { $0.key < $1.key }) {
                     w.string(name)
-                    w.string(value)
+                    PropertyValueCoding.write(value, &w)
                 }
             case .delete(let key, let observed):
                 w.u8(observed == nil ? 1 : 3)
@@ -45,17 +46,17 @@ public enum ChangeCodec {
             changes.reserveCapacity(count)
             for _ in 0..<count {
                 let op = try r.u8()
-                guard op <= 3 else { throw ByteReader.Failure(offset: r.offset - 1, reason: "unknown op \(op)") }
+                guard op <= 4 else { throw ByteReader.Failure(offset: r.offset - 1, reason: "unknown op \(op)") }
                 let key = try readKey(&r)
-                let observed: UInt64? = op >= 2 ? try r.u64() : nil
+                let observed: UInt64? = op >= 3 ? try r.u64() : nil
                 switch op {
-                case 0, 2:
+                case 0, 2, 4:
                     let lat = try r.f64()
                     let lon = try r.f64()
-                    var properties: [String: String] = [:]
+                    var properties: [String: PropertyValue] = [:]
                     for _ in 0..<Int(try r.u16()) {
                         let name = try r.string()
-                        properties[name] = try r.string()
+                        properties[name] = op == 0 ? .string(try r.string()) : try PropertyValueCoding.read(&r)
                     }
                     changes.append(.upsert(key, lat: lat, lon: lon, properties: properties, observed: observed))
                 default:

@@ -2,26 +2,26 @@
 /// table was, including the next id a new name gets.
 ///
 /// Layout (little-endian): "PWPT", format, version u64, nextNamedID u32, count u32, column count u32,
-/// each column as a string, then per row id u32, lon f64, lat f64 and one string per column; then the
-/// name count u32 and per name id u32 and string. Format 2 goes on with the observation times: their
-/// count u32 and per point its key and time u64, sorted by key; then the tombstones' count u32 and
-/// per tombstone its key and time u64, oldest first. A string is a u32 byte count and UTF-8; a key is
-/// written as the change log writes it (``ChangeCodec``).
+/// each column as a string, then per row id u32, lon f64, lat f64 and one cell per column (a
+/// ``PropertyValueCoding`` cell); then the name count u32 and per name id u32 and string. Format 3
+/// goes on with the observation times: their count u32 and per point its key and time u64, sorted by
+/// key; then the tombstones' count u32 and per tombstone its key and time u64, oldest first. A string
+/// is a u32 byte count and UTF-8; a key is written as the change log writes it (``ChangeCodec``).
 ///
-/// A table without observation times is written in format 1, as builds before them wrote every
-/// snapshot (so the first snapshot of the same data is the same bytes for both); both are read.
+/// A table without observation times is written in format 2. Format 1, whose cells are strings (empty
+/// for none), is what earlier builds wrote and is still read.
 extension PointTable {
     private static let magic: [UInt8] = Array("PWPT".utf8)
-    /// The formats this build reads; it writes the first for a table without observation times.
-    private static let formats: ClosedRange<UInt32> = 1...2
+    /// The formats this build reads; it writes 2 for a table without observation times, else 3.
+    private static let formats: ClosedRange<UInt32> = 1...3
 
     /// The table's snapshot bytes.
     public func snapshotBytes() -> [UInt8] {
         var out = ByteWriter()
         let tombstones = observations.tombstonesInOrder
-        let timed = observations.times.isEmpty && tombstones.isEmpty ? 1 : 2
+        let format = observations.times.isEmpty && tombstones.isEmpty ? 2 : 3
         out.bytes.append(contentsOf: PointTable.magic)
-        out.u32(UInt32(timed))
+        out.u32(UInt32(format))
         out.u64(dataset.version)
         out.u32(nextNamedID)
         out.u32(UInt32(dataset.count))
@@ -32,14 +32,16 @@ extension PointTable {
             out.u32(dataset.ids[row])
             out.f64(dataset.lon(row))
             out.f64(dataset.lat(row))
-            for c in 0..<columns.count { out.string(dataset.properties.value(row: row, column: c)) }
+            for c in 0..<columns.count {
+                PropertyValueCoding.write(cell: dataset.properties.value(row: row, column: c), &out)
+            }
         }
         out.u32(UInt32(dataset.names.count))
         for (id, name) in dataset.names.sorted(by: { $0.key < $1.key }) {
             out.u32(id)
             out.string(name)
         }
-        guard timed == 2 else { return out.bytes }
+        guard format == 3 else { return out.bytes }
         out.u32(UInt32(observations.times.count))
         for (key, time) in observations.times.sorted(by: { PointTable.precedes($0.key, $1.key) }) {
             ChangeCodec.write(key, &out)
@@ -98,13 +100,17 @@ extension PointTable {
         for _ in 0..<columnCount { columns.append(try r.string()) }
         var ids = [UInt32](repeating: 0, count: count)
         var coordinates = [Double](repeating: 0, count: 2 * count)
-        var values: [String] = []
+        var values: [PropertyValue?] = []
         values.reserveCapacity(count * columnCount)
         for row in 0..<count {
             ids[row] = try r.u32()
             coordinates[2 * row] = try r.f64()
             coordinates[2 * row + 1] = try r.f64()
-            for _ in 0..<columnCount { values.append(try r.string()) }
+            for _ in 0..<columnCount {
+                values.append(
+                    format == 1
+                        ? PropertyValue.cell(.string(try r.string())) : try PropertyValueCoding.readCell(&r))
+            }
         }
         var names: [UInt32: String] = [:]
         let nameCount = Int(try r.u32())
@@ -116,7 +122,7 @@ extension PointTable {
             names[id] = try r.string()
         }
         var observations = Observations(capacity: PointTable.keptTombstones)
-        if format >= 2 {
+        if format == 3 {
             // A key and a time take at least 12 bytes (a one-byte name: tag, length, byte; the time).
             let timeCount = Int(try r.u32())
             guard timeCount <= r.remaining / 12 else {
