@@ -12,8 +12,6 @@ enum MetricHelp {
         "pinwheel_data_version": "The version of the data served (the change log's last applied change).",
         "pinwheel_dataset_points": "Points served from the data file at start.",
         "pinwheel_dataset_rows_left_out": "Rows of the data file left out, by reason (bad or unlocated).",
-        "pinwheel_deflate_guard_trips":
-            "Connections dropped because libwebsockets' deflate assertion would have aborted the process.",
         "pinwheel_index_delta_points": "Points the live index lays over its last full build.",
         "pinwheel_index_rebuild_seconds": "How long full rebuilds of the live index (compactions) took.",
         "pinwheel_index_refresh_seconds": "How long laying the latest changes over the last build took.",

@@ -235,7 +235,7 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
                 guard let self else { return HTTPResponse(status: 503, text: "stopping\n") }
                 let stats = transport.stats
                 let text =
-                    metrics.render(queuedBytes: stats.queuedBytes, deflateGuardTrips: stats.deflateGuardTrips)
+                    metrics.render(queuedBytes: stats.queuedBytes)
                     + ((live?.log as? ChangeLogHealth)?.metricsText ?? "") + (ingest?.metricsText ?? "")
                     + ConnectionLimitMetrics.text(transport.connectionLimits)
                 return HTTPResponse(contentType: "text/plain; version=0.0.4; charset=utf-8", text: text)

@@ -22,7 +22,6 @@ public final class ServerMetrics: Sendable {
     private let batches: CoreMetrics.Counter
     private let workerQueue: CoreMetrics.Meter
     private let outboundBytes: CoreMetrics.Meter
-    private let deflateGuardTrips: CoreMetrics.Meter
     private let datasetPoints: CoreMetrics.Meter
     /// Rows of the data file left out, by reason: `bad` (`--on-bad-row skip`) or `unlocated`.
     private let leftOutBad: CoreMetrics.Meter
@@ -92,7 +91,6 @@ public final class ServerMetrics: Sendable {
         workerQueue = Meter(label: "pinwheel_queue_depth", dimensions: [("queue", "workers")], factory: factory)
         outboundBytes = Meter(
             label: "pinwheel_queue_depth", dimensions: [("queue", "outbound_bytes")], factory: factory)
-        deflateGuardTrips = Meter(label: "pinwheel_deflate_guard_trips", factory: factory)
         datasetPoints = Meter(label: "pinwheel_dataset_points", factory: factory)
         leftOutBad = Meter(label: "pinwheel_dataset_rows_left_out", dimensions: [("reason", "bad")], factory: factory)
         leftOutUnlocated = Meter(
@@ -143,12 +141,9 @@ public final class ServerMetrics: Sendable {
     /// The registry's current state in Prometheus text exposition format, then the process's CPU,
     /// memory and descriptors (`ProcessMetrics`).
     /// - Parameters:
-    ///   - queuedBytes: bytes waiting in every outbound queue now (the transport's count).
-    ///   - deflateGuardTrips: connections failed since start because their permessage-deflate stream
-    ///     would have aborted lws (the transport's count).
-    public func render(queuedBytes: Int, deflateGuardTrips trips: Int) -> String {
+    /// - Parameter queuedBytes: bytes waiting in every outbound queue now (the transport's count).
+    public func render(queuedBytes: Int) -> String {
         outboundBytes.set(queuedBytes)
-        deflateGuardTrips.set(trips)
         let (_, p50, p99, max) = firstBatchPercentiles()
         firstBatchP50.set(Double(p50) / 1e6)
         firstBatchP99.set(Double(p99) / 1e6)

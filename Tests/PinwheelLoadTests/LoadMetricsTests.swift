@@ -42,7 +42,7 @@ struct LoadMetricsTests {
 
     @Test("the server's /metrics text ends with the process figures")
     func serverMetricsCarryProcess() {
-        let text = ServerMetrics().render(queuedBytes: 0, deflateGuardTrips: 0)
+        let text = ServerMetrics().render(queuedBytes: 0)
         let scrape = MetricsScrape.parse(text)
         #expect((scrape.value("process_resident_memory_bytes") ?? 0) > 0)
         #expect(scrape.value("process_cpu_seconds_total") != nil)

@@ -12,7 +12,7 @@ struct ServerMetricsTests {
         metrics.sent(type: "batch", bytes: 900)
         metrics.firstBatch(after: .microseconds(700))
         metrics.sessionClosed(code: 1001)
-        let text = metrics.render(queuedBytes: 4096, deflateGuardTrips: 3)
+        let text = metrics.render(queuedBytes: 4096)
         #expect(text.contains("pinwheel_sessions 0"))
         #expect(text.contains(#"pinwheel_messages_in_total{type="viewport"} 1"#))
         #expect(text.contains(#"pinwheel_messages_out_total{type="batch"} 1"#))
@@ -22,7 +22,6 @@ struct ServerMetricsTests {
         #expect(text.contains(#"pinwheel_viewport_first_batch_seconds_bucket{le="0.001"} 1"#))
         #expect(text.contains(#"pinwheel_viewport_first_batch_seconds_bucket{le="0.0005"} 0"#))
         #expect(text.contains(#"pinwheel_queue_depth{queue="outbound_bytes"} 4096"#))
-        #expect(text.contains("pinwheel_deflate_guard_trips 3"))
         #expect(text.contains("pinwheel_viewport_first_batch_p99_seconds 0.0007"))
         #expect(metrics.firstBatchPercentiles().count == 1)
     }
@@ -32,7 +31,7 @@ struct ServerMetricsTests {
         let metrics = ServerMetrics()
         metrics.windowWait(.microseconds(-30))
         metrics.firstBatch(after: .microseconds(-5))
-        let text = metrics.render(queuedBytes: 0, deflateGuardTrips: 0)
+        let text = metrics.render(queuedBytes: 0)
         #expect(text.contains("pinwheel_viewport_window_wait_seconds_count 1"))
         #expect(text.contains(#"pinwheel_viewport_window_wait_seconds_bucket{le="0.00025"} 1"#))
         #expect(text.contains(#"pinwheel_viewport_first_batch_seconds_bucket{le="0.00025"} 1"#))
@@ -43,7 +42,7 @@ struct ServerMetricsTests {
         let metrics = ServerMetrics()
         metrics.sessionClosed(code: 1000)
         metrics.datasetLoaded(points: 10, unlocated: 1, skipped: 2)
-        let lines = metrics.render(queuedBytes: 0, deflateGuardTrips: 0).split(separator: "\n")
+        let lines = metrics.render(queuedBytes: 0).split(separator: "\n")
         let types = lines.indices.filter { lines[$0].hasPrefix("# TYPE ") }
         #expect(types.count >= 25)
         for k in types {
