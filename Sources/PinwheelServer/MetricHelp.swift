@@ -16,7 +16,7 @@ enum MetricHelp {
         "pinwheel_index_rebuild_seconds": "How long full rebuilds of the live index (compactions) took.",
         "pinwheel_index_refresh_seconds": "How long laying the latest changes over the last build took.",
         "pinwheel_ingest_accepted_per_second": "Changes accepted a second over all producers, the last whole second.",
-        "pinwheel_ingest_held_microseconds_total": "Time producers' batches waited for their share of the CPU.",
+        "pinwheel_ingest_held_seconds_total": "Time producers' batches waited for their share of the CPU.",
         "pinwheel_messages_in_total": "Messages received from viewers, by type.",
         "pinwheel_messages_out_total": "Messages sent to viewers, by type.",
         "pinwheel_queue_depth": "Work waiting: sessions queued for the workers, or bytes queued for sockets.",
