@@ -240,10 +240,12 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
                     + ConnectionLimitMetrics.text(transport.connectionLimits)
                 return HTTPResponse(contentType: "text/plain; version=0.0.4; charset=utf-8", text: text)
             },
-            "/v1/changes": { [weak self] request in
-                self?.answerChanges(request) ?? HTTPResponse(status: 503, text: "stopping\n")
-            },
         ]
+        // Answered once the log has the changes durably; no thread waits for it meanwhile.
+        c.deferredRoutes["/v1/changes"] = { [weak self] request, respond in
+            guard let self else { return respond(HTTPResponse(status: 503, text: "stopping\n")) }
+            answerChanges(request, respond: respond)
+        }
         // A producer without the token is refused before its body is read.
         c.routeGuards["/v1/changes"] = { [weak self] request in self?.refuseChanges(request) }
         c.maxRequestBodyBytes = configuration.maxIngestBodyBytes
