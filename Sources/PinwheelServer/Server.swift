@@ -284,7 +284,7 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
             return openProducer(connection, server)
         }
         let session = Session(
-            connection: connection.id, server: self, encoding: WireEncoding(rawValue: connection.subprotocol) ?? .json)
+            connection: connection.id, host: self, encoding: WireEncoding(rawValue: connection.subprotocol) ?? .json)
         let admitted = sessions.withLock { table -> Bool in
             guard table.count < configuration.maxSessions else { return false }
             table[connection.id] = session
