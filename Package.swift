@@ -2,7 +2,8 @@
 import PackageDescription
 
 // The arrows point one way (docs/architecture.md):
-//   pinwheel -> PinwheelServer | PinwheelLoad -> PinwheelTransport -> CLibWebSockets (+ CDeflateGuard)
+//   pinwheel -> PinwheelServer | PinwheelLoad -> PinwheelTransport -> CLibWebSockets, CPermessageDeflate,
+//   CMessageDeflate
 //   PinwheelServer -> CNATS (the replicated change log and presence across nodes)
 //   and every module -> PinwheelCore, which does no I/O.
 let package = Package(
@@ -34,15 +35,21 @@ let package = Package(
             pkgConfig: "libnats",
             providers: [.apt(["libnats-dev"])]
         ),
-        // lws's permessage-deflate assertions that a peer can reach, contained (see deflate_guard.c),
-        // and messages compressed off the service thread with ISA-L's igzip (message_deflate.c).
-        .target(name: "CDeflateGuard", linkerSettings: [.linkedLibrary("z"), .linkedLibrary("isal")]),
+        // permessage-deflate negotiated through lws's extension hooks by a callback that compresses
+        // nothing (lws's own deflate code never runs; docs/libwebsockets.md).
+        .target(name: "CPermessageDeflate", dependencies: ["CLibWebSockets"]),
+        // Whole messages compressed with ISA-L's igzip and inflated with igzip or zlib, off the
+        // service thread where a server's are concerned.
+        .target(name: "CMessageDeflate", linkerSettings: [.linkedLibrary("z"), .linkedLibrary("isal")]),
         // Persistent maps let a live index publish its changes without copying them.
         .target(
             name: "PinwheelCore",
             dependencies: [.product(name: "HashTreeCollections", package: "swift-collections")]),
-        // The libwebsockets wrapper: the only module that imports CLibWebSockets.
-        .target(name: "PinwheelTransport", dependencies: ["PinwheelCore", "CLibWebSockets", "CDeflateGuard"]),
+        // The libwebsockets wrapper: the only module that imports CLibWebSockets, CPermessageDeflate
+        // and CMessageDeflate.
+        .target(
+            name: "PinwheelTransport",
+            dependencies: ["PinwheelCore", "CLibWebSockets", "CPermessageDeflate", "CMessageDeflate"]),
         // The only module that imports CNATS.
         .target(
             name: "PinwheelServer",
@@ -53,7 +60,6 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "HeapModule", package: "swift-collections"),
             ]
         ),

@@ -9,9 +9,6 @@
 #include <string.h>
 #include <ev.h>
 
-// lws 4.1.6's permessage-deflate behind a guard; see the comment atop deflate_guard.c.
-#include "../CDeflateGuard/include/deflate_guard.h"
-
 /// LWS_PRE is a function-like macro: the headroom every lws_write buffer needs before its payload.
 static const size_t SHIM_LWS_PRE = LWS_PRE;
 
@@ -77,20 +74,6 @@ static inline void shim_send_busy_response(int fd) {
         "Connection: close\r\n\r\n"
         "server at its connection limit; try again\n";
     (void)send(fd, response, sizeof response - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
-}
-
-/// The extension list offering permessage-deflate through the guard, which passes received frames on
-/// still compressed (whole messages are inflated with deflate_guard_inflate_message). Swift cannot put
-/// an extension callback into the struct's function-pointer field, so the static list lives here,
-/// valid for the process lifetime. The offer is a client's: it asks the server to compress each
-/// message on its own, as a server's upgrade response asks its clients (DeflateNegotiation).
-static inline const struct lws_extension *shim_deflate_extensions(void) {
-    static const struct lws_extension extensions[] = {
-        { "permessage-deflate", deflate_guard_callback,
-          "permessage-deflate; server_no_context_takeover; client_no_context_takeover; client_max_window_bits" },
-        { NULL, NULL, NULL }
-    };
-    return extensions;
 }
 
 /// A libev loop of our own, handed to lws as a foreign loop. lws attaches a SIGINT watcher to every

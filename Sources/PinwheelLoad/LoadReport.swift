@@ -162,7 +162,7 @@ public struct LoadReport: Codable, Sendable {
         /// Server CPU over the run ÷ viewports it served (first batches sent), µs.
         public var cpuPerViewportMicros: Double?
         public var windowWaits: Double?
-        /// The server's exact median and p99 of viewport → first batch since it started, ms.
+        /// The server's median and p99 of viewport → first batch over the run, ms, read from its histogram.
         public var firstBatchP50Ms: Double?
         public var firstBatchP99Ms: Double?
         public var error: String?

@@ -76,7 +76,7 @@ public enum LoadTable {
         guard let within = s.firstBatchWithin5msPercent, let count = s.firstBatchCount else { return nil }
         var line = "first batch within 5 ms: \(fixed(within, 2)) % of \(Int(count))"
         if let p50 = s.firstBatchP50Ms, let p99 = s.firstBatchP99Ms {
-            line += " (p50 \(fixed(p50, 2)) ms, p99 \(fixed(p99, 2)) ms since the server started)"
+            line += " (p50 \(fixed(p50, 2)) ms, p99 \(fixed(p99, 2)) ms over the run, from its histogram)"
         }
         if let waits = s.windowWaits { line += "; \(Int(waits)) waited for the client's window" }
         return line

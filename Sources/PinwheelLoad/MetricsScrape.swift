@@ -15,6 +15,43 @@ public struct MetricsScrape: Sendable {
         return matching.isEmpty ? nil : matching.values.reduce(0, +)
     }
 
+    /// The `q` quantile (0 to 1) of histogram `name` over the observations made between `earlier` and
+    /// this reading (or since the server started), interpolated linearly within its bucket as
+    /// Prometheus's `histogram_quantile` does. A quantile that falls in the `+Inf` bucket is the
+    /// largest finite bound. Nil when there were no observations or no buckets.
+    public func quantile(_ q: Double, of name: String, since earlier: MetricsScrape? = nil) -> Double? {
+        let bounds = buckets(of: name)
+        let before = earlier?.buckets(of: name) ?? [:]
+        let counts = bounds.keys.sorted().map { (bound: $0, count: bounds[$0]! - (before[$0] ?? 0)) }
+        guard let total = counts.last?.count, total > 0 else { return nil }
+        let rank = q * total
+        var (lower, below) = (0.0, 0.0)
+        for (bound, count) in counts {
+            if count >= rank {
+                guard bound.isFinite else { return lower }
+                // Where the rank falls within this bucket, its observations taken as spread evenly.
+                return count > below ? lower + (bound - lower) * (rank - below) / (count - below) : bound
+            }
+            (lower, below) = (bound, count)
+        }
+        return lower
+    }
+
+    /// Histogram `name`'s cumulative bucket counts by upper bound (`+Inf` as infinity).
+    private func buckets(of name: String) -> [Double: Double] {
+        let prefix = name + "_bucket{"
+        var found: [Double: Double] = [:]
+        for (series, count) in values where series.hasPrefix(prefix) {
+            guard let start = series.range(of: #"le=""#)?.upperBound,
+                let end = series[start...].firstIndex(of: "\"")
+            else { continue }
+            let text = series[start..<end]
+            guard let bound = text == "+Inf" ? Double.infinity : Double(text) else { continue }
+            found[bound, default: 0] += count
+        }
+        return found
+    }
+
     /// Parses Prometheus text exposition: `name{labels} value [timestamp]` lines, `#` comments skipped.
     public static func parse(_ text: String, at: ContinuousClock.Instant = .now) -> MetricsScrape {
         var values: [String: Double] = [:]

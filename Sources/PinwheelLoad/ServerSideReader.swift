@@ -66,8 +66,10 @@ struct ServerSideReader {
         {
             side.windowWaits = w1 - w0
         }
-        side.firstBatchP50Ms = after.value("pinwheel_viewport_first_batch_p50_seconds").map { $0 * 1000 }
-        side.firstBatchP99Ms = after.value("pinwheel_viewport_first_batch_p99_seconds").map { $0 * 1000 }
+        // The run's own first batches: the difference of the two readings' buckets.
+        let firstBatch = "pinwheel_viewport_first_batch_seconds"
+        side.firstBatchP50Ms = after.quantile(0.5, of: firstBatch, since: before).map { $0 * 1000 }
+        side.firstBatchP99Ms = after.quantile(0.99, of: firstBatch, since: before).map { $0 * 1000 }
         if side.cpuSeconds == nil || side.rssBeforeBytes == nil {
             side.error = "the server's /metrics has no process_cpu_seconds_total or process_resident_memory_bytes"
         }

@@ -235,15 +235,17 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
                 guard let self else { return HTTPResponse(status: 503, text: "stopping\n") }
                 let stats = transport.stats
                 let text =
-                    metrics.render(queuedBytes: stats.queuedBytes, deflateGuardTrips: stats.deflateGuardTrips)
+                    metrics.render(queuedBytes: stats.queuedBytes)
                     + ((live?.log as? ChangeLogHealth)?.metricsText ?? "") + (ingest?.metricsText ?? "")
                     + ConnectionLimitMetrics.text(transport.connectionLimits)
                 return HTTPResponse(contentType: "text/plain; version=0.0.4; charset=utf-8", text: text)
             },
-            "/v1/changes": { [weak self] request in
-                self?.answerChanges(request) ?? HTTPResponse(status: 503, text: "stopping\n")
-            },
         ]
+        // Answered once the log has the changes durably; no thread waits for it meanwhile.
+        c.deferredRoutes["/v1/changes"] = { [weak self] request, respond in
+            guard let self else { return respond(HTTPResponse(status: 503, text: "stopping\n")) }
+            answerChanges(request, respond: respond)
+        }
         // A producer without the token is refused before its body is read.
         c.routeGuards["/v1/changes"] = { [weak self] request in self?.refuseChanges(request) }
         c.maxRequestBodyBytes = configuration.maxIngestBodyBytes
@@ -282,7 +284,7 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
             return openProducer(connection, server)
         }
         let session = Session(
-            connection: connection.id, server: self, encoding: WireEncoding(rawValue: connection.subprotocol) ?? .json)
+            connection: connection.id, host: self, encoding: WireEncoding(rawValue: connection.subprotocol) ?? .json)
         let admitted = sessions.withLock { table -> Bool in
             guard table.count < configuration.maxSessions else { return false }
             table[connection.id] = session

@@ -2,9 +2,6 @@ import CoreMetrics
 import PinwheelTransport
 import Synchronization
 
-import struct Histogram.Histogram
-import class Prometheus.Gauge
-import struct Prometheus.MetricNameDescriptor
 import class Prometheus.PrometheusCollectorRegistry
 import struct Prometheus.PrometheusMetricsFactory
 
@@ -12,6 +9,10 @@ import struct Prometheus.PrometheusMetricsFactory
 ///
 /// Each server owns its own registry (no global `MetricsSystem.bootstrap`), so several servers in
 /// one process — as in the tests — report separately. Every method is safe from any thread.
+///
+/// The families follow Prometheus's conventions: base units (seconds, bytes), counts as counters
+/// named `_total`, levels as gauges, and latencies as histograms whose buckets a reader turns into
+/// percentiles over any interval (`histogram_quantile`; `pinwheel load` does it for its run).
 public final class ServerMetrics: Sendable {
     private let registry = PrometheusCollectorRegistry()
     private let factory: PrometheusMetricsFactory
@@ -22,7 +23,6 @@ public final class ServerMetrics: Sendable {
     private let batches: CoreMetrics.Counter
     private let workerQueue: CoreMetrics.Meter
     private let outboundBytes: CoreMetrics.Meter
-    private let deflateGuardTrips: CoreMetrics.Meter
     private let datasetPoints: CoreMetrics.Meter
     /// Rows of the data file left out, by reason: `bad` (`--on-bad-row skip`) or `unlocated`.
     private let leftOutBad: CoreMetrics.Meter
@@ -43,12 +43,8 @@ public final class ServerMetrics: Sendable {
     /// Changes accepted a second over all producers, the last whole second.
     private let ingestRate: CoreMetrics.Meter
     /// Time producers' batches waited for their share of the CPU (``IngestShare``).
-    private let ingestHeld: CoreMetrics.Counter
+    private let ingestHeld: CoreMetrics.FloatingPointCounter
     private let windowWait: CoreMetrics.Timer
-    /// Exact percentiles of ``firstBatchMicros``, refreshed at each scrape.
-    private let firstBatchP50: Prometheus.Gauge
-    private let firstBatchP99: Prometheus.Gauge
-    private let firstBatchMax: Prometheus.Gauge
     private let messagesIn: [String: CoreMetrics.Counter]
     private let messagesOut: [String: CoreMetrics.Counter]
     /// Sessions' turns, by the thread that ran them: a worker, or the lws service thread itself.
@@ -59,9 +55,6 @@ public final class ServerMetrics: Sendable {
     private let viewRefreshes: CoreMetrics.Counter
     private let serviceTurns: CoreMetrics.Counter
     private let closes: Mutex<[Int: CoreMetrics.Counter]> = Mutex([:])
-    /// Viewport → first batch latency in microseconds, kept exactly for the benchmark's percentiles.
-    private let firstBatchMicros: Mutex<Histogram<UInt64>> = Mutex(
-        Histogram(highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: .three))
 
     /// Message types counted separately; anything else counts as "invalid".
     static let clientTypes = ["viewport", "ack", "expand", "settings", "held", "ping", "invalid"]
@@ -75,7 +68,15 @@ public final class ServerMetrics: Sendable {
             .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
             .seconds(1),
         ]
-        factory.durationHistogramBuckets["pinwheel_viewport_first_batch_seconds"] = latencyBuckets
+        // Finer where first batches mostly fall (0.3–2 ms), so a median read from the buckets is
+        // within a bucket's width of the exact one.
+        factory.durationHistogramBuckets["pinwheel_viewport_first_batch_seconds"] = [
+            .microseconds(100), .microseconds(200), .microseconds(300), .microseconds(400), .microseconds(500),
+            .microseconds(600), .microseconds(800), .milliseconds(1), .microseconds(1250), .microseconds(1500),
+            .milliseconds(2), .microseconds(2500), .milliseconds(3), .milliseconds(4), .milliseconds(5),
+            .milliseconds(7), .milliseconds(10), .milliseconds(15), .milliseconds(25), .milliseconds(50),
+            .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2), .seconds(5),
+        ]
         factory.durationHistogramBuckets["pinwheel_viewport_window_wait_seconds"] = latencyBuckets
         let indexBuckets: [Duration] = [
             .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10), .milliseconds(25),
@@ -92,7 +93,6 @@ public final class ServerMetrics: Sendable {
         workerQueue = Meter(label: "pinwheel_queue_depth", dimensions: [("queue", "workers")], factory: factory)
         outboundBytes = Meter(
             label: "pinwheel_queue_depth", dimensions: [("queue", "outbound_bytes")], factory: factory)
-        deflateGuardTrips = Meter(label: "pinwheel_deflate_guard_trips", factory: factory)
         datasetPoints = Meter(label: "pinwheel_dataset_points", factory: factory)
         leftOutBad = Meter(label: "pinwheel_dataset_rows_left_out", dimensions: [("reason", "bad")], factory: factory)
         leftOutUnlocated = Meter(
@@ -107,13 +107,7 @@ public final class ServerMetrics: Sendable {
         refreshInterval = Meter(label: "pinwheel_refresh_interval_seconds", factory: factory)
         changesIn = Counter(label: "pinwheel_changes_accepted_total", factory: factory)
         ingestRate = Meter(label: "pinwheel_ingest_accepted_per_second", factory: factory)
-        ingestHeld = Counter(label: "pinwheel_ingest_held_microseconds_total", factory: factory)
-        firstBatchP50 = registry.makeGauge(
-            descriptor: Self.firstBatchDescriptor("p50", help: "Median viewport to first batch, exact"))
-        firstBatchP99 = registry.makeGauge(
-            descriptor: Self.firstBatchDescriptor("p99", help: "99th percentile viewport to first batch, exact"))
-        firstBatchMax = registry.makeGauge(
-            descriptor: Self.firstBatchDescriptor("max", help: "Slowest viewport to first batch"))
+        ingestHeld = FloatingPointCounter(label: "pinwheel_ingest_held_seconds_total", factory: factory)
         var incoming: [String: CoreMetrics.Counter] = [:]
         for type in Self.clientTypes {
             incoming[type] = Counter(
@@ -133,26 +127,12 @@ public final class ServerMetrics: Sendable {
         viewRefreshes = Counter(label: "pinwheel_view_refreshes_total", factory: factory)
     }
 
-    // pinwheel_viewport_first_batch_<statistic>_seconds
-    private static func firstBatchDescriptor(_ statistic: String, help: String) -> MetricNameDescriptor {
-        MetricNameDescriptor(
-            namespace: "pinwheel", subsystem: "viewport", metricName: "first_batch_\(statistic)", unitName: "seconds",
-            helpText: help)
-    }
-
     /// The registry's current state in Prometheus text exposition format, then the process's CPU,
     /// memory and descriptors (`ProcessMetrics`).
     /// - Parameters:
-    ///   - queuedBytes: bytes waiting in every outbound queue now (the transport's count).
-    ///   - deflateGuardTrips: connections failed since start because their permessage-deflate stream
-    ///     would have aborted lws (the transport's count).
-    public func render(queuedBytes: Int, deflateGuardTrips trips: Int) -> String {
+    /// - Parameter queuedBytes: bytes waiting in every outbound queue now (the transport's count).
+    public func render(queuedBytes: Int) -> String {
         outboundBytes.set(queuedBytes)
-        deflateGuardTrips.set(trips)
-        let (_, p50, p99, max) = firstBatchPercentiles()
-        firstBatchP50.set(Double(p50) / 1e6)
-        firstBatchP99.set(Double(p99) / 1e6)
-        firstBatchMax.set(Double(max) / 1e6)
         return MetricHelp.adding(to: registry.emitToString()) + (ProcessMetrics.current()?.prometheusText ?? "")
     }
 
@@ -228,7 +208,7 @@ public final class ServerMetrics: Sendable {
     func ingestAcceptedRate(_ perSecond: Double) { ingestRate.set(perSecond) }
 
     /// A producer's batch waited this long for its share of the CPU.
-    func ingestHeld(_ wait: Duration) { ingestHeld.increment(by: Int(max(0, wait.nanoseconds / 1000))) }
+    func ingestHeld(_ wait: Duration) { ingestHeld.increment(by: max(0, wait / .seconds(1))) }
 
     /// Index thread: whether the machine is short of cores now.
     func coresShort(_ short: Bool) { coresShort.set(short ? 1 : 0) }
@@ -239,18 +219,7 @@ public final class ServerMetrics: Sendable {
     /// transport (without a wait for the client's window).
     func firstBatch(after latency: Duration) {
         // Never negative: swift-prometheus traps rendering a histogram whose sum is negative.
-        let nanoseconds = max(0, latency.nanoseconds)
-        firstBatch.recordNanoseconds(nanoseconds)
-        let micros = UInt64(nanoseconds / 1000)
-        firstBatchMicros.withLock { _ = $0.record(micros) }
-    }
-
-    /// Percentiles of viewport → first batch so far, for `pinwheel` benchmarks.
-    /// - Returns: (count, p50, p99, max) in microseconds.
-    public func firstBatchPercentiles() -> (count: UInt64, p50: UInt64, p99: UInt64, max: UInt64) {
-        firstBatchMicros.withLock { h in
-            (h.totalCount, h.valueAtPercentile(50), h.valueAtPercentile(99), h.max)
-        }
+        firstBatch.recordNanoseconds(max(0, latency.nanoseconds))
     }
 }
 

@@ -8,7 +8,8 @@ import Synchronization
 /// Events arrive from the lws service thread (``post(_:onServiceThread:)``) and from timers; a worker
 /// (or the service thread itself, see ``ServiceThreadTurns``) runs them in order (``run(scratch:)``),
 /// one thread at a time per session, through the core's ``SessionMachine``, and carries out what it
-/// decides: this type holds no protocol logic of its own.
+/// decides: this type holds no protocol logic of its own. It sees the server only through its
+/// ``SessionHost``.
 final class Session: WorkerJob, @unchecked Sendable {
     enum Event {
         /// The handshake finished: send `hello`.
@@ -72,7 +73,7 @@ final class Session: WorkerJob, @unchecked Sendable {
     }
 
     let connection: ConnectionID
-    private let server: Server
+    private let host: any SessionHost
     private let inbox = Mutex(Inbox())
     /// Counts messages as they arrive on the service thread, so a flood is judged by arrival time.
     private let flood = Mutex(FloodDetector(clock: ContinuousClock()))
@@ -95,21 +96,15 @@ final class Session: WorkerJob, @unchecked Sendable {
     }
 
     /// - Parameter encoding: the subprotocol the client chose.
-    init(connection: ConnectionID, server: Server, encoding: WireEncoding) {
+    init(connection: ConnectionID, host: any SessionHost, encoding: WireEncoding) {
         self.connection = connection
-        self.server = server
-        let configuration = server.configuration
-        let clusterers = server.clusterers
-        let dataset = server.dataset.helloInfo(aggregates: [])
-        let options = SessionOptions(
-            viewportHz: configuration.viewportHz, pace: configuration.pace, window: configuration.window,
-            maxFeatures: configuration.maxFeatures, maxMessageBytes: configuration.maxMessageBytes,
-            headroom: WebSocketServer.headroom, encoding: encoding)
+        self.host = host
+        let start = host.sessionStart(encoding: encoding)
         machine = SessionMachine(
-            clock: ContinuousClock(), options: options, session: String(connection.rawValue, radix: 16),
-            dataset: dataset, clusterOptions: clusterers.options,
-            clusterers: { [unowned server] in server.clusterer(for: $0) },
-            algorithm: configuration.algorithm)
+            clock: ContinuousClock(), options: start.options, session: String(connection.rawValue, radix: 16),
+            dataset: start.dataset, clusterOptions: start.clusterOptions,
+            clusterers: { [unowned host] in host.clusterer(for: $0) },
+            algorithm: start.algorithm)
     }
 
     /// Counts an arriving message; `.close` when the client has flooded for long enough. Any thread.
@@ -135,17 +130,17 @@ final class Session: WorkerJob, @unchecked Sendable {
     /// Queues an event and schedules the session on a worker if it is not already waiting in the
     /// queue the event needs (a running session schedules itself when its turn ends); any thread.
     /// - Parameter onServiceThread: the caller is the lws service thread, which may run a turn that
-    ///   is not a refresh itself (``Server/runsOnServiceThread(lastTurn:)``).
+    ///   is not a refresh itself (``SessionHost/runsOnServiceThread(lastTurn:)``).
     func post(_ event: Event, onServiceThread: Bool = false) {
         let (priority, lastTurn) = inbox.withLock { box in
             box.events.append(event)
             return (box.enqueue(), box.lastTurn)
         }
         guard let priority else { return }
-        if onServiceThread && priority != .refresh && server.runsOnServiceThread(lastTurn: lastTurn) {
-            server.runOnServiceThread(self)
+        if onServiceThread && priority != .refresh && host.runsOnServiceThread(lastTurn: lastTurn) {
+            host.runOnServiceThread(self)
         } else {
-            server.schedule(self, priority: priority)
+            host.schedule(self, priority: priority)
         }
     }
 
@@ -157,7 +152,7 @@ final class Session: WorkerJob, @unchecked Sendable {
     /// Runs the events queued so far as one turn, with the thread's planning memory lent to the
     /// machine, then goes to the back of a workers' queue if more arrived: each session gets one
     /// turn at a time, so none holds a worker while others wait. A worker thread, or the service
-    /// thread when ``Server/runsOnServiceThread(lastTurn:)`` allows.
+    /// thread when ``SessionHost/runsOnServiceThread(lastTurn:)`` allows.
     func turn(scratch: inout PlanScratch, onServiceThread: Bool) {
         let started = ContinuousClock.now
         let taken = inbox.withLock { box -> [Event]? in
@@ -168,9 +163,9 @@ final class Session: WorkerJob, @unchecked Sendable {
             return box.takeEvents()
         }
         guard var events = taken else { return }
-        server.metrics.turn(onServiceThread: onServiceThread)
+        host.metrics.turn(onServiceThread: onServiceThread)
         // Held over the turn: one that takes up newer data lets go of the index it served from, and
-        // freeing that index is the index thread's work, not a viewer's (see ``Server/retire(_:)``).
+        // freeing that index is the index thread's work, not a viewer's (see ``SessionHost/retire(_:)``).
         let servedFrom = machine.servingClusterer as? LiveClusterIndex
         machine.swapScratch(&scratch)
         var actions = SessionActions<ContinuousClock>()
@@ -184,7 +179,7 @@ final class Session: WorkerJob, @unchecked Sendable {
         }
         // Taken back before the turn ends: once `running` is false another worker may run it.
         machine.swapScratch(&scratch)
-        if let servedFrom, machine.servingClusterer as? LiveClusterIndex !== servedFrom { server.retire(servedFrom) }
+        if let servedFrom, machine.servingClusterer as? LiveClusterIndex !== servedFrom { host.retire(servedFrom) }
         let acksCanWait = !closed && actions.acknowledgementsCanWait
         let took = ContinuousClock.now - started
         let priority = inbox.withLock { box in
@@ -194,7 +189,7 @@ final class Session: WorkerJob, @unchecked Sendable {
             box.lastTurn = took
             return box.enqueue()
         }
-        if let priority { server.schedule(self, priority: priority) }
+        if let priority { host.schedule(self, priority: priority) }
     }
 
     private func handle(_ event: Event, actions: inout SessionActions<ContinuousClock>) {
@@ -203,11 +198,11 @@ final class Session: WorkerJob, @unchecked Sendable {
             machine.opened(actions: &actions)
         case .message(let bytes, let receivedAt, _):
             let type = machine.received(bytes, at: receivedAt, actions: &actions)
-            server.metrics.received(type: type, bytes: bytes.count)
+            host.metrics.received(type: type, bytes: bytes.count)
             counters.messagesIn += 1
         case .acknowledgement(let ack, let bytes, let receivedAt):
             let type = machine.received(.ack(ack), at: receivedAt, actions: &actions)
-            server.metrics.received(type: type, bytes: bytes)
+            host.metrics.received(type: type, bytes: bytes)
             counters.messagesIn += 1
         case .tick:
             machine.tick(actions: &actions)
@@ -217,10 +212,10 @@ final class Session: WorkerJob, @unchecked Sendable {
             closed = true
             // Here, after every earlier event of this session, so no later update brings it back and
             // no later turn asks for a tick.
-            server.presence.remove(connection: connection)
-            server.cancelWakes(of: self)
+            host.presence.remove(connection: connection)
+            host.cancelWakes(of: self)
             let c = counters
-            server.logger.debug(
+            host.logger.debug(
                 "session \(connection) ended: \(c.messagesIn) messages in (\(c.errors) errors), \(c.messagesOut) out (\(c.batches) batches, \(c.bytesOut) bytes)"
             )
         }
@@ -240,7 +235,7 @@ final class Session: WorkerJob, @unchecked Sendable {
     /// Carries out what the state machine decided: sends, measurements, presence, timers.
     private func carryOut(_ actions: SessionActions<ContinuousClock>) {
         for message in actions.messages {
-            guard server.send(framed: message.framed, binary: message.binary, type: message.type, to: connection)
+            guard host.send(framed: message.framed, binary: message.binary, type: message.type, to: connection)
             else {
                 // The transport refused: the connection is closing (gone or not reading).
                 closed = true
@@ -251,23 +246,20 @@ final class Session: WorkerJob, @unchecked Sendable {
             if message.type == "batch" { counters.batches += 1 }
             if message.type == "error" { counters.errors += 1 }
         }
-        for latency in actions.firstBatchLatencies {
-            server.metrics.firstBatch(after: latency)
-            if server.live != nil { server.firstBatches.record(latency) }
-        }
-        for wait in actions.windowWaits { server.metrics.windowWait(wait) }
-        if actions.refreshed { server.metrics.viewRefreshed() }
+        for latency in actions.firstBatchLatencies { host.firstBatchSent(after: latency) }
+        for wait in actions.windowWaits { host.metrics.windowWait(wait) }
+        if actions.refreshed { host.metrics.viewRefreshed() }
         if let viewport = actions.served {
-            server.metrics.viewportRead(asMove: actions.servedAsMove)
+            host.metrics.viewportRead(asMove: actions.servedAsMove)
             let version = actions.servedVersion ?? 0
             served.withLock { $0 = ServedView(bbox: viewport.bbox, zoom: viewport.indexZoom, version: version) }
-            server.presence.update(connection: connection, bbox: viewport.bbox, zoom: viewport.zoom)
+            host.presence.update(connection: connection, bbox: viewport.bbox, zoom: viewport.zoom)
         } else if let version = actions.servedVersion {
             // A refresh: the same view, read anew.
             served.withLock { $0?.version = version }
         }
-        if let presence = actions.presence { server.presence.watch(connection: connection, enabled: presence) }
-        if let deadline = actions.wakeAt { server.wake(self, at: deadline) }
+        if let presence = actions.presence { host.presence.watch(connection: connection, enabled: presence) }
+        if let deadline = actions.wakeAt { host.wake(self, at: deadline) }
     }
 }
 

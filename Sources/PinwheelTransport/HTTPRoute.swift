@@ -76,6 +76,11 @@ public struct HTTPHeader: Sendable, Equatable {
 /// may read files or render metrics; the transport sends the answer when it returns.
 public typealias HTTPHandler = @Sendable (HTTPRequest) -> HTTPResponse
 
+/// Answers one HTTP request through `respond`, which it calls exactly once, from any thread, when the
+/// answer is ready: work that waits on something else (a log's append made durable) holds no thread
+/// meanwhile. Starts on a Dispatch global queue, never on the lws service thread.
+public typealias HTTPDeferredHandler = @Sendable (HTTPRequest, @escaping @Sendable (HTTPResponse) -> Void) -> Void
+
 /// Looks at a route request's method, path and headers (its body is still unread) and returns a
 /// response to refuse it, or nil to go on. Runs on the lws service thread: quick checks only.
 public typealias HTTPGuard = @Sendable (HTTPRequest) -> HTTPResponse?

@@ -1,4 +1,6 @@
 import CLibWebSockets
+import CMessageDeflate
+import CPermessageDeflate
 import PinwheelCore
 
 /// Service-thread state of one WebSocket connection, server or client side. Lws service thread only.
@@ -15,17 +17,11 @@ final class LWSConnection {
     var localClose: (code: CloseCode, reason: String)?
     /// True once a deadline for a requested close is set.
     var closeDeadlineArmed = false
-    // The last message handed to lws_write, kept until the next WRITEABLE: with permessage-deflate,
-    // zlib keeps reading the caller's buffer while lws drains a large message over several
-    // POLLOUTs (the lws client does so before calling WRITEABLE again). Freeing it at once
-    // corrupted the tail of a 1 MiB message.
+    // The last message handed to lws_write, kept until the next WRITEABLE, so the buffer lws wrote
+    // the frame header into outlives the call whatever lws does with it.
     private var inFlight: [UInt8] = []
-    /// A message going out in fragments (permessage-deflate only): its buffer, payload size, the
-    /// payload bytes already written and whether it is binary.
-    private var fragmenting: (buffer: [UInt8], payloadCount: Int, written: Int, binary: Bool)?
-    /// True when permessage-deflate may be active on this connection (negotiated, or offered and
-    /// not known to be refused); `writeQueued` then ends a callback after any message lws compresses
-    /// that is over `deflateSafePayload` bytes.
+    /// True when permessage-deflate is active on this connection: a message queued `.whenWritten` is
+    /// compressed as it is written, and every message's frame gets RSV1 exactly when it is compressed.
     var compresses = false
     /// Binary frames are delivered (a client's connections) instead of closing with 1003 (a server's).
     var acceptsBinary = false
@@ -41,16 +37,6 @@ final class LWSConnection {
     /// The server's frame budget and idle account (``FramePolicy``).
     var frames = FrameBudget(atSweep: 0, wire: -1, countsMessages: true)
 
-    /// Largest payload whose deflate output always fits lws's 1 KiB deflate tx buffer: incompressible
-    /// text costs a stored-block header and the sync-flush marker on top, well under 64 bytes.
-    static let deflateSafePayload = 960
-    /// Largest fragment handed to lws_write with permessage-deflate. zlib stops taking input at a
-    /// block boundary when lws's 1 KiB output buffer is full, and lws 4.1.6 then aborts on its next
-    /// write (extension-permessage-deflate.c:415, assert !tx.avail_in) — reproduced at once with 1,000
-    /// clients at 10 viewports/s. A block holds up to `2^(memLevel + 6) - 1` symbols (8,191 at the
-    /// memLevel CDeflateGuard gives lws's compressor), so a fragment shorter than that is always taken
-    /// whole in one call.
-    static let deflateFragment = (1 << (Int(DEFLATE_GUARD_MEM_LEVEL) + 6)) - 1024
     /// The close frame the peer sent first, if it did.
     var peerClose: (code: CloseCode, reason: String)?
     /// Set once lws started closing (our close, the peer's, or lws's own on a protocol error): no
@@ -70,14 +56,6 @@ final class LWSConnection {
     /// How the connection ended, for the delegate: our close, the peer's, or 1006 for a drop.
     var closeOutcome: (code: CloseCode, reason: String) {
         localClose ?? peerClose ?? (.abnormal, "connection dropped")
-    }
-
-    /// On CLOSED: when the permessage-deflate guard (Sources/CDeflateGuard) failed this connection
-    /// rather than let lws abort, counts it and says so as the close reason. Lws service thread only.
-    func collectDeflateGuardTrip(_ wsi: OpaquePointer, counters: TransportCounters) {
-        guard deflate_guard_take_trip(wsi) != 0 else { return }
-        counters.deflateGuardTrips.add(1, ordering: .relaxed)
-        localClose = (.abnormal, "permessage-deflate stream that lws 4.1.6 cannot process")
     }
 
     /// Notes that the peer spoke during keepalive sweep `sweep`. Lws service thread only.
@@ -143,9 +121,8 @@ final class LWSConnection {
         }
     }
 
-    /// Writes up to `limit` queued messages, stopping early when lws buffers, the socket is full or
-    /// (with `compresses`) after a message deflate may not emit at once, and carries out a requested
-    /// close once the queue before it is written.
+    /// Writes up to `limit` queued messages, stopping early when lws buffers or the socket is full,
+    /// and carries out a requested close once the queue before it is written.
     /// - Returns: the value the lws callback returns (-1 closes).
     /// Lws service thread only.
     func writeQueued(
@@ -158,8 +135,6 @@ final class LWSConnection {
         }
         if closing || peerClose != nil { return 0 }
         inFlight = []
-        // The rest of a fragmented message first; nothing else may go between its fragments.
-        if fragmenting != nil { return writeFragment(wsi, counters: counters) }
         if pingDue { return writePing(wsi) }
         for _ in 0..<limit {
             var (item, more) = outboxes.next(for: id)
@@ -171,36 +146,23 @@ final class LWSConnection {
                 Self.setCloseReason(wsi, code: code, reason: reason)
                 closeIssued = true
                 return -1
-            case .message(let message)
-            where compresses && message.deflate == .byLWS && message.payloadCount > Self.deflateFragment:
-                fragmenting = (message.buffer, message.payloadCount, 0, message.binary)
-                return writeFragment(wsi, counters: counters)
             case .message(var message):
                 // Let go of, so the buffer has one owner and lws writes the frame header into it
                 // in place rather than into a copy of the whole message.
                 item = nil
-                let lwsCompresses = compresses && message.deflate == .byLWS
-                if compresses { deflate_guard_set_send_mode(message.deflate.sendMode) }
+                if message.deflate == .whenWritten { message = Self.compressedForWriting(message, on: compresses) }
+                // The extension's callback sets RSV1 on this message's frame, or leaves it clear.
+                if compresses { permessage_deflate_set_compressed(message.deflate == .compressed ? 1 : 0) }
                 let (payloadCount, kind) = (message.payloadCount, message.binary ? LWS_WRITE_BINARY : LWS_WRITE_TEXT)
                 let written = message.buffer.withUnsafeMutableBufferPointer { storage in
                     lws_write(wsi, storage.baseAddress! + Int(SHIM_LWS_PRE), payloadCount, kind)
                 }
-                if compresses { deflate_guard_set_send_mode(DEFLATE_GUARD_LWS_COMPRESSES) }
+                if compresses { permessage_deflate_set_compressed(0) }
                 inFlight = message.buffer
                 if written < 0 { return -1 }
                 counters.messagesSent.add(1, ordering: .relaxed)
                 counters.bytesSent.add(message.sourceCount, ordering: .relaxed)
                 if !more { return 0 }
-                // With permessage-deflate, a message that may not fit in one deflate output
-                // buffer (1 KiB, lws's default tx_buf_size) ends this callback. Its compressed
-                // output then goes out over later POLLOUTs while zlib still holds its input;
-                // another lws_write meanwhile aborts lws 4.1.6 (extension-permessage-deflate.c:415,
-                // assert !tx.avail_in) or glues the next message on as a continuation. lws 4.1.6
-                // happens to report that drain through lws_send_pipe_choked (seen in its ext log),
-                // but no document promises it, so we do not rely on it. Payloads up to
-                // `deflateSafePayload` compress to less than the buffer even when incompressible,
-                // so small messages keep being batched.
-                if lwsCompresses && message.payloadCount > Self.deflateSafePayload { break }
             }
             if lws_partial_buffered(wsi) != 0 || lws_send_pipe_choked(wsi) != 0 { break }
         }
@@ -209,10 +171,28 @@ final class LWSConnection {
     }
 
     /// Whether permessage-deflate was negotiated on `wsi`. lws 4.1.6 has no call that says so, but
-    /// setting an extension's option answers -1 exactly when the extension is not active. The option
-    /// set here is the compression level lws starts with, 1. Lws service thread only.
+    /// setting an extension's option answers -1 exactly when the extension is not active (the
+    /// extension's callback takes any option and does nothing with it). Lws service thread only.
     static func deflateIsActive(_ wsi: OpaquePointer) -> Bool {
-        lws_set_extension_option(wsi, "permessage-deflate", "compression_level", "1") >= 0
+        lws_set_extension_option(wsi, "permessage-deflate", "active", "1") >= 0
+    }
+
+    /// A message queued `.whenWritten`, compressed when the connection negotiated deflate
+    /// (`compresses`), else as it is. Lws service thread only.
+    static func compressedForWriting(_ message: Outboxes.Message, on compresses: Bool) -> Outboxes.Message {
+        var message = message
+        message.deflate = .none
+        guard compresses else { return message }
+        let headroom = Int(SHIM_LWS_PRE)
+        let compressed = message.buffer.withUnsafeBytes { bytes in
+            MessageDeflate.compress(
+                UnsafeRawBufferPointer(rebasing: bytes[headroom...]), windowBits: MESSAGE_DEFLATE_WINDOW_BITS)
+        }
+        if let compressed {
+            message.buffer = compressed
+            message.deflate = .compressed
+        }
+        return message
     }
 
     /// Writes a ping on its own: lws sends control frames around permessage-deflate, and nothing of
@@ -228,37 +208,6 @@ final class LWSConnection {
         inFlight = frame
         if written < 0 { return -1 }
         // Whatever is queued goes out in the next WRITEABLE.
-        lws_callback_on_writable(wsi)
-        return 0
-    }
-
-    /// Writes the next fragment of `fragmenting`: the first as TEXT or BINARY, the rest as CONTINUATION,
-    /// all but the last without FIN. Each ends its WRITEABLE, as its deflate output drains over later POLLOUTs.
-    /// - Returns: the value the lws callback returns (-1 closes).
-    private func writeFragment(_ wsi: OpaquePointer, counters: TransportCounters) -> Int32 {
-        guard var message = fragmenting else { return 0 }
-        let count = min(Self.deflateFragment, message.payloadCount - message.written)
-        let isFirst = message.written == 0
-        let isLast = message.written + count == message.payloadCount
-        let opcode = message.binary ? LWS_WRITE_BINARY : LWS_WRITE_TEXT
-        var flags = (isFirst ? opcode : LWS_WRITE_CONTINUATION).rawValue
-        if !isLast { flags |= LWS_WRITE_NO_FIN.rawValue }
-        // lws writes the frame header into the LWS_PRE bytes before the fragment: for a later
-        // fragment those are payload bytes zlib has already taken whole.
-        let start = Int(SHIM_LWS_PRE) + message.written
-        let written = message.buffer.withUnsafeMutableBufferPointer { storage in
-            lws_write(wsi, storage.baseAddress! + start, count, lws_write_protocol(rawValue: flags))
-        }
-        if written < 0 { return -1 }
-        message.written += count
-        if isLast {
-            inFlight = message.buffer
-            fragmenting = nil
-            counters.messagesSent.add(1, ordering: .relaxed)
-            counters.bytesSent.add(message.payloadCount, ordering: .relaxed)
-        } else {
-            fragmenting = message
-        }
         lws_callback_on_writable(wsi)
         return 0
     }

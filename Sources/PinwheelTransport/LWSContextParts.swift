@@ -1,4 +1,5 @@
 import CLibWebSockets
+import CPermessageDeflate
 
 /// Builds the C structures a context points at, in `CStorage` so they outlive the context.
 /// Whatever thread creates the context, before the service thread exists.
@@ -20,10 +21,11 @@ enum LWSContextParts {
         UnsafePointer(storage.value(lws_retry_bo_t()))
     }
 
-    /// The extension list: permessage-deflate whose messages arrive still compressed, for
-    /// `MessageAssembler` to inflate whole; or none.
+    /// The extension list: permessage-deflate answered by Pinwheel's own callback, whose messages
+    /// arrive still compressed for `MessageAssembler` to inflate whole and leave compressed by
+    /// `MessageDeflate`; or none.
     static func extensions(deflate: Bool) -> UnsafePointer<lws_extension>? {
-        deflate ? shim_deflate_extensions() : nil
+        deflate ? permessage_deflate_extensions() : nil
     }
 
     /// The server's WebSocket rx buffer, allocated per connection for its whole life (lws's default is

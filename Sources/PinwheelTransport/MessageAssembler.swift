@@ -1,4 +1,5 @@
 import CLibWebSockets
+import CMessageDeflate
 import PinwheelCore
 
 /// Joins the chunks lws hands over into whole messages, refusing any that grow past a limit, and text
@@ -78,16 +79,16 @@ struct MessageAssembler {
         case noMemory
     }
 
-    /// One whole permessage-deflate message inflated with ISA-L (CDeflateGuard), at most `limit` bytes.
+    /// One whole permessage-deflate message inflated with ISA-L or zlib (CMessageDeflate), at most `limit` bytes.
     static func inflate(_ compressed: [UInt8], limit: Int) -> Result<[UInt8], InflateFailure> {
         var inflated: UnsafePointer<UInt8>?
         let length = compressed.withUnsafeBufferPointer {
-            deflate_guard_inflate_message($0.baseAddress, $0.count, limit, &inflated)
+            message_deflate_inflate($0.baseAddress, $0.count, limit, &inflated)
         }
         guard length >= 0, let inflated else {
             switch Int32(truncatingIfNeeded: length) {
-            case DEFLATE_GUARD_INFLATE_TOO_LARGE.rawValue: return .failure(.tooLarge)
-            case DEFLATE_GUARD_INFLATE_NO_MEMORY.rawValue: return .failure(.noMemory)
+            case MESSAGE_INFLATE_TOO_LARGE.rawValue: return .failure(.tooLarge)
+            case MESSAGE_INFLATE_NO_MEMORY.rawValue: return .failure(.noMemory)
             default: return .failure(.corrupt)
             }
         }

@@ -1,4 +1,5 @@
 import CLibWebSockets
+import CMessageDeflate
 
 /// How one connection's messages meet permessage-deflate, decided when each is queued.
 enum DeflatePolicy: Sendable, Equatable {
@@ -8,10 +9,10 @@ enum DeflatePolicy: Sendable, Equatable {
     /// service thread only writes it: a server's connections, whose batches are encoded on worker
     /// threads.
     case beforeQueueing(windowBits: Int32)
-    /// lws compresses on the service thread, as the message is written: a client's connections,
-    /// which may queue before the handshake says whether deflate is on, and compress every text
+    /// The service thread compresses each message as it writes it, when the handshake turned deflate
+    /// on: a client's connections, which may queue before the handshake says, and compress every text
     /// message as browsers do, so a server under `pinwheel load` inflates what it would from browsers.
-    case byLWS
+    case whenWritten
 
     /// Binary messages shorter than this go out uncompressed. Pinwheel's binary batches are varints
     /// and deltas that per-message deflate cannot shrink: over a pan trace, frames under 1 KiB came
@@ -23,15 +24,15 @@ enum DeflatePolicy: Sendable, Equatable {
     /// a message costs about 4–5 µs (docs/libwebsockets.md), to save a few dozen bytes.
     static let uncompressedTextLimit = 256
 
-    /// A server connection's policy. Messages are compressed with the window CDeflateGuard gives
-    /// lws's compressor (4 KiB), or a smaller one when the client's `offer` limits the server's
-    /// (`server_max_window_bits`, which browsers do not send; lws 4.1.6 would ignore it), down to the
-    /// 2^8 bytes RFC 7692 allows.
+    /// A server connection's policy. Messages are compressed with a 4 KiB window
+    /// (`MESSAGE_DEFLATE_WINDOW_BITS`), or a smaller one when the client's `offer` limits the server's
+    /// (`server_max_window_bits`, which browsers do not send; lws 4.1.6 leaves it out of its answer),
+    /// down to the 2^8 bytes RFC 7692 allows.
     static func server(compresses: Bool, offer: String?) -> DeflatePolicy {
         guard compresses else { return .off }
         let limits = (offer ?? "").split(separator: "server_max_window_bits=", omittingEmptySubsequences: false)
             .dropFirst().map { Int32($0.drop { $0 == "\"" }.prefix { $0.isNumber }) ?? 0 }
-        let bits = min(DEFLATE_GUARD_WINDOW_BITS, limits.min() ?? DEFLATE_GUARD_WINDOW_BITS)
+        let bits = min(MESSAGE_DEFLATE_WINDOW_BITS, limits.min() ?? MESSAGE_DEFLATE_WINDOW_BITS)
         return bits < 8 ? .off : .beforeQueueing(windowBits: bits)
     }
 
@@ -44,8 +45,8 @@ enum DeflatePolicy: Sendable, Equatable {
             return .none
         case .beforeQueueing:
             return !binary && payloadCount < Self.uncompressedTextLimit ? .none : .compressed
-        case .byLWS:
-            return .byLWS
+        case .whenWritten:
+            return .whenWritten
         }
     }
 }
@@ -56,28 +57,19 @@ enum MessageDeflate: Sendable {
     case none
     /// The payload is already a compressed message (RSV1 set on the wire).
     case compressed
-    /// lws compresses it while writing, when the connection negotiated deflate.
-    case byLWS
-
-    /// The guard's send mode for writing such a message.
-    var sendMode: deflate_guard_send_mode {
-        switch self {
-        case .none: DEFLATE_GUARD_UNCOMPRESSED
-        case .compressed: DEFLATE_GUARD_PRECOMPRESSED
-        case .byLWS: DEFLATE_GUARD_LWS_COMPRESSES
-        }
-    }
+    /// Compressed by the service thread as it is written, when the connection negotiated deflate.
+    case whenWritten
 
     /// `payload` compressed as one permessage-deflate message with a window of 2^`windowBits` bytes,
     /// behind `SHIM_LWS_PRE` bytes of headroom, or nil when compressing failed (the message then goes out
     /// uncompressed). Any thread.
     static func compress(_ payload: UnsafeRawBufferPointer, windowBits: Int32) -> [UInt8]? {
         let headroom = Int(SHIM_LWS_PRE)
-        let bound = deflate_guard_message_bound(payload.count)
+        let bound = message_deflate_bound(payload.count)
         var failed = false
         let buffer = [UInt8](unsafeUninitializedCapacity: headroom + bound) { storage, count in
             storage.baseAddress!.initialize(repeating: 0, count: headroom)
-            let produced = deflate_guard_compress_message(
+            let produced = message_deflate_compress(
                 payload.baseAddress?.assumingMemoryBound(to: UInt8.self), payload.count, windowBits,
                 storage.baseAddress! + headroom, bound)
             failed = produced < 0

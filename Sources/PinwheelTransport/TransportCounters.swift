@@ -8,7 +8,6 @@ final class TransportCounters: Sendable {
     let bytesReceived = Atomic<Int>(0)
     let messagesSent = Atomic<Int>(0)
     let bytesSent = Atomic<Int>(0)
-    let deflateGuardTrips = Atomic<Int>(0)
     let wireBytesReceived = Atomic<Int>(0)
     let writablesBeforePolling = Atomic<Int>(0)
     /// The server's connection cap and the connections refused at it (``ConnectionAdmission``).
@@ -27,7 +26,6 @@ final class TransportCounters: Sendable {
             bytesSent: bytesSent.load(ordering: .relaxed),
             queuedBytes: totals.queuedBytes,
             overCapacityCloses: totals.overCapacityCloses,
-            deflateGuardTrips: deflateGuardTrips.load(ordering: .relaxed),
             wireBytesReceived: wireBytesReceived.load(ordering: .relaxed),
             writablesBeforePolling: writablesBeforePolling.load(ordering: .relaxed))
     }

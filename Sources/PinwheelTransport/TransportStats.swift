@@ -16,9 +16,6 @@ public struct TransportStats: Sendable, Equatable {
     public var queuedBytes: Int
     /// Connections closed because their outbound queue hit the cap.
     public var overCapacityCloses: Int
-    /// Connections failed because their permessage-deflate stream would have aborted lws
-    /// (Sources/CDeflateGuard).
-    public var deflateGuardTrips: Int
     /// Client only: bytes the kernel received on the sockets of connections that have closed, as
     /// they came over the wire (compressed, with the handshake and every frame header).
     public var wireBytesReceived: Int = 0

@@ -89,7 +89,6 @@ extension WebSocketClient {
             return connection(of: wsi)?.io.notePeerClose(payload) ?? 0
         case LWS_CALLBACK_CLIENT_CLOSED:
             if let connection = connection(of: wsi) {
-                connection.io.collectDeflateGuardTrip(wsi, counters: counters)
                 // The socket is still open here; lws closes it after this callback.
                 let wire = shim_tcp_bytes_received(lws_get_socket_fd(wsi))
                 if wire > 0 { counters.wireBytesReceived.add(Int(wire), ordering: .relaxed) }
@@ -129,6 +128,8 @@ extension WebSocketClient {
     private func opened(_ connection: ClientConnection, _ wsi: OpaquePointer) {
         connection.isOpen = true
         connection.io.wsi = wsi
+        // Messages are compressed as they are written, only where the server accepted the offer.
+        connection.io.compresses = configuration.permessageDeflate && LWSConnection.deflateIsActive(wsi)
         counters.openConnections.add(1, ordering: .relaxed)
         counters.totalConnections.add(1, ordering: .relaxed)
         let elapsed = ContinuousClock.now - connection.startedAt
@@ -180,8 +181,6 @@ extension WebSocketClient {
         let io = LWSConnection(
             id: request.id, wsi: nil, maxMessageBytes: configuration.maxMessageBytes,
             closeGrace: configuration.closeTimeout)
-        // Offered is enough: a server that declines only costs this client its write batching.
-        io.compresses = configuration.permessageDeflate
         io.inflatesMessages = configuration.permessageDeflate
         io.acceptsBinary = true
         let connection = ClientConnection(io: io, startedAt: request.startedAt)

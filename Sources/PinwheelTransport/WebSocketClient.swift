@@ -91,7 +91,7 @@ public final class WebSocketClient: WebSocketEndpoint, @unchecked Sendable {
             throw TransportError.notRunning
         }
         let id = ConnectionID(rawValue: lastID.add(1, ordering: .relaxed).newValue)
-        outboxes.register(id, deflate: configuration.permessageDeflate ? .byLWS : .off)
+        outboxes.register(id, deflate: configuration.permessageDeflate ? .whenWritten : .off)
         pendingConnects.withLock {
             $0.append(
                 PendingConnect(

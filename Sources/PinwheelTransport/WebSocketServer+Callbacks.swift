@@ -164,7 +164,6 @@ extension WebSocketServer {
 
     private func closed(_ wsi: OpaquePointer) {
         guard let connection = connection(of: wsi) else { return }
-        connection.collectDeflateGuardTrip(wsi, counters: counters)
         connections[connection.id] = nil
         outboxes.unregister(connection.id)
         counters.openConnections.subtract(1, ordering: .relaxed)

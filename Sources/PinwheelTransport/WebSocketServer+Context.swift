@@ -43,6 +43,9 @@ extension WebSocketServerConfiguration {
         for path in routes.keys where !path.hasPrefix("/") || path.contains("?") {
             throw fail("routes", path)
         }
+        for path in deferredRoutes.keys where !path.hasPrefix("/") || path.contains("?") || routes[path] != nil {
+            throw fail("deferredRoutes", path)
+        }
         for mount in staticMounts {
             guard mount.urlPath.hasPrefix("/") else { throw fail("staticMounts.urlPath", mount.urlPath) }
             var isDirectory: ObjCBool = false
@@ -168,7 +171,7 @@ extension WebSocketServer {
     // directories; lws picks the longest matching mountpoint.
     private func makeMounts(in storage: CStorage) -> UnsafePointer<lws_http_mount>? {
         var entries: [lws_http_mount] = []
-        for path in configuration.routes.keys.sorted() {
+        for path in Set(configuration.routes.keys).union(configuration.deferredRoutes.keys).sorted() {
             var mount = lws_http_mount()
             mount.mountpoint = storage.string(path)
             mount.mountpoint_len = UInt8(clamping: path.utf8.count)

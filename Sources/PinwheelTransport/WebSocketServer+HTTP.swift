@@ -180,8 +180,8 @@ extension WebSocketServer {
         return nil
     }
 
-    /// Runs the route's handler on a Dispatch queue; the answer comes back through ``finishHTTP()``.
-    /// Lws service thread only.
+    /// Starts the route's handler on a Dispatch queue; its answer, whenever the handler gives it,
+    /// comes back through ``finishHTTP()``. Lws service thread only.
     private func dispatch(_ wsi: OpaquePointer, _ request: HTTPRequest) -> Int32 {
         guard let handler = routes[request.path] else {
             return respond(wsi, HTTPResponse(status: 404, text: "not found\n"))
@@ -191,9 +191,10 @@ extension WebSocketServer {
         let number = lastHTTPRequest
         httpWaiting[key] = number
         DispatchQueue.global().async { [self] in
-            let response = handler(request)
-            finishedHTTP.withLock { $0.append(FinishedHTTPRequest(key: key, request: number, response: response)) }
-            loop.wake()
+            handler(request) { [self] response in
+                finishedHTTP.withLock { $0.append(FinishedHTTPRequest(key: key, request: number, response: response)) }
+                loop.wake()
+            }
         }
         return 0
     }

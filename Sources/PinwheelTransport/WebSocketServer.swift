@@ -43,7 +43,8 @@ public final class WebSocketServer: WebSocketEndpoint, @unchecked Sendable {
     var httpBodies: [UInt: PendingHTTPBody] = [:]
     var nextHTTPSweep = ContinuousClock.now
     var lastHTTPRequest: UInt64 = 0
-    var routes: [String: HTTPHandler]
+    /// Every route, a returning handler wrapped to answer through its completion.
+    var routes: [String: HTTPDeferredHandler]
     /// The connection cap and the count it is checked against (set by `start`).
     var admission = ConnectionAdmission(cap: Int.max)
     /// The clock of the frame budget and idle timeout sweeps.
@@ -58,7 +59,11 @@ public final class WebSocketServer: WebSocketEndpoint, @unchecked Sendable {
     public init(configuration: WebSocketServerConfiguration) {
         self.configuration = configuration
         self.subprotocolCName = Array(configuration.subprotocol.utf8CString)
-        self.routes = configuration.routes
+        self.routes = configuration.deferredRoutes.merging(
+            configuration.routes.mapValues { handler -> HTTPDeferredHandler in
+                { @Sendable request, respond in respond(handler(request)) }
+            }
+        ) { deferred, _ in deferred }
         super.init(
             maxQueuedBytesPerConnection: configuration.maxQueuedBytesPerConnection, eventLoop: configuration.eventLoop)
     }

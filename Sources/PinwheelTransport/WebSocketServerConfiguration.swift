@@ -16,6 +16,9 @@ public struct WebSocketServerConfiguration: Sendable {
     /// Dynamic HTTP handlers for exact paths (e.g. "/healthz"); they run on a Dispatch queue, never on
     /// the lws service thread.
     public var routes: [String: HTTPHandler] = [:]
+    /// Dynamic HTTP handlers for exact paths that answer through a completion (``HTTPDeferredHandler``);
+    /// a path is in `routes` or here, not both.
+    public var deferredRoutes: [String: HTTPDeferredHandler] = [:]
     /// Largest request body a route accepts (POST, PUT, PATCH); a larger one is read, dropped and
     /// answered with 413, and a body without Content-Length with 411, before any handler runs.
     public var maxRequestBodyBytes: Int = 1024 * 1024

@@ -24,6 +24,43 @@ struct LoadMetricsTests {
         #expect(scrape.value("missing") == nil)
     }
 
+    @Test("a histogram's median and p99 over a run come from the difference of two readings' buckets")
+    func histogramQuantiles() {
+        let metrics = ServerMetrics()
+        // Before the run: 100 slow first batches that the run's figures must leave out.
+        for _ in 0..<100 { metrics.firstBatch(after: .milliseconds(40)) }
+        let before = MetricsScrape.parse(metrics.render(queuedBytes: 0))
+        // The run: 1,000 first batches spread evenly over 0.5–1.5 ms, and 20 at 12 ms.
+        var samples: [Double] = []
+        for k in 0..<1000 { samples.append(0.5 + Double(k) / 1000) }
+        samples += Array(repeating: 12, count: 20)
+        for ms in samples { metrics.firstBatch(after: .microseconds(Int64(ms * 1000))) }
+        let after = MetricsScrape.parse(metrics.render(queuedBytes: 0))
+        let name = "pinwheel_viewport_first_batch_seconds"
+        let sorted = samples.sorted()
+        let p50 = sorted[sorted.count / 2] / 1000
+        let p99 = sorted[Int(Double(sorted.count) * 0.99)] / 1000
+        // Within the width of the bucket each falls in (0.8–1 ms and 10–15 ms).
+        #expect(abs(after.quantile(0.5, of: name, since: before)! - p50) <= 0.0002)
+        #expect(abs(after.quantile(0.99, of: name, since: before)! - p99) <= 0.005)
+        // Without the earlier reading, the slow ones count: p99 lands in their bucket.
+        #expect(after.quantile(0.99, of: name)! > 0.025)
+        #expect(before.quantile(0.5, of: name, since: before) == nil)
+        #expect(after.quantile(0.5, of: "missing") == nil)
+    }
+
+    @Test("a quantile in the +Inf bucket is the largest finite bound")
+    func quantileBeyondBuckets() {
+        let text = """
+            h_bucket{le="0.1"} 1
+            h_bucket{le="1.0"} 2
+            h_bucket{le="+Inf"} 10
+            """
+        let scrape = MetricsScrape.parse(text)
+        #expect(scrape.quantile(0.05, of: "h") == 0.05)
+        #expect(scrape.quantile(0.99, of: "h") == 1.0)
+    }
+
     @Test("this process's CPU, RSS and descriptors come from /proc/self and read back from their text")
     func processMetrics() throws {
         var sink = 0.0
@@ -42,7 +79,7 @@ struct LoadMetricsTests {
 
     @Test("the server's /metrics text ends with the process figures")
     func serverMetricsCarryProcess() {
-        let text = ServerMetrics().render(queuedBytes: 0, deflateGuardTrips: 0)
+        let text = ServerMetrics().render(queuedBytes: 0)
         let scrape = MetricsScrape.parse(text)
         #expect((scrape.value("process_resident_memory_bytes") ?? 0) > 0)
         #expect(scrape.value("process_cpu_seconds_total") != nil)

@@ -13,13 +13,13 @@ struct DeflatePolicyTests {
         #expect(server.treatment(payloadCount: 256, binary: false) == .compressed)
     }
 
-    @Test("a client (pinwheel load) has lws compress every text message, as browsers do")
+    @Test("a client (pinwheel load) compresses every text message as it writes it, as browsers do")
     func client() {
-        let client = DeflatePolicy.byLWS
-        #expect(client.treatment(payloadCount: 40, binary: false) == .byLWS)
-        #expect(client.treatment(payloadCount: 255, binary: false) == .byLWS)
+        let client = DeflatePolicy.whenWritten
+        #expect(client.treatment(payloadCount: 40, binary: false) == .whenWritten)
+        #expect(client.treatment(payloadCount: 255, binary: false) == .whenWritten)
         #expect(client.treatment(payloadCount: 100, binary: true) == .none)
-        #expect(client.treatment(payloadCount: 5000, binary: true) == .byLWS)
+        #expect(client.treatment(payloadCount: 5000, binary: true) == .whenWritten)
     }
 
     @Test("without deflate nothing is compressed")

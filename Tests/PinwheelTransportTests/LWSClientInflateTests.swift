@@ -10,9 +10,9 @@ private final class PythonServer {
     private let output = Pipe()
     private var pending = Data()
 
-    init(script: String) throws {
+    init(script: String, arguments: [String] = []) throws {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", script]
+        process.arguments = ["python3", "-c", script] + arguments
         process.standardOutput = output
         try process.run()
     }
@@ -145,5 +145,58 @@ struct LWSClientInflateTests {
         #expect(report["reason"] as? String == "invalid permessage-deflate data")
         #expect(events.messages(id).isEmpty)
         #expect(eventually { events.close(id)?.code == .invalidPayload })
+    }
+
+    @Test(
+        "the lws client compresses its messages itself where the server accepted deflate, and sends them as they are where it declined",
+        arguments: [true, false])
+    func compressesWhatItSends(serverAccepts: Bool) throws {
+        let server = try PythonServer(
+            script: #"""
+                import asyncio, json, sys
+                from websockets.asyncio.server import serve
+
+                async def main():
+                    seen = {"frames": [], "messages": []}
+                    finished = asyncio.get_running_loop().create_future()
+
+                    async def handler(ws):
+                        seen["answer"] = ws.response.headers.get("Sec-WebSocket-Extensions")
+                        for extension in ws.protocol.extensions:
+                            def recording(frame, *rest, _decode=extension.decode, **options):
+                                if frame.opcode.name in ("TEXT", "BINARY"):
+                                    seen["frames"].append(frame.rsv1)
+                                return _decode(frame, *rest, **options)
+                            extension.decode = recording
+                        for _ in range(3):
+                            message = await ws.recv()
+                            seen["messages"].append(message)
+                        if not ws.protocol.extensions:
+                            seen["frames"] = [False] * 3
+                        finished.set_result(True)
+
+                    compression = "deflate" if sys.argv[1] == "accept" else None
+                    async with serve(handler, "127.0.0.1", 0, compression=compression) as running:
+                        print(running.sockets[0].getsockname()[1], flush=True)
+                        await asyncio.wait_for(finished, 20)
+                    print(json.dumps(seen), flush=True)
+
+                asyncio.run(main())
+                """#, arguments: [serverAccepts ? "accept" : "decline"])
+        let port = try #require(server.line())
+        let (client, events) = try makeClient { $0.permessageDeflate = true }
+        defer { client.stop() }
+        let id = try client.connect(to: "ws://127.0.0.1:\(port)/")
+        #expect(eventually(timeout: .seconds(10)) { events.isOpen(id) })
+        let text = Self.letters()
+        for message in [text, "short", text] {
+            _ = client.send(message, to: id)
+        }
+        let report = try server.report()
+        #expect(report["messages"] as? [String] == [text, "short", text])
+        // RSV1 on every message exactly where deflate was agreed: the client compresses even short
+        // text, as browsers do.
+        #expect(report["frames"] as? [Bool] == [serverAccepts, serverAccepts, serverAccepts])
+        #expect(((report["answer"] as? String) ?? "").contains("permessage-deflate") == serverAccepts)
     }
 }

@@ -25,6 +25,11 @@ struct LWSConfigurationTests {
             refusal { $0.routes["healthz"] = { _ in HTTPResponse(text: "") } }
                 == .invalidConfiguration(field: "routes", value: "healthz"))
         #expect(
+            refusal {
+                $0.routes["/x"] = { _ in HTTPResponse(text: "") }
+                $0.deferredRoutes["/x"] = { _, respond in respond(HTTPResponse(text: "")) }
+            } == .invalidConfiguration(field: "deferredRoutes", value: "/x"))
+        #expect(
             refusal { $0.staticMounts = [StaticMount(urlPath: "/", directory: "/no/such/dir")] }
                 == .invalidConfiguration(field: "staticMounts.directory (no such directory)", value: "/no/such/dir"))
         #expect(

@@ -5,9 +5,9 @@ import PinwheelTransport
 import Synchronization
 import Testing
 
-/// Guards the write loop against lws 4.1.6's deflate drain (extension-permessage-deflate.c:415): a
-/// second lws_write while deflate still holds a message's input aborts the server. Each run here
-/// makes lws drain thousands of times (its ext log counted about 10,000).
+/// Many compressed messages, some larger than lws's send buffer, queued at once to slow readers: each
+/// WRITEABLE writes several whole compressed messages, and lws buffers what the socket does not take.
+/// (With lws's own deflate extension this aborted the server, extension-permessage-deflate.c:415.)
 @Suite("permessage-deflate under bursts", .serialized)
 struct LWSDeflateBurstTests {
     @Test(

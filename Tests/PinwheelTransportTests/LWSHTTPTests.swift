@@ -1,6 +1,7 @@
 import Foundation
 import PinwheelTestSupport
 import PinwheelTransport
+import Synchronization
 import Testing
 
 @Suite("HTTP on the WebSocket port", .serialized)
@@ -48,6 +49,38 @@ struct LWSHTTPTests {
         #expect(try curl(["-o", "/dev/null", "-w", "%{http_code}", base + "/missing.html"]) == "404")
         #expect(try curl(["-o", "/dev/null", "-w", "%{http_code}", base + "/vendor/leaflet/nope.js"]) == "404")
         #expect(ContinuousClock.now - started < .seconds(2))
+    }
+
+    @Test("a deferred route answers when its completion is called, from another thread; other routes answer meanwhile")
+    func deferredRouteAnswersThroughItsCompletion() throws {
+        // Completions the handler has not called yet, called by the test from a thread of its own.
+        let waiting = Mutex<[@Sendable (HTTPResponse) -> Void]>([])
+        let (server, _) = try makeServer { configuration in
+            configuration.routes["/healthz"] = { _ in HTTPResponse(text: "ok\n") }
+            configuration.deferredRoutes["/later"] = { _, respond in
+                waiting.withLock { $0.append(respond) }
+            }
+        }
+        defer { server.stop() }
+        let base = "http://127.0.0.1:\(server.port)"
+        let answers = Mutex<[String]>([])
+        let count = 6
+        for _ in 0..<count {
+            Thread.detachNewThread {
+                let answer = (try? curl(["--max-time", "30", base + "/later"])) ?? "curl failed"
+                answers.withLock { $0.append(answer) }
+            }
+        }
+        #expect(eventually(timeout: .seconds(20)) { waiting.withLock { $0.count } == count })
+        // Every handler has returned; no request is answered until its completion is called.
+        #expect(try curl([base + "/healthz"]) == "ok\n")
+        #expect(answers.withLock { $0.isEmpty })
+        let respond = waiting.withLock { $0 }
+        Thread.detachNewThread {
+            for (k, answer) in respond.enumerated() { answer(HTTPResponse(text: "answer \(k)\n")) }
+        }
+        #expect(eventually(timeout: .seconds(20)) { answers.withLock { $0.count } == count })
+        #expect(Set(answers.withLock { $0 }) == Set((0..<count).map { "answer \($0)\n" }))
     }
 
     @Test("a slow route handler runs off the service thread: WebSocket traffic goes on while it works")

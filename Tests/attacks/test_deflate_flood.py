@@ -1,13 +1,12 @@
 """A client that negotiates permessage-deflate and sends large compressible messages reached an
 assertion in libwebsockets 4.1.6's inflate path (extension-permessage-deflate.c:351), which aborted
-the whole server. Pinwheel now inflates whole messages itself and lws never inflates. This test
-replays the attack against the real server process and checks that every attacking message is
-answered, no connection needed the guard in Sources/CDeflateGuard, and the server keeps serving."""
+the whole server. Pinwheel now inflates whole messages itself and lws's deflate code never runs. This
+test replays the attack against the real server process and checks that the attacking messages are
+answered and the server keeps serving."""
 
 import asyncio
 import json
 import multiprocessing
-import re
 import time
 import urllib.request
 
@@ -65,14 +64,6 @@ def run_attack(url, outcome):
     outcome.update(stats)
 
 
-def metric(server, name):
-    text = urllib.request.urlopen(f"{server.url}/metrics", timeout=5).read().decode()
-    match = re.search(rf"^{name} (\S+)$", text, re.M)
-    return float(match.group(1)) if match else 0.0
-
-
-
-
 def test_deflate_flood_fails_the_attackers_and_the_server_keeps_serving(server):
     with Viewer(server.ws_url) as viewer:  # negotiates permessage-deflate too, as browsers do
         assert "permessage-deflate" in (viewer.ws.response.headers.get("Sec-WebSocket-Extensions") or "")
@@ -85,9 +76,8 @@ def test_deflate_flood_fails_the_attackers_and_the_server_keeps_serving(server):
         after = viewer.viewport_done_seconds(LONDON, 10)
 
     assert server.process.poll() is None, "the server exited during the attack"
-    # The attack's messages were inflated and answered by Pinwheel, and none reached lws's inflater.
+    # The attack's messages were inflated and answered by Pinwheel.
     assert outcome["errors"] > 100, outcome
-    assert metric(server, "pinwheel_deflate_guard_trips") == 0, outcome
     assert outcome["connections"] >= ATTACKERS, outcome
     # The well-behaved viewer was served throughout, and still is.
     print(f"viewer during the attack: {len(latencies)} viewports, p99 {percentile(latencies, 99) * 1000:.1f} ms; "

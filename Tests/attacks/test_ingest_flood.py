@@ -60,18 +60,18 @@ def test_a_flood_producer_gets_its_share_and_a_touring_viewer_keeps_its_latency(
                 first_batches.append(viewer.first_batch_s)
                 if k % 10 == 0:
                     rss_peak = max(rss_peak, metric(port, "process_resident_memory_bytes"))
-            held_us = metric(port, "pinwheel_ingest_held_microseconds_total")
+            held_s = metric(port, "pinwheel_ingest_held_seconds_total")
             gauge = metric(port, "pinwheel_ingest_accepted_per_second")
         finally:
             flood.stop()
     ms = [s * 1000 for s in first_batches]
-    print(f"\nflood: {flood.accepted} changes accepted, {flood.accepted_rate():.0f}/s, held {held_us / 1e6:.1f} s; "
+    print(f"\nflood: {flood.accepted} changes accepted, {flood.accepted_rate():.0f}/s, held {held_s:.1f} s; "
           f"viewer first batch p50 {percentile(ms, 50):.1f} ms, p95 {percentile(ms, 95):.1f} ms, "
           f"max {max(ms):.1f} ms over {len(ms)} viewports; RSS {rss_before / 1e6:.0f} -> {rss_peak / 1e6:.0f} MB")
     assert flood.closed is None and flood.errors == [], (flood.closed, flood.errors[:3])
     assert flood.accepted > 10_000, "the producer keeps being served"
     # The producer was held to its share, and is told what it gets.
-    assert held_us > 1_000_000
+    assert held_s > 1
     rates = [a["acceptedPerSecond"] for a in flood.answers[-20:]]
     assert all(r > 0 for r in rates), rates
     assert gauge > 0
@@ -86,5 +86,5 @@ def test_without_viewers_a_producer_is_not_held(live_server):
     flood.stop()
     assert flood.closed is None and flood.errors == [], (flood.closed, flood.errors[:3])
     assert flood.accepted > 10_000
-    assert metric(live_server.port, "pinwheel_ingest_held_microseconds_total") == 0
+    assert metric(live_server.port, "pinwheel_ingest_held_seconds_total") == 0
     assert json.loads(json.dumps(flood.answers[-1]))["acceptedPerSecond"] > 0

@@ -4,7 +4,8 @@ import PinwheelCore
 import Synchronization
 
 /// Producers' changes on their way into the log: the token, the rate, the lines, then one append
-/// whose answer comes once the accepted changes are durable.
+/// whose answer comes once the accepted changes are durable, through a completion the log calls: no
+/// thread waits for the fsync.
 ///
 /// A request is applied line by line: its valid lines are appended together as one record (all of
 /// them or, if the log fails, none), and the invalid ones are listed with their reasons. With
@@ -17,7 +18,7 @@ import Synchronization
 /// holding it: its producer has given its answer up and may have sent newer changes since.
 final class Ingest: Sendable {
     /// What one batch of changes came to.
-    enum Outcome: Equatable {
+    enum Outcome: Equatable, Sendable {
         /// Appended (or nothing to append); `status` 200, or 400 when no line was valid or an atomic
         /// request had invalid lines.
         case answered(status: Int, IngestAnswer)
@@ -120,7 +121,27 @@ final class Ingest: Sendable {
         return difference == 0
     }
 
-    /// Checks and appends a batch, blocking until the log has it durably. Any thread but the log's.
+    /// Checks and appends a batch, and waits for its outcome: for callers with a thread of their own
+    /// to spare (tests). See ``submit(_:producer:atomic:key:received:holdsAtMost:done:)``.
+    func submit(
+        _ body: [UInt8], producer: String, atomic: Bool = false, key: String? = nil,
+        received: ContinuousClock.Instant = .now, holdsAtMost: Duration? = nil
+    ) -> Outcome {
+        let answered = DispatchSemaphore(value: 0)
+        let result = Mutex<Outcome?>(nil)
+        submit(body, producer: producer, atomic: atomic, key: key, received: received, holdsAtMost: holdsAtMost) {
+            outcome in
+            result.withLock { $0 = outcome }
+            answered.signal()
+        }
+        answered.wait()
+        return result.withLock { $0 }!
+    }
+
+    /// Checks and appends a batch; `done` gets the outcome once the log has the accepted changes
+    /// durably (from the log's thread), or at once when nothing is appended. The calling thread does
+    /// the checks and may be held for the producer's share of the CPU (`holdsAtMost`), but never waits
+    /// for the log. Any thread but the log's.
     /// - Parameters:
     ///   - body: NDJSON, one change per line.
     ///   - producer: whose rate the changes count against.
@@ -130,13 +151,15 @@ final class Ingest: Sendable {
     ///   - holdsAtMost: the longest the batch is held for the producer's share of the CPU; past it the
     ///     answer is ``Outcome/tooFast(retryAfter:)``. Nil holds it as long as it takes (the
     ///     producer's socket then waits for its answers).
+    ///   - done: called exactly once with the outcome.
     func submit(
         _ body: [UInt8], producer: String, atomic: Bool = false, key: String? = nil,
-        received: ContinuousClock.Instant = .now, holdsAtMost: Duration? = nil
-    ) -> Outcome {
-        if let key, let problem = Self.problem(withKey: key) { return .refused(status: 400, problem) }
+        received: ContinuousClock.Instant = .now, holdsAtMost: Duration? = nil,
+        done: @escaping @Sendable (Outcome) -> Void
+    ) {
+        if let key, let problem = Self.problem(withKey: key) { return done(.refused(status: 400, problem)) }
         if let sharing, let wait = sharing.admit(producer: producer, longest: holdsAtMost) {
-            return .tooFast(retryAfter: Int(wait.components.seconds) + 1)
+            return done(.tooFast(retryAfter: Int(wait.components.seconds) + 1))
         }
         let cpuAtStart = ThreadCPUClock.now()
         var lines = ChangeLines.parse(body)
@@ -144,43 +167,54 @@ final class Ingest: Sendable {
         let wait = buckets.withLock { table in
             table[producer, default: TokenBucket(clock: ContinuousClock(), rate: rate)].take(max(1, cost))
         }
-        if let wait { return .tooFast(retryAfter: Int(wait.components.seconds) + 1) }
+        if let wait { return done(.tooFast(retryAfter: Int(wait.components.seconds) + 1)) }
         for k in stride(from: lines.changes.count - 1, through: 0, by: -1) {
             if let problem = live.problem(with: lines.changes[k]) { lines.reject(at: k, problem) }
         }
         let current = live.dataset.version
-        // The thread's own work; the wait for the log below costs it no CPU.
+        // The thread's own work; the log's append after it costs this thread nothing.
         let own = ThreadCPUClock.now() - cpuAtStart
         sharing?.charge(producer: producer, own: own, changes: lines.changes.count)
-        if lines.changes.isEmpty || (atomic && !lines.rejected.isEmpty) {
-            let status = lines.rejected.isEmpty ? 200 : 400
-            return .answered(status: status, IngestAnswer(accepted: 0, rejected: lines.rejected, version: current))
+        let (changes, rejected) = (lines.changes, lines.rejected)
+        if changes.isEmpty || (atomic && !rejected.isEmpty) {
+            let status = rejected.isEmpty ? 200 : 400
+            return done(.answered(status: status, IngestAnswer(accepted: 0, rejected: rejected, version: current)))
         }
         let request = AppendRequest(key: key) { [self] in expiry(received: received) }
-        let outcome: Result<AppendOutcome, ChangeLogError>
-        if let keyed = live.log as? KeyedChangeLog {
-            outcome = Self.wait { keyed.append(lines.changes, request: request, done: $0) }
-        } else if let key {
-            guard let remembered = appendRemembering(lines.changes, key: key, request: request) else {
-                return .refused(
-                    status: 409,
-                    "a request with idempotency key \(key) is being applied now; nothing of this one was applied, retry once it is answered"
-                )
-            }
-            outcome = remembered
-        } else {
-            outcome = appendOnce(lines.changes, request: request)
+        let finish: @Sendable (Result<AppendOutcome, ChangeLogError>) -> Void = { [self] outcome in
+            done(answer(outcome, changes: changes.count, rejected: rejected, producer: producer))
         }
+        if let keyed = live.log as? KeyedChangeLog {
+            keyed.append(changes, request: request, done: finish)
+        } else if let key {
+            let started = appendRemembering(changes, key: key, request: request, done: finish)
+            if !started {
+                done(
+                    .refused(
+                        status: 409,
+                        "a request with idempotency key \(key) is being applied now; nothing of this one was applied, retry once it is answered"
+                    ))
+            }
+        } else {
+            appendOnce(changes, request: request, done: finish)
+        }
+    }
+
+    /// The outcome of an append of `changes` changes, `rejected` lines left out. The log's thread.
+    private func answer(
+        _ outcome: Result<AppendOutcome, ChangeLogError>, changes: Int, rejected: [ChangeLines.Rejection],
+        producer: String
+    ) -> Outcome {
         let answer = { [sharing, live] (version: UInt64, duplicate: Bool) -> Outcome in
-            let perSecond = duplicate ? nil : sharing?.accepted(lines.changes.count, producer: producer)
+            let perSecond = duplicate ? nil : sharing?.accepted(changes, producer: producer)
             // The record was applied before its answer: its stale changes are known (a duplicate's are
             // the first request's, not told again).
-            let count = UInt64(lines.changes.count)
+            let count = UInt64(changes)
             let stale = duplicate || version < count ? 0 : live.staleCount(in: (version - count + 1)...version)
             return .answered(
                 status: 200,
                 IngestAnswer(
-                    accepted: lines.changes.count, rejected: lines.rejected, version: version, duplicate: duplicate,
+                    accepted: changes, rejected: rejected, version: version, duplicate: duplicate,
                     acceptedPerSecond: perSecond, stale: stale))
         }
         switch outcome {
@@ -198,39 +232,33 @@ final class Ingest: Sendable {
     }
 
     /// Appends to a log that knows no keys, unless the request expired first.
-    private func appendOnce(_ changes: [Change], request: AppendRequest) -> Result<AppendOutcome, ChangeLogError> {
-        if let why = request.expired() { return .success(.dropped(why)) }
-        return Self.wait { done in live.log.append(changes) { done($0.map { .appended($0) }) } }
+    private func appendOnce(
+        _ changes: [Change], request: AppendRequest,
+        done: @escaping @Sendable (Result<AppendOutcome, ChangeLogError>) -> Void
+    ) {
+        if let why = request.expired() { return done(.success(.dropped(why))) }
+        live.log.append(changes) { done($0.map { .appended($0) }) }
     }
 
     /// Appends to a log that knows no keys, remembering `key` in this process: a retry within the
-    /// window gets the first answer's version. - Returns: nil while a request with the same key is
-    /// still being applied.
-    private func appendRemembering(_ changes: [Change], key: String, request: AppendRequest) -> Result<
-        AppendOutcome, ChangeLogError
-    >? {
+    /// window gets the first answer's version.
+    /// - Returns: false, calling nothing, while a request with the same key is still being applied.
+    private func appendRemembering(
+        _ changes: [Change], key: String, request: AppendRequest,
+        done: @escaping @Sendable (Result<AppendOutcome, ChangeLogError>) -> Void
+    ) -> Bool {
         switch keys.withLock({ $0.begin(key, at: .now) }) {
-        case .done(let version): return .success(.duplicate(version))
-        case .inFlight: return nil
+        case .done(let version):
+            done(.success(.duplicate(version)))
+        case .inFlight:
+            return false
         case .new:
-            let outcome = appendOnce(changes, request: request)
-            let version: UInt64? = if case .success(.appended(let v)) = outcome { v } else { nil }
-            keys.withLock { $0.finish(key, version: version, at: .now) }
-            return outcome
+            appendOnce(changes, request: request) { [self] outcome in
+                let version: UInt64? = if case .success(.appended(let v)) = outcome { v } else { nil }
+                keys.withLock { $0.finish(key, version: version, at: .now) }
+                done(outcome)
+            }
         }
-    }
-
-    /// Runs an append that answers through a callback, and waits for its answer.
-    private static func wait<T: Sendable>(
-        _ start: (@escaping @Sendable (Result<T, ChangeLogError>) -> Void) -> Void
-    ) -> Result<T, ChangeLogError> {
-        let done = DispatchSemaphore(value: 0)
-        let result = Mutex<Result<T, ChangeLogError>?>(nil)
-        start { outcome in
-            result.withLock { $0 = outcome }
-            done.signal()
-        }
-        done.wait()
-        return result.withLock { $0 }!
+        return true
     }
 }

@@ -5,7 +5,9 @@ import PinwheelTransport
 import Synchronization
 
 /// One `pinwheel.ingest.v1` producer: each text frame is a batch of change lines, handled in order on
-/// a queue of its own and answered with an `ack` (or an `error` when over the rate) once durable. A
+/// a queue of its own and answered with an `ack` (or an `error` when over the rate) once durable: the
+/// queue is suspended from a frame's append to its answer, so frames are answered in order while no
+/// thread waits for the log. A
 /// frame whose first line is `{"idempotency-key":"…"}` carries that key, as the `Idempotency-Key`
 /// header does for `POST /v1/changes`.
 final class IngestConnection: Sendable {
@@ -40,19 +42,35 @@ final class IngestConnection: Sendable {
         guard let number else { return false }
         let received = ContinuousClock.now
         queue.async { [self] in
-            send(answer(frame, number: number, received: received))
-            frames.withLock { $0.pending -= 1 }
+            // The next frame starts once this one is answered, from whichever thread answers it.
+            queue.suspend()
+            answer(frame, number: number, received: received) { [self] reply in
+                send(reply)
+                frames.withLock { $0.pending -= 1 }
+                queue.resume()
+            }
         }
         return true
     }
 
-    private func answer(_ frame: [UInt8], number: UInt64, received: ContinuousClock.Instant) -> [UInt8] {
+    /// Answers one frame through `reply`, once its changes are durable or it was refused.
+    private func answer(
+        _ frame: [UInt8], number: UInt64, received: ContinuousClock.Instant,
+        reply: @escaping @Sendable ([UInt8]) -> Void
+    ) {
         let (key, lines): (String?, ArraySlice<UInt8>)
         switch Self.splitKey(frame) {
         case .success(let split): (key, lines) = split
-        case .failure(let problem): return Self.error(frame: number, code: "invalid-key", problem.reason)
+        case .failure(let problem): return reply(Self.error(frame: number, code: "invalid-key", problem.reason))
         }
-        switch ingest.submit(Array(lines), producer: producer, key: key, received: received) {
+        ingest.submit(Array(lines), producer: producer, key: key, received: received) { [self] outcome in
+            reply(message(for: outcome, frame: number))
+        }
+    }
+
+    /// The reply to frame `number` with this outcome. Any thread.
+    private func message(for outcome: Ingest.Outcome, frame number: UInt64) -> [UInt8] {
+        switch outcome {
         case .answered(_, let answer):
             return answer.json(frame: number)
         case .tooFast(let retryAfter):

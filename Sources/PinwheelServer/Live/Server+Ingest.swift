@@ -3,15 +3,22 @@ import PinwheelTransport
 
 /// `POST /v1/changes`: producers' changes over HTTP (see docs/protocol.md).
 extension Server {
-    /// Answers one ingest request; runs on a route handler's thread and blocks until the accepted
-    /// changes are durable.
-    func answerChanges(_ request: HTTPRequest) -> HTTPResponse {
-        if let refusal = refuseChanges(request) { return refusal }
-        guard let ingest else { return Self.error(503, "ingest is off") }
+    /// Answers one ingest request through `respond`, once the accepted changes are durable: a route
+    /// handler's thread checks the request and hands it to the log, and the log's thread answers.
+    func answerChanges(_ request: HTTPRequest, respond: @escaping @Sendable (HTTPResponse) -> Void) {
+        if let refusal = refuseChanges(request) { return respond(refusal) }
+        guard let ingest else { return respond(Self.error(503, "ingest is off")) }
         let atomic = request.query.split(separator: "&").contains("atomic=true")
-        let outcome = ingest.submit(
+        ingest.submit(
             request.body, producer: request.peer, atomic: atomic, key: request.idempotencyKey,
-            received: request.received, holdsAtMost: IngestSharing.longestHeldRequest)
+            received: request.received, holdsAtMost: IngestSharing.longestHeldRequest
+        ) { [self] outcome in
+            respond(response(to: outcome, from: ingest))
+        }
+    }
+
+    /// The HTTP answer to an ingest outcome. Any thread.
+    private func response(to outcome: Ingest.Outcome, from ingest: Ingest) -> HTTPResponse {
         switch outcome {
         case .answered(let status, let answer):
             metrics.changesAccepted(answer.accepted)

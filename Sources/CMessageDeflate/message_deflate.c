@@ -1,16 +1,16 @@
-// Compresses a whole outgoing message for permessage-deflate on the thread that encoded it.
+// Compresses a whole outgoing message for permessage-deflate: a server's on the thread that encoded
+// it, a client's on the service thread as it is written.
 //
-// lws compresses a message on the service thread, in 1 KiB deflate output chunks that leave over
-// separate POLLOUTs, each its own frame and send, and sets up and tears down zlib for every message
-// (Pinwheel had it free the stream after each one, to keep idle sessions small). Here each thread
-// keeps one compressor and starts it afresh per message, the message leaves as one frame in one
-// lws_write, and the service thread is left to write.
+// lws 4.1.6's own extension would compress a message on the service thread, in 1 KiB deflate output
+// chunks that leave over separate POLLOUTs, each its own frame and send, and set up and tear down
+// zlib for every message. Here each thread keeps one compressor and starts it afresh per message, and
+// the message leaves as one frame in one lws_write.
 //
 // The compressor is ISA-L's igzip at its level 1 rather than zlib: on Pinwheel's JSON batches it
 // takes a quarter of zlib's level-1 time and its output is 8 % smaller (docs/libwebsockets.md). Its
-// matches reach back at most the window the connection agreed (2^8 to 2^12 bytes, the guard's window
-// at most), so any RFC 7692 inflater with that window reads them.
-#include "deflate_guard.h"
+// matches reach back at most the window the connection agreed (2^8 bytes up to
+// MESSAGE_DEFLATE_WINDOW_BITS), so any RFC 7692 inflater with that window reads them.
+#include "message_deflate.h"
 
 #include <isa-l/igzip_lib.h>
 #include <pthread.h>
@@ -46,16 +46,16 @@ static struct compressor *thread_compressor(void) {
     return compressor;
 }
 
-size_t deflate_guard_message_bound(size_t length) {
+size_t message_deflate_bound(size_t length) {
     // igzip stores what it cannot shrink, 5 bytes of block header per 64 KiB; beside that, room for
     // one Huffman block header and the sync flush's empty stored block. Should igzip need more,
     // compressing fails and the message goes out as it is.
     return length + 5 * (length / 65535 + 1) + ISAL_DEF_MAX_HDR_SIZE + 8;
 }
 
-long deflate_guard_compress_message(const unsigned char *message, size_t length, int window_bits,
+long message_deflate_compress(const unsigned char *message, size_t length, int window_bits,
                                     unsigned char *out, size_t capacity) {
-    if (window_bits < SMALLEST_WINDOW_BITS || window_bits > DEFLATE_GUARD_WINDOW_BITS) return -1;
+    if (window_bits < SMALLEST_WINDOW_BITS || window_bits > MESSAGE_DEFLATE_WINDOW_BITS) return -1;
     if (length > UINT32_MAX || capacity > UINT32_MAX) return -1;
     struct compressor *compressor = thread_compressor();
     if (!compressor) return -1;

@@ -1,5 +1,5 @@
 // Inflates a whole incoming permessage-deflate message, for a server's connections and a client's
-// alike: lws passes their frames on as they came (deflate_guard_callback), RSV1 and all.
+// alike: lws passes their frames on as they came (CPermessageDeflate), RSV1 and all.
 //
 // lws 4.1.6 would inflate a compressed message with zlib into 1 KiB pieces, each handed to the
 // application in its own callback, and a server keeps reading pieces of a frame larger than its
@@ -10,7 +10,7 @@
 // Two engines, by size. ISA-L's igzip inflates Pinwheel's batches about twice as fast as zlib, but
 // starting it costs more than zlib's whole inflate of a viewport or an ack, a hundred bytes or so:
 // shorter messages go through a zlib stream each thread keeps and resets.
-#include "deflate_guard.h"
+#include "message_deflate.h"
 
 #include <isa-l/igzip_lib.h>
 #include <pthread.h>
@@ -73,11 +73,11 @@ static int resize_output(struct inflater *inflater, size_t capacity) {
 // grows up to one byte past the limit, enough to tell a message that is too large.
 static long make_room(struct inflater *inflater, size_t produced, size_t limit) {
     if (produced < inflater->capacity) return 0;
-    if (produced > limit) return DEFLATE_GUARD_INFLATE_TOO_LARGE;
+    if (produced > limit) return MESSAGE_INFLATE_TOO_LARGE;
     size_t grown = inflater->capacity * 2;
     if (grown > limit + 1) grown = limit + 1;
     if (grown > UINT32_MAX) grown = UINT32_MAX;
-    if (grown <= produced || !resize_output(inflater, grown)) return DEFLATE_GUARD_INFLATE_NO_MEMORY;
+    if (grown <= produced || !resize_output(inflater, grown)) return MESSAGE_INFLATE_NO_MEMORY;
     return 0;
 }
 
@@ -87,10 +87,10 @@ static const unsigned char tail[4] = {0x00, 0x00, 0xff, 0xff};
 static long inflate_with_zlib(struct inflater *inflater, const unsigned char *message, size_t length, size_t limit) {
     z_stream *stream = &inflater->zlib;
     if (!inflater->zlib_ready) {
-        if (inflateInit2(stream, -MAX_WBITS) != Z_OK) return DEFLATE_GUARD_INFLATE_NO_MEMORY;
+        if (inflateInit2(stream, -MAX_WBITS) != Z_OK) return MESSAGE_INFLATE_NO_MEMORY;
         inflater->zlib_ready = 1;
     } else if (inflateReset(stream) != Z_OK) {
-        return DEFLATE_GUARD_INFLATE_CORRUPT;
+        return MESSAGE_INFLATE_CORRUPT;
     }
     const unsigned char *pieces[2] = {message, tail};
     const uInt sizes[2] = {(uInt)length, sizeof tail};
@@ -107,9 +107,9 @@ static long inflate_with_zlib(struct inflater *inflater, const unsigned char *me
             stream->avail_out = (uInt)free_bytes;
             status = inflate(stream, Z_SYNC_FLUSH);
             produced += free_bytes - stream->avail_out;
-            if (status == Z_MEM_ERROR) return DEFLATE_GUARD_INFLATE_NO_MEMORY;
-            if (status != Z_OK && status != Z_STREAM_END && status != Z_BUF_ERROR) return DEFLATE_GUARD_INFLATE_CORRUPT;
-            if (produced > limit) return DEFLATE_GUARD_INFLATE_TOO_LARGE;
+            if (status == Z_MEM_ERROR) return MESSAGE_INFLATE_NO_MEMORY;
+            if (status != Z_OK && status != Z_STREAM_END && status != Z_BUF_ERROR) return MESSAGE_INFLATE_CORRUPT;
+            if (produced > limit) return MESSAGE_INFLATE_TOO_LARGE;
             // Room left over means zlib took all the input it could.
             if (status == Z_STREAM_END || stream->avail_out > 0) break;
         }
@@ -117,7 +117,7 @@ static long inflate_with_zlib(struct inflater *inflater, const unsigned char *me
     // A whole message ends with a final block, or between blocks: zlib then waits for the next
     // block's header (data_type's 128), holding no input.
     if (status != Z_STREAM_END && !(stream->avail_in == 0 && (stream->data_type & 128)))
-        return DEFLATE_GUARD_INFLATE_CORRUPT;
+        return MESSAGE_INFLATE_CORRUPT;
     return (long)produced;
 }
 
@@ -141,11 +141,11 @@ static long inflate_with_igzip(struct inflater *inflater, const unsigned char *m
             int status = isal_inflate(state);
             after_vector_code();
             produced += free_bytes - state->avail_out;
-            if (status < 0) return DEFLATE_GUARD_INFLATE_CORRUPT;
-            if (produced > limit) return DEFLATE_GUARD_INFLATE_TOO_LARGE;
+            if (status < 0) return MESSAGE_INFLATE_CORRUPT;
+            if (produced > limit) return MESSAGE_INFLATE_TOO_LARGE;
             // Room left over means igzip holds no more output for this input.
             if (state->avail_out > 0 && (state->avail_in == 0 || state->block_state == ISAL_BLOCK_FINISH)) break;
-            if (state->avail_out > 0 && state->avail_in == unread) return DEFLATE_GUARD_INFLATE_CORRUPT;
+            if (state->avail_out > 0 && state->avail_in == unread) return MESSAGE_INFLATE_CORRUPT;
         }
     }
     // A whole message ends between blocks (igzip waits for the next block's header, holding no bit of
@@ -153,17 +153,17 @@ static long inflate_with_igzip(struct inflater *inflater, const unsigned char *m
     int between_blocks = state->block_state == ISAL_BLOCK_NEW_HDR
                          || (state->block_state == ISAL_BLOCK_HDR && state->read_in_length == 0 && state->tmp_in_size == 0);
     int finished = state->block_state == ISAL_BLOCK_INPUT_DONE || state->block_state == ISAL_BLOCK_FINISH;
-    if (!between_blocks && !finished) return DEFLATE_GUARD_INFLATE_CORRUPT;
+    if (!between_blocks && !finished) return MESSAGE_INFLATE_CORRUPT;
     return (long)produced;
 }
 
-long deflate_guard_inflate_message(const unsigned char *message, size_t length, size_t limit,
+long message_deflate_inflate(const unsigned char *message, size_t length, size_t limit,
                                    const unsigned char **inflated) {
-    if (length > UINT32_MAX) return DEFLATE_GUARD_INFLATE_CORRUPT;
+    if (length > UINT32_MAX) return MESSAGE_INFLATE_CORRUPT;
     struct inflater *inflater = thread_inflater();
-    if (!inflater) return DEFLATE_GUARD_INFLATE_NO_MEMORY;
+    if (!inflater) return MESSAGE_INFLATE_NO_MEMORY;
     if (inflater->capacity != KEPT_OUTPUT && !resize_output(inflater, KEPT_OUTPUT))
-        return DEFLATE_GUARD_INFLATE_NO_MEMORY;
+        return MESSAGE_INFLATE_NO_MEMORY;
     *inflated = inflater->output;
     // An empty message compresses to one byte (RFC 7692 §7.2.3.6); none at all reads as empty too,
     // as zlib would take it.

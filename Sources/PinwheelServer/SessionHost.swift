@@ -1,0 +1,61 @@
+import Logging
+import PinwheelCore
+import PinwheelTransport
+
+/// What a ``Session`` needs from the server that holds it, and nothing more: how it starts, the shared
+/// clusterers, the wire, the threads that run its turns, its timers, and where it reports. ``Server``
+/// is the host of every real session; tests drive a session with a host of their own, in memory.
+/// Any thread, unless a member says otherwise.
+protocol SessionHost: AnyObject, Sendable {
+    /// How a new session whose client chose `encoding` starts.
+    func sessionStart(encoding: WireEncoding) -> SessionStart
+    /// The shared clusterer of an algorithm now.
+    func clusterer(for algorithm: Algorithm) -> any Clusterer
+    /// Hands over a message encoded behind the transport's headroom; false when the connection is
+    /// gone or was closed for not reading.
+    func send(framed: [UInt8], binary: Bool, type: String, to connection: ConnectionID) -> Bool
+    /// Queues a session's turn for a worker.
+    func schedule(_ session: Session, priority: Workers.Priority)
+    /// Whether the service thread runs a turn itself now, the session's last one having taken
+    /// `lastTurn`. Service thread only.
+    func runsOnServiceThread(lastTurn: Duration) -> Bool
+    /// Runs a session's turn on the service thread. Service thread only.
+    func runOnServiceThread(_ session: Session)
+    /// Posts a `tick` to the session at `deadline`.
+    func wake(_ session: Session, at deadline: ContinuousClock.Instant)
+    /// Drops a closed session's pending ticks.
+    func cancelWakes(of session: Session)
+    /// Takes a live index the session stopped serving from, to be let go of off the session's thread.
+    func retire(_ index: LiveClusterIndex)
+    /// A first batch went out `latency` after its viewport arrived.
+    func firstBatchSent(after latency: Duration)
+    var metrics: ServerMetrics { get }
+    var presence: PresenceBoard { get }
+    var logger: Logger { get }
+}
+
+/// What a session starts with.
+struct SessionStart {
+    var options: SessionOptions
+    /// What `hello` says of the data.
+    var dataset: HelloMessage.DatasetInfo
+    var clusterOptions: HelloMessage.Options
+    var algorithm: Algorithm
+}
+
+extension Server: SessionHost {
+    func sessionStart(encoding: WireEncoding) -> SessionStart {
+        let options = SessionOptions(
+            viewportHz: configuration.viewportHz, pace: configuration.pace, window: configuration.window,
+            maxFeatures: configuration.maxFeatures, maxMessageBytes: configuration.maxMessageBytes,
+            headroom: WebSocketServer.headroom, encoding: encoding)
+        return SessionStart(
+            options: options, dataset: dataset.helloInfo(aggregates: []), clusterOptions: clusterers.options,
+            algorithm: configuration.algorithm)
+    }
+
+    func firstBatchSent(after latency: Duration) {
+        metrics.firstBatch(after: latency)
+        if live != nil { firstBatches.record(latency) }
+    }
+}
