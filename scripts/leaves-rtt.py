@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """Round trips of `leaves` pages of 100 against a running `pinwheel serve`: up to five clusters of each
 of a run of views at zooms 2-14 around random points over Europe, a first page each, timed from the
 request to its answer (a `rate-limited` answer waits its retryMs and the request is timed again).
