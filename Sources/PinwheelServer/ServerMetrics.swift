@@ -57,8 +57,8 @@ public final class ServerMetrics: Sendable {
     private let closes: Mutex<[Int: CoreMetrics.Counter]> = Mutex([:])
 
     /// Message types counted separately; anything else counts as "invalid".
-    static let clientTypes = ["viewport", "ack", "expand", "settings", "held", "ping", "invalid"]
-    static let serverTypes = ["hello", "batch", "expansion", "error", "presence", "pong", "ack"]
+    static let clientTypes = ["viewport", "ack", "expand", "settings", "held", "ping", "children", "leaves", "invalid"]
+    static let serverTypes = ["hello", "batch", "expansion", "error", "presence", "pong", "children", "leaves", "ack"]
 
     public init() {
         var factory = PrometheusMetricsFactory(registry: registry)

@@ -35,7 +35,6 @@ public struct HelloMessage: Equatable, Sendable {
         public var radius: Double
         /// Tile extent the radius is measured against.
         public var extent: Int
-        public var nodeSize: Int
         /// Same-coordinate spreading: `seed` or `adaptive`.
         public var spread: String
         /// Clusters in view for the `pca-tree` algorithm.
@@ -43,14 +42,13 @@ public struct HelloMessage: Equatable, Sendable {
 
         public init(
             minZoom: Int = 0, maxZoom: Int = 16, minPoints: Int = 2, radius: Double = 40, extent: Int = 512,
-            nodeSize: Int = 64, spread: String = "adaptive", maxClusters: Int = 32
+            spread: String = "adaptive", maxClusters: Int = 32
         ) {
             self.minZoom = minZoom
             self.maxZoom = maxZoom
             self.minPoints = minPoints
             self.radius = radius
             self.extent = extent
-            self.nodeSize = nodeSize
             self.spread = spread
             self.maxClusters = maxClusters
         }
@@ -93,11 +91,29 @@ public struct HelloMessage: Equatable, Sendable {
     public var dataset: DatasetInfo
     public var options: Options
     public var limits: Limits
+    /// The column clusters break down (`groups.column`) and its listed values; nil without one.
+    public struct Groups: Equatable, Sendable {
+        public var column: String
+        public var values: [String]
+
+        public init(column: String, values: [String]) {
+            self.column = column
+            self.values = values
+        }
+    }
+
+    /// hello's `groups`.
+    public var groups: Groups?
+    /// hello's `flags`: the names of the rules each cluster counts the matches of.
+    public var flags: [String]
 
     public init(
         session: String, algorithm: Algorithm, algorithms: [Algorithm] = Algorithm.allCases,
-        dataset: DatasetInfo, options: Options = Options(), limits: Limits = Limits(), encoding: WireEncoding = .json
+        dataset: DatasetInfo, options: Options = Options(), limits: Limits = Limits(), encoding: WireEncoding = .json,
+        contents: ClusterContents = .none
     ) {
+        groups = contents.column.map { Groups(column: $0, values: contents.values) }
+        flags = contents.flags.map(\.name)
         self.encoding = encoding
         self.session = session
         self.algorithm = algorithm
