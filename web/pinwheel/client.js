@@ -227,6 +227,12 @@ export class PinwheelClient {
         return this;
     }
 
+    /** True while a WebSocket is open or opening; false once closed for good, while waiting to
+     *  reconnect, and after a refusal. */
+    get connected() {
+        return this._socket !== null;
+    }
+
     /** Closes the socket for good; the store is kept. */
     close() {
         this._closed = true;
