@@ -113,11 +113,15 @@ export const Clicks = {
         else this._pointClick(entry.feature, latlng);
     },
 
+    /** A click on a cluster: `clusterclick` (with methods that fetch its members), then its popup
+     *  (`clusterPopup`), else its member list (`clusterList`), else a zoom to where it splits. */
     _clusterClick: function (f, latlng) {
-        this.fire('clusterclick', { feature: f, latlng: latlng });
+        this.fire('clusterclick', Object.assign({ feature: f, latlng: latlng }, this._memberMethods(f)));
         const content = this.options.clusterPopup ? this.options.clusterPopup(f, this) : null;
         if (content) {
             L.popup({ offset: POPUP_OFFSET }).setLatLng(latlng).setContent(content).openOn(this._map);
+        } else if (this.options.clusterList) {
+            this._openMemberList(f, latlng);
         } else if (this.options.zoomOnClusterClick) {
             this.zoomToExpansion(f, latlng).catch((err) => console.warn(`pinwheel: ${err}`));
         }

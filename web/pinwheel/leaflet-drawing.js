@@ -30,6 +30,25 @@ const MIN_ICON_RADIUS = 8;
 const FIT_GRID_CELL_PX = 64;
 /** Distinct marker sprites kept (one per colour, size and label seen). */
 const SPRITE_CACHE_LIMIT = 4000;
+/** Cluster labels: the font size for an icon of radius 14 or more (smaller icons start smaller, at
+ *  LABEL_FONT_START_MIN_PX), shrunk down to MIN_LABEL_FONT_PX before the icon grows to fit it; and
+ *  the room kept between the label and the icon's edge. */
+const LABEL_FONT_PX = 11;
+const LABEL_FONT_START_MIN_PX = 9;
+const MIN_LABEL_FONT_PX = 8;
+const LABEL_PAD_PX = 1;
+/** Half the height of a label's digits as a share of the font size (their cap height is ~0.72 em). */
+const LABEL_HALF_HEIGHT_EM = 0.36;
+/** Donuts: the hole is at least this share of the radius, the ring at least DONUT_MIN_RING_PX wide. */
+const DONUT_HOLE_SHARE = 0.62;
+const DONUT_MIN_RING_PX = 2.5;
+const DONUT_HOLE_COLOR = '#0f172a';
+const DONUT_LABEL_COLOR = '#f8fafc';
+/** The flag ring: its width and its gap outside the icon. */
+const FLAG_RING_WIDTH = 2.5;
+const FLAG_RING_GAP = 1.5;
+/** Label widths measured, by font size and text. */
+const LABEL_WIDTH_CACHE_LIMIT = 4000;
 
 // ---- Default styles --------------------------------------------------------------------------------
 
@@ -75,6 +94,85 @@ export function defaultClusterIcon(feature, sizing) {
 function circlePath(ctx, c, r) {
     ctx.beginPath();
     ctx.arc(c, c, r, 0, Math.PI * 2);
+}
+
+function labelFont(fontPx) {
+    return `600 ${fontPx}px ${CLUSTER_LABEL_FONT_FAMILY}`;
+}
+
+let measuring = null;
+const labelWidths = new Map();
+
+/** Width in pixels of `label` drawn at `fontPx`. */
+function labelWidth(label, fontPx) {
+    const key = `${fontPx}|${label}`;
+    let w = labelWidths.get(key);
+    if (w === undefined) {
+        if (!measuring) measuring = document.createElement('canvas').getContext('2d');
+        measuring.font = labelFont(fontPx);
+        w = measuring.measureText(label).width;
+        if (labelWidths.size >= LABEL_WIDTH_CACHE_LIMIT) labelWidths.clear();
+        labelWidths.set(key, w);
+    }
+    return w;
+}
+
+/** The width a label of `fontPx` has inside a disc of radius `r`: the chord at its digits' top and
+ *  bottom, less the padding. */
+function labelRoom(r, fontPx) {
+    const h = LABEL_HALF_HEIGHT_EM * fontPx;
+    return r > h ? 2 * Math.sqrt(r * r - h * h) - 2 * LABEL_PAD_PX : 0;
+}
+
+/**
+ * Fits a cluster's label into its icon: the font shrinks (to MIN_LABEL_FONT_PX) until the label fits
+ * inside the disc the label is drawn on (a plain icon's whole disc, a donut's hole), and when even
+ * the smallest font is too wide the icon grows until it fits.
+ * @param {{ring: (r: number) => number, radiusFor: (inner: number) => number}} shape what of the
+ *   radius is not the label's (`ring`), and the least radius whose label disc is `inner`.
+ * @returns {{radius, fontPx, width, room}} the icon's radius and the label's font, width and room.
+ */
+export function fitLabel(label, radius, shape) {
+    let fontPx = Math.max(LABEL_FONT_START_MIN_PX, Math.round(LABEL_FONT_PX * Math.sqrt(Math.min(1, radius / 14))));
+    let width = labelWidth(label, fontPx);
+    while (label && width > labelRoom(radius - shape.ring(radius), fontPx) && fontPx > MIN_LABEL_FONT_PX) {
+        fontPx--;
+        width = labelWidth(label, fontPx);
+    }
+    if (label && width > labelRoom(radius - shape.ring(radius), fontPx)) {
+        const h = LABEL_HALF_HEIGHT_EM * fontPx;
+        // Whole halves of a pixel, as icon radii are kept.
+        radius = Math.ceil(2 * shape.radiusFor(Math.sqrt((width / 2 + LABEL_PAD_PX) ** 2 + h * h))) / 2;
+    }
+    return { radius: radius, fontPx: fontPx, width: width, room: labelRoom(radius - shape.ring(radius), fontPx) };
+}
+
+/** A plain disc: the label may use all of it. */
+const DISC = { ring: () => 0, radiusFor: (inner) => inner };
+/** A donut: its ring is what the hole (DONUT_HOLE_SHARE) leaves, at least DONUT_MIN_RING_PX. */
+const DONUT = {
+    ring: (r) => Math.max(DONUT_MIN_RING_PX, r * (1 - DONUT_HOLE_SHARE)),
+    radiusFor: (inner) => Math.max(inner + DONUT_MIN_RING_PX, inner / DONUT_HOLE_SHARE),
+};
+
+/** A donut of `segments` ({count, color}) from 12 o'clock clockwise, between the hole and `r`. */
+function drawDonut(ctx, c, r, segments, holeColor) {
+    const total = segments.reduce((n, s) => n + s.count, 0) || 1;
+    const hole = r - DONUT.ring(r);
+    let angle = -Math.PI / 2;
+    for (const s of segments) {
+        const sweep = (2 * Math.PI * s.count) / total;
+        ctx.beginPath();
+        ctx.arc(c, c, r, angle, angle + sweep);
+        ctx.arc(c, c, hole, angle + sweep, angle, true);
+        ctx.closePath();
+        ctx.fillStyle = s.color;
+        ctx.fill();
+        angle += sweep;
+    }
+    circlePath(ctx, c, hole);
+    ctx.fillStyle = holeColor;
+    ctx.fill();
 }
 
 // ---- Included into the layer ---------------------------------------------------------------------
@@ -127,27 +225,47 @@ export const Drawing = {
         });
     },
 
+    /** A cluster's sprite: a disc (or a donut of `icon.segments`) with its label fitted inside, and
+     *  a ring when `icon.ring` names its colour. The sprite's `radius` is the icon's (grown to fit
+     *  the label); its `label` says how the label fits ({text, width, room, fontPx}). */
     _clusterSprite: function (icon) {
-        const radius = Math.round(icon.radius * 2) / 2;
+        const segments = Array.isArray(icon.segments) && icon.segments.length ? icon.segments : null;
         const label = icon.label === undefined ? '' : String(icon.label);
-        const fontPx = Math.max(9, Math.round(11 * Math.sqrt(Math.min(1, radius / 14))));
-        const key = `c|${icon.color}|${radius}|${label}|${icon.textColor}|${fontPx}`;
-        return this._sprite(key, radius, (ctx, c) => {
-            circlePath(ctx, c, radius);
-            ctx.globalAlpha = CLUSTER_FILL_OPACITY;
-            ctx.fillStyle = icon.color;
-            ctx.fill();
-            ctx.globalAlpha = CLUSTER_HALO_OPACITY;
-            ctx.lineWidth = CLUSTER_HALO_WEIGHT;
-            ctx.strokeStyle = icon.color;
-            ctx.stroke();
+        const fit = fitLabel(label, Math.round(icon.radius * 2) / 2, segments ? DONUT : DISC);
+        const radius = fit.radius;
+        const shares = segments ? segments.map((g) => `${g.color}:${g.count}`).join(',') : '';
+        const key = `c|${icon.color}|${radius}|${label}|${icon.textColor}|${fit.fontPx}|${shares}|${icon.ring || ''}`;
+        const outer = radius + (icon.ring ? FLAG_RING_GAP + FLAG_RING_WIDTH : 0);
+        const sprite = this._sprite(key, outer, (ctx, c) => {
+            if (segments) {
+                drawDonut(ctx, c, radius, segments, icon.color);
+            } else {
+                circlePath(ctx, c, radius);
+                ctx.globalAlpha = CLUSTER_FILL_OPACITY;
+                ctx.fillStyle = icon.color;
+                ctx.fill();
+                ctx.globalAlpha = CLUSTER_HALO_OPACITY;
+                ctx.lineWidth = CLUSTER_HALO_WEIGHT;
+                ctx.strokeStyle = icon.color;
+                ctx.stroke();
+            }
+            if (icon.ring) {
+                circlePath(ctx, c, radius + FLAG_RING_GAP + FLAG_RING_WIDTH / 2);
+                ctx.globalAlpha = 1;
+                ctx.lineWidth = FLAG_RING_WIDTH;
+                ctx.strokeStyle = icon.ring;
+                ctx.stroke();
+            }
             ctx.globalAlpha = 1;
             ctx.fillStyle = icon.textColor || CLUSTER_LABEL_COLOR;
-            ctx.font = `600 ${fontPx}px ${CLUSTER_LABEL_FONT_FAMILY}`;
+            ctx.font = labelFont(fit.fontPx);
             ctx.textAlign = 'center';
             ctx.textBaseline = 'middle';
             ctx.fillText(label, c, c + 0.5);
         });
+        sprite.radius = radius;
+        sprite.label = { text: label, width: fit.width, room: fit.room, fontPx: fit.fontPx };
+        return sprite;
     },
 
     /** Leaflet options for a feature's marker at opacity `alpha`. `radius` is for hit-testing and
@@ -156,14 +274,16 @@ export const Drawing = {
         if (feature.count > 1) {
             const sizing = room === undefined || room >= this._sizing.maxRadius ? this._sizing
                 : { scale: this._sizing.scale, maxRadius: room };
-            const icon = Object.assign(defaultClusterIcon(feature, sizing), this.options.clusterIcon(feature, sizing));
+            const contents = this._contents(feature);
+            const icon = Object.assign(defaultClusterIcon(feature, sizing), this._contentsIcon(contents));
+            if (icon.segments) Object.assign(icon, { color: DONUT_HOLE_COLOR, textColor: DONUT_LABEL_COLOR });
+            Object.assign(icon, this.options.clusterIcon(feature, sizing, contents));
             icon.radius = Math.min(icon.radius, sizing.maxRadius);
-            return { renderer: this._renderer, radius: icon.radius, weight: CLUSTER_HALO_WEIGHT, opacity: alpha,
-                     sprite: this._clusterSprite(icon) };
+            const sprite = this._clusterSprite(icon);
+            return { renderer: this._renderer, radius: sprite.radius, weight: CLUSTER_HALO_WEIGHT, opacity: alpha,
+                     sprite: sprite };
         }
-        const style = this._pointStyle(feature);
-        return { renderer: this._renderer, radius: style.radius, weight: CLUSTER_HALO_WEIGHT, opacity: alpha,
-                 sprite: this._pointSprite(style) };
+        return this._pointMarkerStyle(feature, alpha);
     },
 
     /** Sets how cluster icons are sized (from the server's hello) and restyles the clusters drawn. */

@@ -171,6 +171,7 @@ export const Motion = {
         }
         this._rememberParent(f);
         const from = entry.layer.getLatLng();
+        this._noteMove(entry.feature, f);
         entry.feature = f;
         if (Boolean(entry.leg) !== Boolean(f.anchor)) {
             // Gaining or losing a leg needs other layers; the id stays, the drawing is rebuilt.

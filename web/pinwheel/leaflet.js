@@ -7,7 +7,9 @@
  * being added to and removed from a map, the view it asks the server for, and its events. Its other
  * concerns are modules included into the class, as Leaflet.markercluster includes its own:
  * leaflet-drawing.js (canvas sprites and icon sizes), leaflet-spread.js (spread pins and their legs),
- * leaflet-motion.js (splits, merges, fades and moves), leaflet-clicks.js (clicks and popups); the
+ * leaflet-motion.js (splits, merges, fades and moves), leaflet-clicks.js (clicks and popups),
+ * leaflet-contents.js (donuts of what clusters hold, flag rings, the legend), leaflet-members.js
+ * (a cluster's points and children, the member list) and leaflet-icons.js (point icons, headings); the
  * Leaflet internals it needs are all in leaflet-internals.js. Needs Leaflet 1.6+ loaded as the global
  * `L` before this module runs. The options are documented in docs/client.md.
  */
@@ -15,13 +17,18 @@
 import { PinwheelClient, normalizedBBox } from './client.js';
 import { markerButtons } from './keyboard.js';
 import { Clicks, defaultPopup, hitTesting } from './leaflet-clicks.js';
+import { Contents, FLAG_RING_COLOR } from './leaflet-contents.js';
 import { DEFAULT_POINT_STYLE, Drawing, defaultClusterIcon } from './leaflet-drawing.js';
+import { DEFAULT_HEADING_PROPERTY, PointIcons } from './leaflet-icons.js';
 import { panAnimating, panTarget, rendererCanvas, redrawWhileDragging, watchPanBy, zoomAnimating } from './leaflet-internals.js';
+import { DEFAULT_LIST_PAGE_SIZE, Members } from './leaflet-members.js';
 import { Motion } from './leaflet-motion.js';
 import { SpreadLegs } from './leaflet-spread.js';
 
 export { DEFAULT_POINT_STYLE, clusterColor, defaultClusterIcon, shortCount } from './leaflet-drawing.js';
 export { defaultPopup } from './leaflet-clicks.js';
+export { FLAG_RING_COLOR, GROUP_COLORS, OTHER_GROUP_COLOR, clusterContents } from './leaflet-contents.js';
+export { headingOfMove } from './leaflet-icons.js';
 export { followHash, viewFromHash } from './leaflet-hash.js';
 export { redrawWhileDragging } from './leaflet-internals.js';
 
@@ -45,9 +52,11 @@ const EXPANSION_FLIGHT_S = 0.6;
 
 /**
  * Creates the layer. `url` is the server's WebSocket address (ws:// or wss://). Options:
- * `clusterIcon(feature, scale)`, `pointStyle` (object or function of the feature), `popup(feature)`,
- * `clusterPopup(feature, layer)`, `zoomOnClusterClick`, `animate`, and the client's options
- * (`rate`, `pace`, `algorithm`, `encoding`, `presence`). Fires `clusterclick` and `pointclick` `{feature, latlng}`.
+ * `clusterIcon(feature, sizing, contents)`, `pointStyle` (object or function of the feature),
+ * `pointIcon`, `headingProperty`, `popup(feature)`, `clusterPopup(feature, layer)`, `clusterList`,
+ * `clusterListPageSize`, `zoomOnClusterClick`, `legend`, `groupColors`, `flagRing`, `animate`, and the
+ * client's options (`rate`, `pace`, `algorithm`, `encoding`, `presence`). Fires `clusterclick`
+ * `{feature, latlng, leaves, children}` and `pointclick` `{feature, latlng}`; see docs/client.md.
  */
 export function pinwheelLayer(url, options) {
     return new (layerClass())(url, options);
@@ -60,7 +69,14 @@ const LayerCore = {
         pointStyle: DEFAULT_POINT_STYLE,
         popup: defaultPopup,
         clusterPopup: null,
+        clusterList: false,
+        clusterListPageSize: DEFAULT_LIST_PAGE_SIZE,
         zoomOnClusterClick: true,
+        pointIcon: null,
+        headingProperty: DEFAULT_HEADING_PROPERTY,
+        legend: true,
+        groupColors: null,
+        flagRing: FLAG_RING_COLOR,
         animate: true,
         rate: undefined,
         pace: undefined,
@@ -86,6 +102,8 @@ const LayerCore = {
         this._initDrawing();
         this._initSpread();
         this._initMotion();
+        this._initContents();
+        this._initIcons();
         this._flying = false;
         /** A viewport for where the running pan or zoom animation ends has been sent. */
         this._predicted = false;
@@ -139,6 +157,7 @@ const LayerCore = {
         // The features already held (the layer was removed and added again) are drawn at once.
         for (const f of this.client.features.values()) this._draw(f, null, 1);
         if (!this.client.connected) this.client.connect();
+        this._updateLegend(this.client.state.hello);
         this._onMove();
     },
 
@@ -173,6 +192,7 @@ const LayerCore = {
         map.off('zoomend', this._scheduleFit, this);
         map.off('click', this._clearSpread, this);
         this._clearDrawing();
+        this._updateLegend(null);
         map.removeLayer(this._group);
         map.removeLayer(this._expansionGroup);
         this.client.close();
@@ -271,6 +291,7 @@ const LayerCore = {
         // Clusters are at least about `radius` pixels apart: icons up to half that do not overlap.
         const maxRadius = o.radius > 0 && msg.algorithm === 'hierarchical' ? o.radius / 2 : Infinity;
         this._setSizing(scale, maxRadius);
+        this._onContentsDescribed(msg);
         this.fire('hello', msg);
     },
 };
@@ -284,5 +305,8 @@ function layerClass() {
     PinwheelLayer.include(SpreadLegs);
     PinwheelLayer.include(Motion);
     PinwheelLayer.include(Clicks);
+    PinwheelLayer.include(Contents);
+    PinwheelLayer.include(Members);
+    PinwheelLayer.include(PointIcons);
     return PinwheelLayer;
 }
