@@ -35,8 +35,8 @@ const SPRITE_CACHE_LIMIT = 4000;
  *  the room kept between the label and the icon's edge. */
 const LABEL_FONT_PX = 11;
 const LABEL_FONT_START_MIN_PX = 9;
-const MIN_LABEL_FONT_PX = 8;
-const LABEL_PAD_PX = 1;
+const MIN_LABEL_FONT_PX = 7;
+const LABEL_PAD_PX = 0;
 /** Half the height of a label's digits as a share of the font size (their cap height is ~0.72 em). */
 const LABEL_HALF_HEIGHT_EM = 0.36;
 /** Donuts: the hole is at least this share of the radius, the ring at least DONUT_MIN_RING_PX wide. */
