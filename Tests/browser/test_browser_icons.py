@@ -5,6 +5,7 @@ chosen by a property is drawn turned to its heading."""
 import pytest
 
 from browser_support import ARTIFACTS, open_map, post, wait_settled
+from pinwheel_process import PinwheelServer, pinwheel_binary
 
 LAT, LON = 47.5, 8.5
 # Screen pixels of the page's Leaflet map.
@@ -97,4 +98,44 @@ def test_an_svg_icon_chosen_by_a_property_is_drawn_turned_to_its_heading(page, l
     bike = page.evaluate(ARROW, "ferry-2")
     assert bike["heading"] == 0 and bike["radius"] == 8, "the fallback icon, 16 px, for other types"
     page.screenshot(path=str(ARTIFACTS / "svg-icon.png"))
+    assert not page.console_log.errors
+
+
+@pytest.fixture(scope="module")
+def movers():
+    """The real server on 300 synthetic points with 200 simulated vehicles driving between cities (`--movers`)."""
+    server = PinwheelServer(pinwheel_binary(), ["--synthetic", "300", "--movers", "200", "--movers-rate", "400"]).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+        server.log.close()
+
+
+VEHICLES = """() => {
+    const out = {arrows: 0, turned: 0, vehicleDots: 0, cityArrows: 0, cities: 0};
+    for (const e of pinwheel.state.markers.values()) {
+        if (e.feature.count !== 1) continue;
+        const vehicle = (e.feature.properties || {}).kind === 'vehicle', heading = e.layer.options.sprite.heading;
+        if (vehicle && heading === undefined) out.vehicleDots++;
+        if (vehicle && heading !== undefined) { out.arrows++; if (heading !== 0) out.turned++; }
+        if (!vehicle) { out.cities++; if (heading !== undefined) out.cityArrows++; }
+    }
+    return out;
+}"""
+
+
+def test_the_demo_draws_its_simulated_vehicles_as_arrows_turned_the_way_they_drive(page, movers):
+    # The vehicles never stop, so neither do the glides: the page is not waited on to settle. The
+    # world first, where the synthetic points that are no vehicles stand alone as dots.
+    page.goto(f"{movers.url}/?lat=30&lon=10&zoom=3")
+    page.wait_for_function(f"() => window.pinwheel && ({VEHICLES})().cities >= 5", timeout=30000)
+    assert page.evaluate(VEHICLES)["cityArrows"] == 0
+    # Paris, where some of the vehicles drive.
+    page.evaluate("() => { pinwheel.map.setView([48.857, 2.352], 9, {animate: false}); }")
+    page.wait_for_function(f"() => ({VEHICLES})().turned >= 2", timeout=30000)
+    seen = page.evaluate(VEHICLES)
+    assert seen["vehicleDots"] == 0 and seen["cityArrows"] == 0, seen
+    page.wait_for_timeout(400)
+    page.screenshot(path=str(ARTIFACTS / "demo-vehicles.png"))
     assert not page.console_log.errors
