@@ -153,8 +153,7 @@ class Encoder:
         else:
             mode = 3
         flags = ((1 if f["count"] != 1 and tag == 0 else 0) | (2 if "anchor" in f else 0) | (4 if "key" in f else 0)
-                 | (8 if "properties" in f else 0) | (16 if "aggregates" in f else 0) | (32 if "groups" in f else 0)
-                 | (64 if "flags" in f else 0))
+                 | (8 if "properties" in f else 0) | (16 if "aggregates" in f else 0))
         value, tag_bytes = self.relative(f["id"])
         self.out += varint(value << 3 | mode << 1 | (1 if flags else 0)) + tag_bytes
         if flags:
@@ -188,14 +187,6 @@ class Encoder:
             for k, v in f["aggregates"].items():
                 self.name(k)
                 self.out += struct.pack("<d", math.nan if v is None else v)
-        if "groups" in f:
-            previous = -1
-            for k, (index, count) in enumerate(f["groups"]):
-                more = k + 1 < len(f["groups"])
-                self.out += varint(2 * (index - previous) + more) + (varint(count) if more else b"")
-                previous = index
-        if "flags" in f:
-            self.out += varint(len(f["flags"])) + b"".join(varint(n) for n in f["flags"])
 
     def features(self, fs):
         self.out += varint(len(fs))

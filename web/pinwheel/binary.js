@@ -32,9 +32,7 @@ const HAS_ANCHOR = 0x02;
 const HAS_KEY = 0x04;
 const HAS_PROPERTIES = 0x08;
 const HAS_AGGREGATES = 0x10;
-const HAS_GROUPS = 0x20;
-const HAS_FLAGS = 0x40;
-const FLAGS_RESERVED = 0x80;
+const FLAGS_RESERVED = 0xe0;
 /** Longest varint: 8 bytes of 7 bits. */
 const VARINT_MAX_BYTES = 8;
 /** An id is `tag × 2^32 + low`. */
@@ -248,33 +246,7 @@ class Reader {
             }
             f.aggregates = aggregates;
         }
-        if (flags & HAS_GROUPS) f.groups = this.groups(f.count);
-        if (flags & HAS_FLAGS) {
-            const counts = [];
-            for (let n = this.varint('a flag count'); n > 0; n--) counts.push(this.varint('a flag\'s count'));
-            f.flags = counts;
-        }
         return f;
-    }
-
-    /** A cluster's `groups`, `[[valueIndex, count], …]`: each entry's index step and whether another
-     *  follows, then its count, but the last entry's, which is what the others leave of `count`. */
-    groups(count) {
-        const groups = [];
-        let index = -1;
-        let left = count;
-        for (;;) {
-            const at = this.pos;
-            const v = this.varint('a group entry');
-            index += Math.floor(v / 2);
-            if (v < 2) this.fail('a group entry does not step to a higher value index', at);
-            const more = v % 2 === 1;
-            const n = more ? this.varint('a group\'s count') : left;
-            if (n <= 0 || n > left) this.fail(`group counts exceed the feature's count of ${count}`, at);
-            groups.push([index, n]);
-            left -= n;
-            if (!more) return groups;
-        }
     }
 
     features(what) {
