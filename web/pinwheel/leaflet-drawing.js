@@ -277,7 +277,8 @@ export const Drawing = {
             const contents = this._contents(feature);
             const icon = Object.assign(defaultClusterIcon(feature, sizing), this._contentsIcon(contents));
             if (icon.segments) Object.assign(icon, { color: DONUT_HOLE_COLOR, textColor: DONUT_LABEL_COLOR });
-            Object.assign(icon, this.options.clusterIcon(feature, sizing, contents));
+            // The default icon function is already applied (its colour by count would fill a donut's hole).
+            if (this.options.clusterIcon !== defaultClusterIcon) Object.assign(icon, this.options.clusterIcon(feature, sizing, contents));
             icon.radius = Math.min(icon.radius, sizing.maxRadius);
             const sprite = this._clusterSprite(icon);
             return { renderer: this._renderer, radius: sprite.radius, weight: CLUSTER_HALO_WEIGHT, opacity: alpha,

@@ -10,6 +10,8 @@ import { markerName } from './keyboard.js';
 /** Points per page of the member list unless `clusterListPageSize` says otherwise (the server allows 1–500). */
 export const DEFAULT_LIST_PAGE_SIZE = 20;
 const MAX_LIST_PAGE_SIZE = 500;
+/** Tallest the list of a page gets before it scrolls. */
+const LIST_MAX_HEIGHT_PX = 260;
 
 function button(parent, text, className) {
     const b = document.createElement('button');
@@ -46,7 +48,7 @@ export const Members = {
     _openMemberList: function (feature, latlng) {
         const size = Math.max(1, Math.min(MAX_LIST_PAGE_SIZE, this.options.clusterListPageSize || DEFAULT_LIST_PAGE_SIZE));
         const view = memberListView(feature);
-        const popup = L.popup({ offset: [0, -4], maxHeight: 320, minWidth: 200 }).setLatLng(latlng).setContent(view.root);
+        const popup = L.popup({ offset: [0, -4], minWidth: 200 }).setLatLng(latlng).setContent(view.root);
         // Cursors of the pages seen: [null, next of page 1, …]; `page` indexes the one shown.
         const cursors = [null];
         let page = 0;
@@ -88,6 +90,9 @@ function memberListView(feature) {
     root.appendChild(title);
     const list = document.createElement('ol');
     list.className = 'pw-members-list';
+    // The list scrolls; the title, status and buttons stay in view.
+    list.style.maxHeight = `${LIST_MAX_HEIGHT_PX}px`;
+    list.style.overflowY = 'auto';
     root.appendChild(list);
     const status = document.createElement('p');
     status.className = 'pw-members-status';
