@@ -7,6 +7,7 @@ import re
 
 from browser_support import ROOT
 from function_lengths import functions_in, members_read
+from test_browser_client import open_embed
 
 MODULES = sorted((ROOT / "web" / "pinwheel").glob("*.js"))
 LEAFLET_PARTS = [m for m in MODULES if m.name.startswith("leaflet")]
@@ -84,3 +85,27 @@ def test_no_module_reads_the_clients_private_members():
         if module.name == "client.js":
             continue
         assert not re.search(r"client\._\w+", module.read_text()), module.name
+
+
+# What web/pinwheel/leaflet.js exported before its concerns moved to modules of their own.
+LEAFLET_EXPORTS = {"DEFAULT_POINT_STYLE", "clusterColor", "defaultClusterIcon", "defaultPopup", "followHash",
+                   "pinwheelLayer", "redrawWhileDragging", "shortCount", "viewFromHash"}
+
+
+def test_the_leaflet_module_still_exports_what_it_did_and_the_layer_keeps_its_options(page, server):
+    open_embed(page, server)
+    found = page.evaluate("""async () => {
+        const m = await import('/pinwheel/leaflet.js');
+        const options = []; for (const k in window.markers.options) options.push(k);
+        return {exports: Object.keys(m), options: options,
+                methods: ['settled', 'animating', 'zoomToExpansion', 'leaves', 'children'].filter((k) => typeof window.markers[k] === 'function'),
+                connected: window.markers.client.connected};
+    }""")
+    assert LEAFLET_EXPORTS <= set(found["exports"]), sorted(LEAFLET_EXPORTS - set(found["exports"]))
+    assert {"clusterIcon", "pointStyle", "popup", "clusterPopup", "zoomOnClusterClick", "animate", "rate", "pace",
+            "algorithm", "encoding", "presence", "pane"} <= set(found["options"])
+    assert found["methods"] == ["settled", "animating", "zoomToExpansion", "leaves", "children"]
+    assert found["connected"] is True
+    page.evaluate("() => { window.markers.remove(); }")
+    assert page.evaluate("() => window.markers.client.connected") is False
+    assert page.console_log.errors == []
