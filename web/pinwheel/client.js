@@ -50,8 +50,9 @@ const CLOSE_STALE = 4001;
 const REQUEST_TIMEOUT_MS = 10000;
 /** Most times a request the server turned away as `rate-limited` is sent again (after `retryMs`). */
 const REQUEST_RETRIES = 3;
-/** Error codes the server answers a `children` or `leaves` request with instead of its answer. */
-const REQUEST_ERRORS = new Set(['unknown-feature', 'rate-limited', 'invalid-field', 'missing-field']);
+/** Error codes the server answers a `children` or `leaves` request with instead of its answer
+ *  (`unknown-type` from a server older than those requests). */
+const REQUEST_ERRORS = new Set(['unknown-feature', 'rate-limited', 'invalid-field', 'missing-field', 'unknown-type']);
 
 // ---- Helpers ---------------------------------------------------------------------------------------
 
