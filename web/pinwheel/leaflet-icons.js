@@ -95,7 +95,9 @@ export const PointIcons = {
     _noteMove: function (previous, next) {
         if (!this._map || next.count !== 1 || previous.count !== 1) return;
         const a = this._map.project([previous.lat, previous.lon], 0);
-        const b = this._map.project([next.lat, next.lon], 0);
+        // A move across the antimeridian is the short way round, not most of a turn back.
+        const lon = next.lon + 360 * Math.round((previous.lon - next.lon) / 360);
+        const b = this._map.project([next.lat, lon], 0);
         const heading = headingOfMove(a, b);
         if (heading === null) return;
         this._headings.delete(next.id);
