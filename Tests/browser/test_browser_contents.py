@@ -52,6 +52,9 @@ def test_clusters_are_donuts_of_their_groups_with_a_legend_and_a_ring_when_flagg
     # The ring outside A (2 alerts), none outside B.
     assert near(page.evaluate(PIXEL, [A["id"], 1, 2.75, 45]), "#ef4444")
     assert page.evaluate(PIXEL, [B["id"], 1, 2.75, 45])[3] == 0
+    # Each label fits the donut's hole.
+    fits = page.evaluate(f"() => [{A['id']}, {B['id']}].map(id => pinwheel.layer.markers.get(id).layer.options.sprite.label)")
+    assert all(0 < f["width"] <= f["room"] for f in fits), fits
     legend = page.evaluate("() => Array.from(document.querySelectorAll('.pw-legend > div'), d => d.textContent)")
     assert legend == ["kind", "bus", "tram", "ferry", "other", "holds alert"]
     page.screenshot(path=str(ARTIFACTS / "donuts-legend.png"))
