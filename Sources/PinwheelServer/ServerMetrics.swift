@@ -64,8 +64,8 @@ public final class ServerMetrics: Sendable {
         Histogram(highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: .three))
 
     /// Message types counted separately; anything else counts as "invalid".
-    static let clientTypes = ["viewport", "ack", "expand", "settings", "held", "ping", "invalid"]
-    static let serverTypes = ["hello", "batch", "expansion", "error", "presence", "pong", "ack"]
+    static let clientTypes = ["viewport", "ack", "expand", "settings", "held", "ping", "children", "leaves", "invalid"]
+    static let serverTypes = ["hello", "batch", "expansion", "error", "presence", "pong", "children", "leaves", "ack"]
 
     public init() {
         var factory = PrometheusMetricsFactory(registry: registry)

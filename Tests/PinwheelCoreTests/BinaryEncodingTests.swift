@@ -28,7 +28,30 @@ private struct RandomMessages {
                 [Double(f.count) * 1234.5, Double(f.count) * 3, f.id % 3 == 0 ? .nan : Double(f.id % 97) / 7]
             })
         context.names = [2_147_483_700: "bus-12", 2_147_483_701: "tram ü"]
+        if seed % 2 == 0 {
+            // Breakdowns over 13 slots and two flags, from the id and count alone.
+            context.contents = ClusterContents(
+                column: "kind", values: (0..<12).map { "k\($0)" },
+                flags: [
+                    try! FlagRule(parsing: #"a=["==",["get","kind"],"k1"]"#),
+                    try! FlagRule(parsing: #"b=["==",["get","kind"],null]"#),
+                ])
+            context.addContents = { f, counts in counts = Self.counts(f) }
+        }
         self.context = context
+    }
+
+    /// A cluster's made-up counts: up to three values present (one of them sometimes past 127), two flags.
+    static func counts(_ f: Feature) -> [Int32] {
+        var counts = [Int32](repeating: 0, count: 15)
+        let count = Int32(f.count)
+        let (a, b) = (Int(f.id % 13), Int(f.id / 13 % 13))
+        let share = count > 2 ? Int32(f.id % UInt64(count - 1)) : 0
+        counts[a] += count - share
+        counts[b] += share
+        counts[13] = Int32(f.id % 7)
+        counts[14] = count / 2
+        return counts
     }
 
     mutating func int(_ range: ClosedRange<UInt64>) -> UInt64 { UInt64.random(in: range, using: &rng) }
@@ -69,6 +92,11 @@ private struct RandomMessages {
             let reduced = context.values(f)
             for (c, a) in context.aggregates.enumerated() {
                 w.aggregates[a.name] = a.value(reduced: reduced[reduced.startIndex + c], count: f.count)
+            }
+            if !context.contents.isEmpty {
+                let counts = Self.counts(f)
+                for v in 0..<13 where counts[v] != 0 { w.groups[v] = Int(counts[v]) }
+                w.flags = [Int(counts[13]), Int(counts[14])]
             }
         }
         return w
@@ -252,11 +280,11 @@ struct BinaryEncodingTests {
                 .invalidField, field: "seq", message: "seq at byte 1: 0 + -1 is outside 0 to 2^53 − 1")
         ) { try decode([0x05, 1, 0]) }
         // batch seq 1 (zigzag 2), batch 1 (the first: 0), one add: point 1 with a flag byte (0x21),
-        // flags 0x20 (reserved), lat 0, lon 0.
+        // flags 0x80 (reserved), lat 0, lon 0.
         #expect(
             throws: WireError(
-                .invalidField, field: "add", message: "add[0] flags at byte 5: reserved bits set in 0x20")
-        ) { try decode([0x21, 2, 0, 1, 0x21, 0x20, 0, 0]) }
+                .invalidField, field: "add", message: "add[0] flags at byte 5: reserved bits set in 0x80")
+        ) { try decode([0x21, 2, 0, 1, 0x21, 0x80, 0, 0]) }
         // A point with one property whose name refers to entry 1 of an empty table.
         #expect(
             throws: WireError(
@@ -359,5 +387,36 @@ struct BinaryEncodingTests {
                 context: FeatureContext())
         }
         #expect(encoder.writer.bytes.capacity == capacity)
+    }
+
+    @Test("a cluster's breakdown costs at most 2 bytes per value present, for counts below 128")
+    func breakdownBytes() throws {
+        let cluster = Feature(id: 3 << 32 | 77, lat: 10, lon: 20, count: 150, parent: nil, row: -1)
+        func size(_ groups: [Int: Int32]?) -> Int {
+            var context = FeatureContext()
+            if let groups {
+                context.contents = ClusterContents(column: "kind", values: (0..<12).map { "k\($0)" }, flags: [])
+                context.addContents = { _, counts in for (v, n) in groups { counts[v] = n } }
+            }
+            var encoder = BinaryMessageEncoder()
+            encoder.batch(
+                seq: 1, number: 1, removeSlots: [], held: 0, add: [cluster], update: [], done: true, context: context)
+            var decoder = BinaryDecoder()
+            do {
+                guard case .batch(let b) = try decoder.decode(Array(encoder.message)) else {
+                    Issue.record("not a batch")
+                    return 0
+                }
+                #expect(b.add.first?.groups == (groups ?? [:]).mapValues(Int.init))
+            } catch {
+                Issue.record("the batch does not decode: \(error)")
+            }
+            return encoder.message.count
+        }
+        let bare = size(nil)
+        // The last value's count (here past 127) is not written.
+        #expect(size([0: 5, 4: 45, 12: 100]) - bare <= 2 * 3)
+        #expect(size([12: 150]) - bare <= 2)
+        #expect(size([1: 100, 7: 50]) - bare <= 2 * 2)
     }
 }

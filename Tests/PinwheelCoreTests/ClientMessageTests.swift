@@ -178,7 +178,9 @@ struct ClientMessageTests {
             failure(#"{"type":"hover"}"#)
                 == WireError(
                     .unknownType, field: "type",
-                    message: "unknown message type \"hover\"; expected viewport, ack, expand, settings, held or ping"))
+                    message:
+                        "unknown message type \"hover\"; expected viewport, ack, expand, settings, held, ping, children or leaves"
+                ))
     }
 
     @Test("each missing viewport field is named")

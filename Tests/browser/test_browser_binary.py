@@ -127,7 +127,7 @@ def test_every_malformed_frame_is_refused_naming_the_problem_and_its_byte(blank)
         (b"{", "first byte 0x7b has message type 3, neither 1 (batch) nor 2 (expansion) at byte 0"),
         (good + b"\x00\x00", "2 bytes left after the message at byte %d" % len(good)),
         (b"\x0a\x00", "expansion flags 0x08 have bits an expansion does not have at byte 0"),
-        (patched(5, 0x28), "feature flags 0x28 have reserved bits set at byte 5"),
+        (patched(5, 0x88), "feature flags 0x88 have reserved bits set at byte 5"),
         (patched(9, 1), "a property name refers to name 1 of a table of 0 at byte 9"),
         (patched(13, 0xFF), "a property value is not UTF-8 at byte 13"),
         (patched(12, 5), "a property value of 5 bytes runs past the end of the frame at byte 12"),

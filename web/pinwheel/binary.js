@@ -32,7 +32,9 @@ const HAS_ANCHOR = 0x02;
 const HAS_KEY = 0x04;
 const HAS_PROPERTIES = 0x08;
 const HAS_AGGREGATES = 0x10;
-const FLAGS_RESERVED = 0xe0;
+const HAS_GROUPS = 0x20;
+const HAS_FLAGS = 0x40;
+const FLAGS_RESERVED = 0x80;
 /** Longest varint: 8 bytes of 7 bits. */
 const VARINT_MAX_BYTES = 8;
 /** An id is `tag × 2^32 + low`. */
@@ -245,6 +247,35 @@ class Reader {
                 setOwn(aggregates, name, v !== v ? null : v);
             }
             f.aggregates = aggregates;
+        }
+        if (flags & HAS_GROUPS) {
+            // [[valueIndex, count], …] as JSON has it: each present index as its step from the
+            // previous one and whether another follows; the last count is what the others leave.
+            const groups = [];
+            let index = -1;
+            let left = f.count;
+            for (;;) {
+                const at = this.pos;
+                const step = this.varint('a group');
+                const more = step % 2;
+                const by = (step - more) / 2;
+                if (by === 0 || index + by > 255) this.fail('a group index is out of order or past 255', at);
+                index += by;
+                if (!more) {
+                    if (left <= 0) this.fail(`the groups of feature ${id} count more than its ${f.count} points`, at);
+                    groups.push([index, left]);
+                    break;
+                }
+                const n = this.varint('a group count');
+                left -= n;
+                groups.push([index, n]);
+            }
+            f.groups = groups;
+        }
+        if (flags & HAS_FLAGS) {
+            const counts = [];
+            for (let n = this.varint('a flag count'); n > 0; n--) counts.push(this.varint('a flag'));
+            f.flags = counts;
         }
         return f;
     }

@@ -12,6 +12,9 @@ public struct SyntheticGenerator: Sendable {
     public var groupSizes: ClosedRange<Int>
     /// Number of gaussian blobs (default 1,000).
     public var blobCount: Int
+    /// Values of a `kind` property column (`kind-0`, `kind-1` …, the first the most common, each next
+    /// about 0.7 times as common); 0 (the default) for points without properties.
+    public var categories: Int = 0
 
     public init(
         seed: UInt64 = 1, groupedFraction: Double = 0.05, groupSizes: ClosedRange<Int> = 2...50,
@@ -92,7 +95,26 @@ public struct SyntheticGenerator: Sendable {
                 i -= 1
             }
         }
-        return Dataset(ids: (0..<count).map { UInt32($0) }, coordinates: coordinates)
+        var dataset = Dataset(ids: (0..<count).map { UInt32($0) }, coordinates: coordinates)
+        if categories > 0 { dataset.properties = kinds(count: count) }
+        return dataset
+    }
+
+    /// The `kind` column: geometric weights, from a stream of its own so positions stay as they were.
+    private func kinds(count: Int) -> PropertyTable {
+        var rng = SplitMix64(seed: seed ^ 0x6B69_6E64)
+        let names = (0..<categories).map { "kind-\($0)" }
+        var cumulative: [Double] = []
+        var total = 0.0
+        for k in 0..<categories {
+            total += pow(0.7, Double(k))
+            cumulative.append(total)
+        }
+        let values = (0..<count).map { _ in
+            let pick = rng.nextUnit() * total
+            return names[cumulative.firstIndex { pick < $0 } ?? categories - 1]
+        }
+        return PropertyTable(columns: ["kind"], values: values)
     }
 
     private func makeBlobs(_ rng: inout SplitMix64) -> Blobs {

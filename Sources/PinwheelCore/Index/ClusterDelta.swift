@@ -55,6 +55,12 @@ public struct ClusterDelta: Sendable {
     /// a query at level li reads lists 0...li, a dozen cells of each, and a change moves a point in
     /// one list.
     var standalone: [TreeDictionary<TrieKey, [StandaloneEntry]>]
+    /// Reads a changed point's contents code from its cells; nil when clusters count nothing more.
+    let coder: ClusterContents.Coder?
+    /// Per level, what the added points that joined a base cluster bring to its counts
+    /// (``ClusterContents/slots`` each); empty without a coder. What removed points took out is read
+    /// from the base's tally over the cluster's run, as their count is at the fine levels.
+    var joinedContents: [TreeDictionary<TrieKey, [Int32]>]
 
     /// A delta with no changes over `base`.
     public init(base: ClusterIndex) {
@@ -72,7 +78,10 @@ public struct ClusterDelta: Sendable {
             AdjustmentChunks(count: li < firstMapped ? level.count : 0)
         }
         adjusted = base.levels.map { BitSet(count: $0.count) }
-        order = HierarchyOrder(base, keepingFrom: firstMappedLevel)
+        // The base's own order when it keeps one for its tally: it answers every level.
+        order = base.order ?? HierarchyOrder(base, keepingFrom: firstMappedLevel)
+        coder = base.contents.isEmpty ? nil : base.contents.coder(columns: base.dataset.properties.columns)
+        joinedContents = Array(repeating: [:], count: coder == nil ? 0 : base.levels.count)
         removedRows = BitSet(count: base.dataset.count)
         removed = BitSet(count: order.rawItemAtPosition.count)
         standalone = Array(repeating: [:], count: base.levels.count)
@@ -118,7 +127,9 @@ public struct ClusterDelta: Sendable {
         if let old = added.removeValue(forKey: id) {
             addedValues[id] = nil
             footprint.add(x: old.x, y: old.y)
-            if old.finest >= 0 { adjustChain(from: Int(old.finest), item: Int(old.holder), by: -1, x: old.x, y: old.y) }
+            if old.finest >= 0 {
+                adjustChain(from: Int(old.finest), item: Int(old.holder), by: -1, x: old.x, y: old.y, code: old.code)
+            }
             let from = old.standaloneFrom
             let cell = cellKey(level: from, x: old.x, y: old.y)
             standalone[from][cell]?.removeAll { $0.id == id }
@@ -127,11 +138,11 @@ public struct ClusterDelta: Sendable {
         guard let now = change.now else { return }
         var point = AddedPoint(
             x: Mercator.x(lon: now.position.lon), y: Mercator.y(lat: now.position.lat), position: now.position,
-            revision: now.revision, finest: -1, holder: -1)
+            revision: now.revision, finest: -1, holder: -1, code: coder?.code(now.values) ?? 0)
         if let (level, item) = finestHolder(x: point.x, y: point.y) {
             point.finest = Int32(level)
             point.holder = Int32(item)
-            adjustChain(from: level, item: item, by: 1, x: point.x, y: point.y)
+            adjustChain(from: level, item: item, by: 1, x: point.x, y: point.y, code: point.code)
         }
         footprint.add(x: point.x, y: point.y)
         let from = point.standaloneFrom
@@ -177,12 +188,55 @@ public struct ClusterDelta: Sendable {
 
     /// Adds (or takes away) a point's share of item `item` of level `from` and of the items holding
     /// it at every coarser level: a fresh build keeps merged points merged, so they are its ancestors.
-    private mutating func adjustChain(from: Int, item: Int, by count: Int32, x: Double, y: Double) {
+    /// - Parameter code: an added point's contents code, counted in ``joinedContents``; nil for a
+    ///   removed base point, whose share the base's tally reads.
+    private mutating func adjustChain(
+        from: Int, item: Int, by count: Int32, x: Double, y: Double, code: ClusterContents.Code? = nil
+    ) {
         var item = item
         for li in stride(from: from, through: 0, by: -1) {
             adjust(level: li, item: Int32(item), by: count, x: x, y: y)
+            if let code, !joinedContents.isEmpty, ItemMeta.isCluster(base.meta(level: li, item: item)) {
+                let contents = base.contents
+                ContentTally.add(
+                    code, by: count,
+                    to: &joinedContents[li][TrieKey(item), default: Array(repeating: 0, count: contents.slots)],
+                    contents: contents)
+            }
             if li > 0 { item = base.parent(level: li, item: item) }
         }
+    }
+
+    /// Adds what changes brought to and took from item `item` of level li (a base cluster of `count`
+    /// points) to its base counts in `counts`.
+    func adjustContents(level li: Int, item: Int, count: Int, of counts: inout [Int32]) {
+        guard let tally = base.tally else { return }
+        if removedCount > 0 {
+            tally.codes.withUnsafeBufferPointer { codes in
+                removed.forEach(in: order.run(level: li, item: item, count: count)) { position in
+                    ContentTally.add(codes[position], by: -1, to: &counts, contents: tally.contents)
+                }
+            }
+        }
+        if let joined = joinedContents[li][TrieKey(item)] {
+            for s in joined.indices { counts[s] &+= joined[s] }
+        }
+    }
+
+    /// The ids of the points changed since the build that joined item `item` of level li (and so count
+    /// among its points), found from each one's finest holder up.
+    /// - Complexity: O(added points × levels).
+    func joinedIDs(level li: Int, item: Int) -> [UInt32] {
+        var ids: [UInt32] = []
+        for (id, point) in added where Int(point.finest) >= li {
+            var (level, holder) = (Int(point.finest), Int(point.holder))
+            while level > li {
+                holder = base.parent(level: level, item: holder)
+                level -= 1
+            }
+            if holder == item { ids.append(id) }
+        }
+        return ids
     }
 
     /// Adds (or takes away) a point's share of a cluster's count and centroid; points and groups
@@ -285,6 +339,8 @@ struct AddedPoint: Sendable {
     var finest: Int32
     /// The cluster holding it at level `finest`.
     var holder: Int32
+    /// Its contents code (``ClusterContents/Code``), 0 when clusters count nothing more.
+    var code: ClusterContents.Code
 
     /// The coarsest level at which it is drawn as a point: the one below the finest that holds it.
     var standaloneFrom: Int { Int(finest) + 1 }

@@ -168,3 +168,18 @@ extension ClusterIndex {
         return (li, item)
     }
 }
+
+extension ClusterIndex {
+    /// A cluster's counts: its run of the hierarchy order, tallied.
+    public func addContents(of feature: Feature, to counts: inout [Int32]) {
+        guard !feature.isPoint, feature.slot >= 0 else { return }
+        addContents(level: Int(feature.slot) >> 26, item: Int(feature.slot) & ((1 << 26) - 1), to: &counts)
+    }
+
+    /// Item `item` of level li's counts, added to `counts`.
+    func addContents(level li: Int, item: Int, to counts: inout [Int32]) {
+        guard let tally, let order, li < levels.count, item < levels[li].count else { return }
+        let count = Int(ItemMeta.count(levels[li].meta[item]))
+        tally.add(run: order.run(level: li, item: item, count: count), to: &counts)
+    }
+}

@@ -34,30 +34,37 @@ public final class ClusterIndex: Clusterer {
     let pointValues: [Double]
     /// Dataset rows in ascending id order; empty when row i has id i.
     let rowsByID: [UInt32]
+    /// What clusters count besides their points (`--group-by`, `--flag`).
+    public var contents: ClusterContents { tally?.contents ?? .none }
+    /// Every point's contents code in hierarchy order; nil when clusters count nothing more.
+    let tally: ContentTally?
+    /// The hierarchy order the tally follows (every level's runs kept); nil without a tally.
+    let order: HierarchyOrder?
 
     /// Builds the hierarchy.
     /// - Parameters:
     ///   - dataset: the points; ids must be unique.
     ///   - options: clustering options, validated first.
     ///   - aggregates: values reduced over every cluster's points (see ``Aggregate``).
+    ///   - contents: what every cluster counts besides its points (see ``ClusterContents``).
     ///   - concurrently: whether large zooms use a second thread from the shared pool; without, the
     ///     calling thread does their two parts one after the other, and the index is the same.
     /// - Throws: ``IndexError`` for a bad option, an unknown column or too many points.
     /// - Complexity: O(n) per zoom.
     public convenience init(
         dataset: Dataset, options: ClusterOptions = ClusterOptions(), aggregates: [Aggregate] = [],
-        concurrently: Bool = true
+        contents: ClusterContents = .none, concurrently: Bool = true
     ) throws(IndexError) {
         try self.init(
-            dataset: dataset, options: options, aggregates: aggregates, parallelFrom: Parallel.minimumItems,
-            concurrently: concurrently)
+            dataset: dataset, options: options, aggregates: aggregates, contents: contents,
+            parallelFrom: Parallel.minimumItems, concurrently: concurrently)
     }
 
     /// Builds the hierarchy, splitting zooms of at least `parallelFrom` items in two parts (tests
     /// lower it to check the split on small data), run on two threads when `concurrently`.
     init(
-        dataset: Dataset, options: ClusterOptions, aggregates: [Aggregate], parallelFrom: Int,
-        concurrently: Bool = true
+        dataset: Dataset, options: ClusterOptions, aggregates: [Aggregate], contents: ClusterContents = .none,
+        parallelFrom: Int, concurrently: Bool = true
     ) throws(IndexError) {
         try options.validate()
         let n = dataset.count
@@ -98,6 +105,14 @@ public final class ClusterIndex: Clusterer {
         self.placement = SpreadPlacement(
             mode: options.spread, spacing: options.spreadSpacing, preparedCount: max(largestGroup, 64))
         self.levels = finestFirst.reversed()
+        if contents.isEmpty {
+            order = nil
+            tally = nil
+        } else {
+            let order = HierarchyOrder(levels: levels, groups: groups, rowCount: n, keepingFrom: 0)
+            tally = ContentTally(contents: contents, codes: ClusterIndex.codes(of: dataset, contents, order: order))
+            self.order = order
+        }
         self.cells = levels.map(CellDirectory.init)
         self.pointValues = pointValues
         self.rowsByID = rowsByID
@@ -107,7 +122,23 @@ public final class ClusterIndex: Clusterer {
     public var storedBytes: Int {
         levels.reduce(0) { $0 + $1.storedBytes } + cells.reduce(0) { $0 + $1.storedBytes } + pointValues.count * 8
             + rowsByID.count * 4 + groups.rows.count * 4
-            + groups.starts.count * 4 + groups.centers.count * 16
+            + groups.starts.count * 4 + groups.centers.count * 16 + (tally?.storedBytes ?? 0)
+    }
+
+    /// Each point's contents code, at its position in `order`.
+    static func codes(of dataset: Dataset, _ contents: ClusterContents, order: HierarchyOrder)
+        -> [ClusterContents.Code]
+    {
+        let coder = contents.coder(columns: dataset.properties.columns)
+        let width = dataset.properties.columns.count
+        var codes = [ClusterContents.Code](repeating: 0, count: order.rawItemAtPosition.count)
+        let values = dataset.properties.values
+        for row in 0..<dataset.count {
+            let position = Int(order.positionOfRow[row])
+            guard position >= 0 else { continue }
+            codes[position] = coder.code(values[row * width..<(row + 1) * width])
+        }
+        return codes
     }
 
     /// The level a map zoom reads: the floor, clamped to minZoom ... maxZoom + 1.

@@ -51,6 +51,10 @@ public protocol Clusterer: Sendable {
     /// The points under a cluster, in a stable order; nil for an unknown id.
     func leaves(of id: FeatureID, limit: Int, offset: Int) -> [Feature]?
 
+    /// Every point a feature holds as a query at `zoom` draws it (a live index's cluster may hold more
+    /// at a coarser zoom than at the one that made it); nil for an unknown id.
+    func members(of id: FeatureID, zoom: Double) -> [Feature]?
+
     /// How to open a feature: the zoom at which it splits, or the spread of a same-coordinate group.
     /// - Parameters:
     ///   - id: a feature id returned by a query.
@@ -60,6 +64,13 @@ public protocol Clusterer: Sendable {
     /// The reduced values of ``aggregates`` for a feature (a point's own values for a point); a
     /// `mean` is still its sum here, see ``Aggregate/value(reduced:count:)``.
     func aggregateValues(of feature: Feature) -> ArraySlice<Double>
+
+    /// What every cluster counts besides its points (``ClusterContents/none`` when nothing).
+    var contents: ClusterContents { get }
+
+    /// Adds a cluster's counts (``ClusterContents/slots`` of them: its breakdown, then its flags) to
+    /// `counts`; adds nothing for a point.
+    func addContents(of feature: Feature, to counts: inout [Int32])
 
     /// Points in the data now (a live index's base dataset may hold fewer or more).
     var pointCount: Int { get }
@@ -79,5 +90,8 @@ extension Clusterer {
     }
 
     public var pointCount: Int { dataset.count }
+    public var contents: ClusterContents { .none }
+    public func members(of id: FeatureID, zoom: Double) -> [Feature]? { leaves(of: id, limit: .max, offset: 0) }
+    public func addContents(of feature: Feature, to counts: inout [Int32]) {}
     public var changedRows: ChangedRows? { nil }
 }

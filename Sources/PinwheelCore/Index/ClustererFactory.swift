@@ -7,16 +7,17 @@ public enum ClustererFactory {
     ///   - dataset: the points.
     ///   - options: clustering options (supercluster names).
     ///   - aggregates: values reduced over every cluster's points.
+    ///   - contents: what every cluster counts besides its points.
     /// - Throws: ``IndexError`` for bad options or columns.
     public static func make(
         _ algorithm: Algorithm, dataset: Dataset, options: ClusterOptions = ClusterOptions(),
-        aggregates: [Aggregate] = []
+        aggregates: [Aggregate] = [], contents: ClusterContents = .none
     ) throws(IndexError) -> any Clusterer {
         switch algorithm {
         case .hierarchical:
-            return try ClusterIndex(dataset: dataset, options: options, aggregates: aggregates)
+            return try ClusterIndex(dataset: dataset, options: options, aggregates: aggregates, contents: contents)
         case .pcaTree:
-            return try PCATree(dataset: dataset, options: options, aggregates: aggregates)
+            return try PCATree(dataset: dataset, options: options, aggregates: aggregates, contents: contents)
         }
     }
 }

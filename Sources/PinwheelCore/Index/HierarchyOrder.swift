@@ -13,7 +13,11 @@ struct HierarchyOrder: Sendable {
     /// Orders the rows of `index`.
     /// - Parameter firstKept: the coarsest level whose items' runs ``run(level:item:count:)`` answers.
     init(_ index: ClusterIndex, keepingFrom firstKept: Int) {
-        let levels = index.levels
+        self.init(levels: index.levels, groups: index.groups, rowCount: index.dataset.count, keepingFrom: firstKept)
+    }
+
+    /// Orders the rows of an index's levels, before the index exists.
+    init(levels: [ZoomLevel], groups: SameCoordinateGroups, rowCount: Int, keepingFrom firstKept: Int) {
         var kept = [[Int32]](repeating: [], count: levels.count)
         var total: Int32 = 0
         var starts = levels[0].meta.map { meta in
@@ -25,7 +29,7 @@ struct HierarchyOrder: Sendable {
             starts = Self.childStarts(of: levels[li], in: levels[li + 1], starts: starts)
         }
         if levels.count - 1 >= firstKept { kept[levels.count - 1] = starts }
-        var positionOfRow = [Int32](repeating: -1, count: index.dataset.count)
+        var positionOfRow = [Int32](repeating: -1, count: rowCount)
         var rawItemAtPosition = [Int32](repeating: -1, count: Int(total))
         let raw = levels[levels.count - 1]
         for item in 0..<raw.count {
@@ -37,7 +41,7 @@ struct HierarchyOrder: Sendable {
                 rawItemAtPosition[position] = Int32(item)
                 continue
             }
-            for row in index.groups.rows(of: payload) {
+            for row in groups.rows(of: payload) {
                 positionOfRow[Int(row)] = Int32(position)
                 rawItemAtPosition[position] = Int32(item)
                 position += 1
@@ -67,6 +71,9 @@ struct HierarchyOrder: Sendable {
         }
         return next
     }
+
+    /// Whether ``run(level:item:count:)`` answers for level li.
+    func keeps(level li: Int) -> Bool { !firstPositions[li].isEmpty }
 
     /// The positions of the rows item `item` of level li holds; li must be at least the `firstKept`
     /// the order was made with.

@@ -24,6 +24,7 @@ public final class LiveClusterIndex: Clusterer {
     ///   - pointCount: the points in the data now.
     public init(delta: ClusterDelta, version: UInt64, names: [UInt32: String], columns: [String], pointCount: Int) {
         precondition(delta.base.aggregates.isEmpty, "a live index carries no aggregates")
+        // Contents stay exact under changes: see ``ClusterDelta/adjustContents(level:item:count:of:)``.
         base = delta.base
         self.delta = delta
         self.pointCount = pointCount
@@ -42,17 +43,53 @@ public final class LiveClusterIndex: Clusterer {
             columns: base.dataset.properties.columns, pointCount: base.dataset.count)
     }
 
+    public var contents: ClusterContents { base.contents }
+
+    /// The base's children of a cluster as the changes leave them (counts, centroids, points gone).
     public func children(of id: FeatureID) -> [Feature]? {
         if id >> 32 == 0, delta.added[UInt32(id)] != nil { return [] }
-        return base.children(of: id).map(withoutRemoved)
+        guard var children = base.children(of: id) else { return nil }
+        if !delta.isEmpty { overlay(&children) }
+        return children
     }
 
+    /// The points under a feature at the zoom that made it (see ``members(of:zoom:)``); `offset` and
+    /// `limit` count over that list.
     public func leaves(of id: FeatureID, limit: Int, offset: Int) -> [Feature]? {
         if id >> 32 == 0, delta.added[UInt32(id)] != nil {
             guard offset == 0 && limit > 0 else { return [] }
             return [point(UInt32(id), parent: nil)]
         }
-        return base.leaves(of: id, limit: limit, offset: offset).map(withoutRemoved)
+        guard let all = members(of: id, zoom: -1) else { return nil }
+        return Array(all.dropFirst(max(0, offset)).prefix(max(0, limit)))
+    }
+
+    /// The base's points under a feature that are still there, then the changed points that joined it
+    /// since, by id. A cluster id stands for one item at each zoom from the one that made it up to the
+    /// coarsest that keeps it, and a changed point joins a cluster from some zoom up: the item of
+    /// `zoom`'s level when it is one of those, else the one that made it.
+    public func members(of id: FeatureID, zoom: Double) -> [Feature]? {
+        if id >> 32 == 0, delta.added[UInt32(id)] != nil { return [point(UInt32(id), parent: nil)] }
+        guard let kept = base.leaves(of: id, limit: .max, offset: 0).map(withoutRemoved) else { return nil }
+        guard var (li, item) = base.clusterItem(id) else { return kept }
+        let shown = zoom < 0 ? li : base.levelIndex(zoom: zoom)
+        if shown < li {
+            var (level, holder) = (li, item)
+            while level > shown {
+                holder = base.parent(level: level, item: holder)
+                level -= 1
+            }
+            if base.identity(level: level, item: holder).id == id { (li, item) = (level, holder) }
+        }
+        return kept + delta.joinedIDs(level: li, item: item).sorted().map { point($0, parent: nil) }
+    }
+
+    public func addContents(of feature: Feature, to counts: inout [Int32]) {
+        guard !feature.isPoint, feature.slot >= 0 else { return }
+        let (li, item) = (Int(feature.slot) >> 26, Int(feature.slot) & ((1 << 26) - 1))
+        base.addContents(level: li, item: item, to: &counts)
+        let count = Int(ItemMeta.count(base.levels[li].meta[item]))
+        delta.adjustContents(level: li, item: item, count: count, of: &counts)
     }
 
     public func expansion(of id: FeatureID, zoom: Double) -> Expansion? {

@@ -159,3 +159,12 @@ extension PCATree {
         }
     }
 }
+
+extension PCATree {
+    /// A node's counts: its run of ``order``, tallied.
+    public func addContents(of feature: Feature, to counts: inout [Int32]) {
+        guard let tally, !feature.isPoint, feature.slot >= 0 && Int(feature.slot) < nodeCount else { return }
+        let node = Int(feature.slot)
+        tally.add(run: Int(ranges[2 * node])..<Int(ranges[2 * node + 1]), to: &counts)
+    }
+}

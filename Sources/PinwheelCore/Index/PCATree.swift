@@ -51,6 +51,10 @@ public struct PCATree: Clusterer {
     let groupOfRow: [Int32]
     /// Where spread members go.
     let placement: SpreadPlacement
+    /// Every point's contents code in tree order; nil when clusters count nothing more.
+    let tally: ContentTally?
+    /// What clusters count besides their points (`--group-by`, `--flag`).
+    public var contents: ClusterContents { tally?.contents ?? .none }
 
     /// Builds the tree.
     /// - Parameters:
@@ -59,9 +63,10 @@ public struct PCATree: Clusterer {
     ///   - aggregates: values reduced over every node's points (see ``Aggregate``).
     /// - Throws: ``IndexError`` for a bad option, an unknown column or too many points.
     /// - Complexity: O(n · depth) time, O(n) memory; no allocation per node.
-    public init(dataset: Dataset, options: ClusterOptions = ClusterOptions(), aggregates: [Aggregate] = [])
-        throws(IndexError)
-    {
+    public init(
+        dataset: Dataset, options: ClusterOptions = ClusterOptions(), aggregates: [Aggregate] = [],
+        contents: ClusterContents = .none
+    ) throws(IndexError) {
         try options.validate()
         guard dataset.count <= PCATree.maxPoints else {
             throw .tooManyPoints(count: dataset.count, limit: PCATree.maxPoints)
@@ -86,6 +91,15 @@ public struct PCATree: Clusterer {
         var position = [UInt32](repeating: 0, count: dataset.count)
         for (i, row) in order.enumerated() { position[Int(row)] = UInt32(i) }
         self.position = position
+        if contents.isEmpty {
+            tally = nil
+        } else {
+            let coder = contents.coder(columns: dataset.properties.columns)
+            let width = dataset.properties.columns.count
+            let values = dataset.properties.values
+            let codes = builder.order.map { row in coder.code(values[Int(row) * width..<(Int(row) + 1) * width]) }
+            tally = ContentTally(contents: contents, codes: codes)
+        }
         lookup = IDLookup(ids: dataset.ids)
         pointValues = rowValues
         nodeValues = PCATree.reduce(
@@ -100,7 +114,7 @@ public struct PCATree: Clusterer {
         order.count * 4 + position.count * 4 + nodes.count * MemoryLayout<PCANode>.stride + centroids.count * 8
             + ranges.count * 4 + depths.count * 2 + nodeValues.count * 8
             + pointValues.count * 8 + groupOfRow.count * 4 + lookup.storedBytes + groups.rows.count * 4
-            + groups.starts.count * 4 + groups.centers.count * 16
+            + groups.starts.count * 4 + groups.centers.count * 16 + (tally?.storedBytes ?? 0)
     }
 
     /// The deepest node's depth (the root is 0); -1 for an empty tree.

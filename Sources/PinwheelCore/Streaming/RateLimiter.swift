@@ -50,6 +50,21 @@ public struct RateLimiter<Clock: PinwheelClock, Value: Sendable>: Sendable {
         return poll()
     }
 
+    /// Takes a request that cannot wait (it is answered or refused, never held) if the rate allows it
+    /// now, counting it as a processed value.
+    /// - Returns: nil when taken; else the instant from which it would be.
+    public mutating func admit() -> Clock.Instant? {
+        let now = clock.now
+        if let due = theoreticalArrival {
+            let earliest = due.advanced(by: .zero - tolerance)
+            if now < earliest { return earliest }
+            theoreticalArrival = max(due, now).advanced(by: spacing)
+        } else {
+            theoreticalArrival = now.advanced(by: spacing)
+        }
+        return nil
+    }
+
     /// Processes the held value if its time has come.
     public mutating func poll() -> Action {
         guard let value = pending else { return .idle }

@@ -42,6 +42,8 @@ public struct SessionMachine<Clock: PinwheelClock> {
     private var firstBatch: FirstBatchClock?
     private var pacer: Pacer<Clock>
     private var limiter: RateLimiter<Clock, Arrival>
+    /// `children` and `leaves` requests: at the viewports' rate, apart from them.
+    private var contentLimiter: RateLimiter<Clock, Bool>
     /// When the timer already asked for fires; nil when none is pending.
     private var tickDue: Clock.Instant?
     /// The query's features, kept for capacity; a server lends each turn its worker's instead.
@@ -87,6 +89,7 @@ public struct SessionMachine<Clock: PinwheelClock> {
         pacer = Pacer(
             clock: clock, options: PacerOptions(pace: options.pace, window: options.window), encoding: options.encoding)
         limiter = RateLimiter(clock: clock, perSecond: options.viewportHz)
+        contentLimiter = RateLimiter(clock: clock, perSecond: options.viewportHz, burst: Self.contentBurst)
     }
 
     /// The handshake is done: greet.
@@ -173,7 +176,53 @@ public struct SessionMachine<Clock: PinwheelClock> {
             encoder.pong(id: id)
             actions.send("pong", encoder)
             return "ping"
+        case .children(let id, let req):
+            guard admitContentRequest(actions: &actions) else { return "children" }
+            takeNewerData()
+            guard let children = clusterer.children(of: id) else {
+                unknownFeature(id, actions: &actions)
+                return "children"
+            }
+            encoder.children(req: req, id: id, children, context: context)
+            actions.send("children", encoder)
+            return "children"
+        case .leaves(let request):
+            guard admitContentRequest(actions: &actions) else { return "leaves" }
+            takeNewerData()
+            guard let members = clusterer.members(of: request.id, zoom: served?.indexZoom ?? 0) else {
+                unknownFeature(request.id, actions: &actions)
+                return "leaves"
+            }
+            let page = MemberPage(members: members, after: request.after, limit: request.limit)
+            encoder.leaves(
+                req: request.req, id: request.id, total: page.total, page.points,
+                next: page.next.map(LeavesRequest.cursor(after:)), context: context)
+            actions.send("leaves", encoder)
+            return "leaves"
         }
+    }
+
+    /// Requests for a cluster's contents may come in bursts of this many (a click asks for children
+    /// and a first page) before the rate applies.
+    static var contentBurst: Int { 4 }
+
+    /// Counts a `children` or `leaves` request against its rate; past it, answers `rate-limited`.
+    private mutating func admitContentRequest(actions: inout SessionActions<Clock>) -> Bool {
+        guard let from = contentLimiter.admit() else { return true }
+        let wait = clock.now.duration(to: from)
+        let ms = Int((Double(wait.components.seconds) * 1e3 + Double(wait.components.attoseconds) * 1e-15).rounded(.up))
+        encoder.error(
+            WireError(
+                .rateLimited, field: "type",
+                message: "children and leaves are limited to \(options.viewportHz) a second; retry in \(ms) ms",
+                retryMs: ms))
+        actions.send("error", encoder)
+        return false
+    }
+
+    private mutating func unknownFeature(_ id: FeatureID, actions: inout SessionActions<Clock>) {
+        encoder.error(WireError(.unknownFeature, field: "id", message: "no feature has id \(id)"))
+        actions.send("error", encoder)
     }
 
     /// Trades the memory a turn plans and encodes with (the query's features, the pacer's diff and
@@ -406,7 +455,7 @@ public struct SessionMachine<Clock: PinwheelClock> {
         encoder.hello(
             HelloMessage(
                 session: session, algorithm: algorithm, dataset: info, options: clusterOptions, limits: limits,
-                encoding: options.encoding))
+                encoding: options.encoding, contents: clusterer.contents))
         actions.send("hello", encoder)
     }
 

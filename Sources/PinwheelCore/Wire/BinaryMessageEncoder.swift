@@ -27,6 +27,8 @@ public struct BinaryMessageEncoder: Sendable {
         static let key: UInt8 = 1 << 2
         static let properties: UInt8 = 1 << 3
         static let aggregates: UInt8 = 1 << 4
+        static let groups: UInt8 = 1 << 5
+        static let flags: UInt8 = 1 << 6
     }
 
     /// An expansion's flag: `spread` follows, not `zoom`.
@@ -49,6 +51,8 @@ public struct BinaryMessageEncoder: Sendable {
     private var lon: Int64 = 0
     private var parentTag: UInt64 = 0
     private var names: [String: UInt64] = [:]
+    /// A cluster's contents counts, reused from feature to feature.
+    private var counts: [Int32] = []
 
     public init(headroom: Int = 0, capacity: Int = 16 * 1024) {
         self.headroom = headroom
@@ -196,6 +200,11 @@ public struct BinaryMessageEncoder: Sendable {
         if key != nil { flags |= FeatureFlag.key }
         if propertyCount > 0 { flags |= FeatureFlag.properties }
         if hasAggregates { flags |= FeatureFlag.aggregates }
+        let hasCounts = context.counts(of: f, into: &counts)
+        // Written only when a value has a count, so the list is never empty.
+        let hasGroups = hasCounts && counts.prefix(context.contents.groupSlots).contains { $0 > 0 }
+        if hasGroups { flags |= FeatureFlag.groups }
+        if hasCounts && !context.contents.flags.isEmpty { flags |= FeatureFlag.flags }
         let (idValue, newTag) = relative(f.id)
         writer.varint(idValue << 3 | parentMode << 1 | (flags != 0 ? 1 : 0))
         if let newTag { writer.varint(newTag) }
@@ -238,6 +247,32 @@ public struct BinaryMessageEncoder: Sendable {
                 name(context.aggregates[c].name)
                 writer.f64(context.aggregate(c, reduced: values, count: f.count))
             }
+        }
+        if hasCounts { contents(context.contents, groups: hasGroups) }
+    }
+
+    /// A cluster's groups and flags from `counts` (docs/protocol.md, "A feature", items 10 and 11).
+    private mutating func contents(_ contents: ClusterContents, groups written: Bool) {
+        let groups = contents.groupSlots
+        if written {
+            // Each present value as its step from the previous one and whether another follows; the
+            // counts of all but the last (which is the cluster's count less theirs).
+            var previous = -1
+            var v = 0
+            while v < groups && counts[v] == 0 { v += 1 }
+            while v < groups {
+                var next = v + 1
+                while next < groups && counts[next] == 0 { next += 1 }
+                let more: UInt64 = next < groups ? 1 : 0
+                writer.varint(UInt64(v - previous) << 1 | more)
+                if more == 1 { writer.varint(UInt64(max(0, counts[v]))) }
+                previous = v
+                v = next
+            }
+        }
+        if !contents.flags.isEmpty {
+            writer.varint(UInt64(contents.flags.count))
+            for k in contents.flags.indices { writer.varint(UInt64(max(0, counts[groups + k]))) }
         }
     }
 }

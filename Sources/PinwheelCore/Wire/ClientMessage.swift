@@ -100,6 +100,39 @@ public struct SettingsMessage: Equatable, Sendable {
     }
 }
 
+/// A page of a cluster's points, in ascending id order.
+public struct LeavesRequest: Equatable, Sendable {
+    /// Points a page holds when the request names no `limit`.
+    public static let defaultLimit = 100
+    /// Most points a page may hold.
+    public static let maxLimit = 500
+
+    public var id: FeatureID
+    public var req: UInt64
+    /// Points in the page, 1 ... ``maxLimit``.
+    public var limit: Int
+    /// The page starts after this point id (the cursor); nil for the first page.
+    public var after: UInt32?
+
+    public init(id: FeatureID, req: UInt64, limit: Int = defaultLimit, after: UInt32? = nil) {
+        self.id = id
+        self.req = req
+        self.limit = limit
+        self.after = after
+    }
+
+    /// The cursor of the page after the point with id `after`: keyed on ids, so a page never repeats a
+    /// point and changes between pages shift nothing. The text is the protocol's to change; clients
+    /// send it back as it is.
+    public static func cursor(after id: UInt32) -> String { "i" + String(id, radix: 36) }
+
+    /// The point id a cursor names, nil for text that no cursor is.
+    public static func id(ofCursor text: String) -> UInt32? {
+        guard text.first == "i", text.count > 1, text.count <= 8 else { return nil }
+        return UInt32(text.dropFirst(), radix: 36)
+    }
+}
+
 /// A message from the page to the server.
 public enum ClientMessage: Equatable, Sendable {
     case viewport(ViewportMessage)
@@ -111,6 +144,10 @@ public enum ClientMessage: Equatable, Sendable {
     case held(HeldMessage)
     /// The client's heartbeat: the answer is a `pong` with the same id.
     case ping(id: UInt64)
+    /// A cluster's features one zoom finer: the answer is a `children` with the same `req`.
+    case children(id: FeatureID, req: UInt64)
+    /// A page of a cluster's points: the answer is a `leaves` with the same `req`.
+    case leaves(LeavesRequest)
 
     /// Decodes and validates one message.
     /// - Parameter bytes: the UTF-8 text of one WebSocket frame.
@@ -185,10 +222,28 @@ public enum ClientMessage: Equatable, Sendable {
             return .held(HeldMessage(version: version, features: held))
         case "ping":
             return .ping(id: try m.whole("id"))
+        case "children":
+            return .children(id: try m.whole("id"), req: try m.whole("req"))
+        case "leaves":
+            let limit = m.has("limit") ? Int(try m.whole("limit", in: 1...Double(LeavesRequest.maxLimit))) : nil
+            var after: UInt32?
+            if m.has("cursor") {
+                let text = try m.string("cursor")
+                guard let id = LeavesRequest.id(ofCursor: text) else {
+                    throw MessageFields.invalid("cursor", "is not a cursor of this server: \"\(text)\"")
+                }
+                after = id
+            }
+            return .leaves(
+                LeavesRequest(
+                    id: try m.whole("id"), req: try m.whole("req"), limit: limit ?? LeavesRequest.defaultLimit,
+                    after: after))
         default:
             throw WireError(
                 .unknownType, field: "type",
-                message: "unknown message type \"\(m.type)\"; expected viewport, ack, expand, settings, held or ping")
+                message:
+                    "unknown message type \"\(m.type)\"; expected viewport, ack, expand, settings, held, ping, children or leaves"
+            )
         }
     }
 
@@ -299,6 +354,20 @@ public enum ClientMessage: Equatable, Sendable {
         case .ping(let id):
             writer.raw("\"ping\",\"id\":")
             writer.integer(id)
+        case .children(let id, let req):
+            writer.raw("\"children\",\"id\":")
+            writer.integer(id)
+            writer.raw(",\"req\":")
+            writer.integer(req)
+        case .leaves(let r):
+            writer.raw("\"leaves\",\"id\":")
+            writer.integer(r.id)
+            writer.raw(",\"req\":")
+            writer.integer(r.req)
+            writer.raw(",\"limit\":")
+            writer.integer(r.limit)
+            writer.raw(",\"cursor\":")
+            if let after = r.after { writer.string(LeavesRequest.cursor(after: after)) } else { writer.null() }
         }
         writer.byte(UInt8(ascii: "}"))
     }

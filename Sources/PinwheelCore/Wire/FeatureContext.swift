@@ -11,6 +11,10 @@ public struct FeatureContext: Sendable {
     public var aggregates: [Aggregate]
     /// The reduced values of a cluster, in ``aggregates`` order (see ``Clusterer/aggregateValues(of:)``).
     public var values: @Sendable (Feature) -> ArraySlice<Double>
+    /// What clusters count besides their points; ``ClusterContents/none`` writes no `groups` or `flags`.
+    public var contents: ClusterContents = .none
+    /// Adds a cluster's counts (see ``Clusterer/addContents(of:to:)``).
+    public var addContents: @Sendable (Feature, inout [Int32]) -> Void = { _, _ in }
 
     public init(
         properties: PropertyTable = PropertyTable(), aggregates: [Aggregate] = [],
@@ -28,6 +32,8 @@ public struct FeatureContext: Sendable {
             values: { clusterer.aggregateValues(of: $0) })
         names = clusterer.dataset.names
         changedRows = clusterer.changedRows
+        contents = clusterer.contents
+        addContents = { clusterer.addContents(of: $0, to: &$1) }
     }
 
     /// The name a producer gave a point (its `key`); nil for clusters and unnamed points.
@@ -46,6 +52,16 @@ public struct FeatureContext: Sendable {
         let width = properties.columns.count
         guard width > 0 && Int(f.row) * width < properties.values.count else { return nil }
         return (properties.columns, properties.values[Int(f.row) * width..<(Int(f.row) + 1) * width])
+    }
+
+    /// A cluster's counts in `counts` (cleared first, ``ClusterContents/slots`` of them); false, with
+    /// `counts` untouched, for a point or when clusters count nothing more.
+    public func counts(of f: Feature, into counts: inout [Int32]) -> Bool {
+        guard !f.isPoint, !contents.isEmpty else { return false }
+        counts.removeAll(keepingCapacity: true)
+        counts.append(contentsOf: repeatElement(0, count: contents.slots))
+        addContents(f, &counts)
+        return true
     }
 
     /// The value of aggregate `c` of a cluster whose reduced values are `reduced`; NaN when no point had

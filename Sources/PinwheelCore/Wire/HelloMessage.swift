@@ -93,11 +93,29 @@ public struct HelloMessage: Equatable, Sendable {
     public var dataset: DatasetInfo
     public var options: Options
     public var limits: Limits
+    /// The column clusters break down (`groups.column`) and its listed values; nil without one.
+    public struct Groups: Equatable, Sendable {
+        public var column: String
+        public var values: [String]
+
+        public init(column: String, values: [String]) {
+            self.column = column
+            self.values = values
+        }
+    }
+
+    /// hello's `groups`.
+    public var groups: Groups?
+    /// hello's `flags`: the names of the rules each cluster counts the matches of.
+    public var flags: [String]
 
     public init(
         session: String, algorithm: Algorithm, algorithms: [Algorithm] = Algorithm.allCases,
-        dataset: DatasetInfo, options: Options = Options(), limits: Limits = Limits(), encoding: WireEncoding = .json
+        dataset: DatasetInfo, options: Options = Options(), limits: Limits = Limits(), encoding: WireEncoding = .json,
+        contents: ClusterContents = .none
     ) {
+        groups = contents.column.map { Groups(column: $0, values: contents.values) }
+        flags = contents.flags.map(\.name)
         self.encoding = encoding
         self.session = session
         self.algorithm = algorithm

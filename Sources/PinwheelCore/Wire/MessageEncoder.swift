@@ -8,6 +8,8 @@ public struct MessageEncoder: Sendable {
     public var writer: JSONWriter
     /// Bytes reserved before each message.
     public let headroom: Int
+    /// A cluster's contents counts, reused from feature to feature.
+    private var counts: [Int32] = []
 
     public init(headroom: Int = 0, capacity: Int = 64 * 1024) {
         self.headroom = headroom
@@ -103,7 +105,19 @@ public struct MessageEncoder: Sendable {
         writer.integer(l.maxPixels)
         writer.raw(",\"maxFeatures\":")
         writer.integer(l.maxFeatures)
-        writer.raw("}}")
+        writer.raw("},\"groups\":")
+        if let groups = h.groups {
+            writer.raw("{\"column\":")
+            writer.string(groups.column)
+            writer.raw(",\"values\":")
+            writer.strings(groups.values)
+            writer.byte(UInt8(ascii: "}"))
+        } else {
+            writer.null()
+        }
+        writer.raw(",\"flags\":")
+        writer.strings(h.flags)
+        writer.byte(UInt8(ascii: "}"))
     }
 
     /// Encodes `batch`.
@@ -175,6 +189,39 @@ public struct MessageEncoder: Sendable {
         writer.byte(UInt8(ascii: "}"))
     }
 
+    /// Encodes `children`, the answer to a `children` request: the features one zoom finer.
+    public mutating func children(req: UInt64, id: FeatureID, _ list: [Feature], context: FeatureContext) {
+        begin()
+        writer.raw("{\"type\":\"children\",\"req\":")
+        writer.integer(req)
+        writer.raw(",\"id\":")
+        writer.integer(id)
+        writer.raw(",\"features\":")
+        features(list, context)
+        writer.byte(UInt8(ascii: "}"))
+    }
+
+    /// Encodes `leaves`, one page of a cluster's points.
+    /// - Parameters:
+    ///   - total: the points the cluster holds.
+    ///   - next: the next page's cursor; nil after the last page.
+    public mutating func leaves(
+        req: UInt64, id: FeatureID, total: Int, _ points: [Feature], next: String?, context: FeatureContext
+    ) {
+        begin()
+        writer.raw("{\"type\":\"leaves\",\"req\":")
+        writer.integer(req)
+        writer.raw(",\"id\":")
+        writer.integer(id)
+        writer.raw(",\"total\":")
+        writer.integer(total)
+        writer.raw(",\"points\":")
+        features(points, context)
+        writer.raw(",\"next\":")
+        if let next { writer.string(next) } else { writer.null() }
+        writer.byte(UInt8(ascii: "}"))
+    }
+
     /// Encodes `pong`, the answer to a client's `ping`: a text frame in both encodings.
     public mutating func pong(id: UInt64) {
         begin()
@@ -194,6 +241,10 @@ public struct MessageEncoder: Sendable {
         }
         writer.raw(",\"message\":")
         writer.string(e.message)
+        if let retry = e.retryMs {
+            writer.raw(",\"retryMs\":")
+            writer.integer(retry)
+        }
         writer.byte(UInt8(ascii: "}"))
     }
 
@@ -268,6 +319,33 @@ public struct MessageEncoder: Sendable {
             }
             writer.byte(UInt8(ascii: "}"))
         }
+        if context.counts(of: f, into: &counts) { contents(counts, context.contents) }
         writer.byte(UInt8(ascii: "}"))
+    }
+
+    /// A cluster's `groups` (non-zero counts as `[index, count]`) and `flags`.
+    private mutating func contents(_ counts: [Int32], _ contents: ClusterContents) {
+        let groups = contents.groupSlots
+        if groups > 0 {
+            writer.raw(",\"groups\":[")
+            var first = true
+            for v in 0..<groups where counts[v] != 0 {
+                writer.raw(first ? "[" : ",[")
+                first = false
+                writer.integer(v)
+                writer.byte(UInt8(ascii: ","))
+                writer.integer(Int(counts[v]))
+                writer.byte(UInt8(ascii: "]"))
+            }
+            writer.byte(UInt8(ascii: "]"))
+        }
+        if !contents.flags.isEmpty {
+            writer.raw(",\"flags\":[")
+            for k in contents.flags.indices {
+                if k > 0 { writer.byte(UInt8(ascii: ",")) }
+                writer.integer(Int(counts[groups + k]))
+            }
+            writer.byte(UInt8(ascii: "]"))
+        }
     }
 }

@@ -78,7 +78,7 @@ extension ServerMessage {
         let head = try r.varint(list, "\(list)[\(k)] id")
         let id = try r.id(head >> 3, list, "\(list)[\(k)] id", at: start)
         let flags = head & 1 != 0 ? try r.byte(list, "\(list)[\(k)] flags") : 0
-        guard flags < 1 << 5 else {
+        guard flags < 1 << 7 else {
             throw r.invalid(list, "\(list)[\(k)] flags", "reserved bits set in \(hex(flags))", at: r.offset - 1)
         }
         let unit = BinaryGrid.unit(of: id)
@@ -130,6 +130,35 @@ extension ServerMessage {
             for a in 0..<(try r.count(list, "\(list)[\(k)] aggregates count")) {
                 let name = try r.name(list, "\(list)[\(k)] aggregate \(a) name")
                 f.aggregates[name] = try r.f64(list, "\(list)[\(k)] aggregate \(a) value")
+            }
+        }
+        if flags & Flag.groups != 0 {
+            // Steps between the present values' indexes, each with whether another follows; the last
+            // one's count is what the others leave of the cluster's.
+            var index = -1
+            var left = Int(count)
+            while true {
+                let start = r.offset
+                let step = try r.varint(list, "\(list)[\(k)] groups")
+                index += Int(min(step >> 1, 256))
+                guard step >> 1 > 0, index < 256 else {
+                    throw r.invalid(list, "\(list)[\(k)] groups", "value index out of order or past 255", at: start)
+                }
+                guard step & 1 == 1 else {
+                    guard left > 0 else {
+                        throw r.invalid(list, "\(list)[\(k)] groups", "counts exceed the cluster's count", at: start)
+                    }
+                    f.groups[index] = left
+                    break
+                }
+                let n = Int(try r.whole(list, "\(list)[\(k)] groups count", limit: UInt64(UInt32.max)))
+                left -= n
+                f.groups[index] = n
+            }
+        }
+        if flags & Flag.flags != 0 {
+            for _ in 0..<(try r.count(list, "\(list)[\(k)] flags count")) {
+                f.flags.append(Int(try r.whole(list, "\(list)[\(k)] flag count", limit: UInt64(UInt32.max))))
             }
         }
         return f

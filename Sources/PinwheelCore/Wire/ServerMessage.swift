@@ -12,6 +12,10 @@ public struct WireFeature: Equatable, Sendable {
     public var properties: [String: String]
     /// A cluster's aggregate values by name; NaN for `null` (no point had a value).
     public var aggregates: [String: Double]
+    /// A cluster's counts by value index of hello's `groups` (only those not 0).
+    public var groups: [Int: Int] = [:]
+    /// A cluster's counts per flag of hello's `flags`; empty without flags.
+    public var flags: [Int] = []
 
     public init(
         id: FeatureID, lat: Double, lon: Double, count: UInt32, parent: FeatureID? = nil,
@@ -99,6 +103,25 @@ public struct PresenceViewport: Equatable, Sendable {
     }
 }
 
+/// A `leaves` answer as a client reads it.
+public struct LeavesMessage: Equatable, Sendable {
+    public var req: UInt64
+    public var id: FeatureID
+    /// The points the cluster holds now.
+    public var total: Int
+    public var points: [WireFeature]
+    /// The next page's cursor; nil after the last page.
+    public var next: String?
+
+    public init(req: UInt64, id: FeatureID, total: Int, points: [WireFeature], next: String?) {
+        self.req = req
+        self.id = id
+        self.total = total
+        self.points = points
+        self.next = next
+    }
+}
+
 /// A message from the server, as a client (the load tool, tests) reads it.
 public enum ServerMessage: Equatable, Sendable {
     case hello(HelloMessage)
@@ -108,6 +131,10 @@ public enum ServerMessage: Equatable, Sendable {
     case presence([PresenceViewport])
     /// The answer to a client's `ping`, with its id.
     case pong(id: UInt64)
+    /// The answer to `children`: the request's `req`, the cluster's id and its children.
+    case children(req: UInt64, id: FeatureID, features: [WireFeature])
+    /// The answer to `leaves`: one page of a cluster's points.
+    case leaves(LeavesMessage)
 
     /// Decodes and checks one server message.
     /// - Throws: ``WireError`` naming what does not match the protocol.
@@ -133,7 +160,15 @@ public enum ServerMessage: Equatable, Sendable {
             let aggregates = try d.array("aggregates").map { (v) throws(WireError) in try aggregate(v) }
             let o = try m.object("options")
             let l = try m.object("limits")
-            return .hello(
+            var groups: HelloMessage.Groups?
+            if m.has("groups") {
+                let g = try m.object("groups")
+                let values = try g.array("values").map { (v) throws(WireError) in try string(v, "values") }
+                groups = HelloMessage.Groups(column: try g.string("column"), values: values)
+            }
+            let flags =
+                m.has("flags") ? try m.array("flags").map { (v) throws(WireError) in try string(v, "flags") } : []
+            var hello =
                 HelloMessage(
                     session: try m.string("session"),
                     algorithm: try algorithm(m.value("algorithm"), "algorithm"),
@@ -152,7 +187,10 @@ public enum ServerMessage: Equatable, Sendable {
                         window: Int(try l.whole("window")), maxMessageBytes: Int(try l.whole("maxMessageBytes")),
                         maxZoom: try l.number("maxZoom"), maxPixels: Int(try l.whole("maxPixels")),
                         maxFeatures: Int(try l.whole("maxFeatures"))),
-                    encoding: encoding))
+                    encoding: encoding)
+            hello.groups = groups
+            hello.flags = flags
+            return .hello(hello)
         case "batch":
             let remove = try m.array("remove").map { (v) throws(WireError) in try MessageFields.whole(v, name: "remove")
             }
@@ -172,15 +210,26 @@ public enum ServerMessage: Equatable, Sendable {
                 throw MessageFields.invalid("code", "is not a known error code: \"\(name)\"")
             }
             let field = m.has("field") ? try m.string("field") : nil
-            return .error(WireError(code, field: field, message: try m.string("message")))
+            let retry = m.has("retryMs") ? Int(try m.whole("retryMs")) : nil
+            return .error(WireError(code, field: field, message: try m.string("message"), retryMs: retry))
         case "presence":
             return .presence(try presenceViewports(m.array("viewports")))
         case "pong":
             return .pong(id: try m.whole("id"))
+        case "children":
+            return .children(
+                req: try m.whole("req"), id: try m.whole("id"), features: try features(m.array("features"), "features"))
+        case "leaves":
+            let next = m.has("next") ? try m.string("next") : nil
+            return .leaves(
+                LeavesMessage(
+                    req: try m.whole("req"), id: try m.whole("id"), total: Int(try m.whole("total")),
+                    points: try features(m.array("points"), "points"), next: next))
         default:
             throw WireError(
                 .unknownType, field: "type",
-                message: "unknown message type \"\(m.type)\"; expected hello, batch, expansion, error, presence or pong"
+                message:
+                    "unknown message type \"\(m.type)\"; expected hello, batch, expansion, error, presence, pong, children or leaves"
             )
         }
     }
@@ -267,6 +316,20 @@ public enum ServerMessage: Equatable, Sendable {
                 for (key, value) in try f.object("aggregates").object.members {
                     feature.aggregates[key] =
                         value == .null ? .nan : try MessageFields.number(value, name: "aggregates")
+                }
+            }
+            if f.has("groups") {
+                for entry in try f.array("groups") {
+                    guard case .array(let pair) = entry, pair.count == 2 else {
+                        throw MessageFields.invalid("groups", "must hold [index, count] pairs")
+                    }
+                    let index = Int(try MessageFields.whole(pair[0], name: "groups", in: 0...255))
+                    feature.groups[index] = Int(try MessageFields.whole(pair[1], name: "groups"))
+                }
+            }
+            if f.has("flags") {
+                feature.flags = try f.array("flags").map { (v) throws(WireError) in
+                    Int(try MessageFields.whole(v, name: "flags"))
                 }
             }
             out.append(feature)

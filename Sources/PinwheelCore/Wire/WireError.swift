@@ -12,6 +12,8 @@ public struct WireError: Error, Equatable, Sendable, CustomStringConvertible {
         case invalidField = "invalid-field"
         /// An id the server does not know (e.g. `expand` of a stale id).
         case unknownFeature = "unknown-feature"
+        /// A `children` or `leaves` request past the session's rate; `retryMs` says when to ask again.
+        case rateLimited = "rate-limited"
     }
 
     public var code: Code
@@ -19,11 +21,14 @@ public struct WireError: Error, Equatable, Sendable, CustomStringConvertible {
     public var field: String?
     /// A sentence for people, naming the field and the value.
     public var message: String
+    /// For `rate-limited`: milliseconds until the request would be taken.
+    public var retryMs: Int?
 
-    public init(_ code: Code, field: String? = nil, message: String) {
+    public init(_ code: Code, field: String? = nil, message: String, retryMs: Int? = nil) {
         self.code = code
         self.field = field
         self.message = message
+        self.retryMs = retryMs
     }
 
     public var description: String { "\(code.rawValue)\(field.map { " (\($0))" } ?? ""): \(message)" }

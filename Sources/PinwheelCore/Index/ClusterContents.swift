@@ -1,0 +1,114 @@
+/// What every cluster counts besides its points: how many of them have each value of one column
+/// (`serve --group-by`), and how many each ``FlagRule`` matches (`serve --flag`).
+///
+/// The values are fixed when the data is loaded (``choosing(groupBy:flags:from:)``): the most common,
+/// at most ``maxValues``, then one "other" bucket for the rest, for blank cells and for values that
+/// appear only later, so a cluster's breakdown has the same meaning for the server's whole life and a
+/// rebuild gives every cluster the same slots. One column, because each point carries one category
+/// code and each cluster one count per value: a second column would multiply the slots (or the wire
+/// bytes of every cluster) for a breakdown no donut draws; yes/no questions about other columns are
+/// what flags are for.
+///
+/// Each point reduces to a ``Code``: its value's index in the low byte, one bit per flag above.
+public struct ClusterContents: Equatable, Sendable {
+    /// Most values a breakdown lists before "other": what a donut or legend still tells apart.
+    public static let maxValues = 12
+    /// Most flags: one bit each in a point's code.
+    public static let maxFlags = 8
+
+    /// A point's value index (low 8 bits) and flag bits (bit 8 + k for flag k).
+    public typealias Code = UInt16
+
+    /// The column broken down; nil without `--group-by`.
+    public var column: String?
+    /// Its values counted apart, most common first; index `values.count` is "other".
+    public var values: [String]
+    public var flags: [FlagRule]
+
+    /// Nothing counted.
+    public static let none = ClusterContents(column: nil, values: [], flags: [])
+
+    public init(column: String?, values: [String], flags: [FlagRule]) {
+        self.column = column
+        self.values = values
+        self.flags = flags
+    }
+
+    /// True when clusters carry nothing beyond their count.
+    public var isEmpty: Bool { column == nil && flags.isEmpty }
+
+    /// Slots of a breakdown: the values and "other", or none without a column.
+    public var groupSlots: Int { column == nil ? 0 : values.count + 1 }
+
+    /// Counts a cluster carries: its breakdown's slots, then one per flag.
+    public var slots: Int { groupSlots + flags.count }
+
+    /// Chooses the values of `column` that breakdowns list: the most common in `dataset` (blank
+    /// cells are no value), ties by text.
+    /// - Throws: ``IndexError/invalidContents(reason:)`` for a column the dataset lacks or too many flags.
+    public static func choosing(groupBy column: String?, flags: [FlagRule], from dataset: Dataset) throws(IndexError)
+        -> ClusterContents
+    {
+        let columns = dataset.properties.columns
+        guard flags.count <= maxFlags else {
+            throw .invalidContents(reason: "at most \(maxFlags) flags, got \(flags.count)")
+        }
+        var seen = Set<String>()
+        for flag in flags {
+            guard seen.insert(flag.name).inserted else {
+                throw .invalidContents(reason: "two flags are named \"\(flag.name)\"")
+            }
+            for c in flag.columns where !columns.contains(c) {
+                throw .invalidContents(
+                    reason: "flag \(flag.name) reads column \"\(c)\"; the dataset has columns \(columns)")
+            }
+        }
+        guard let column else { return ClusterContents(column: nil, values: [], flags: flags) }
+        guard let c = columns.firstIndex(of: column) else {
+            throw .invalidContents(reason: "cannot group by column \"\(column)\": the dataset has columns \(columns)")
+        }
+        var counts: [String: Int] = [:]
+        for row in 0..<dataset.count {
+            let value = dataset.properties.value(row: row, column: c)
+            if !value.trimmingSpaces().isEmpty { counts[value, default: 0] += 1 }
+        }
+        let top = counts.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }.prefix(maxValues)
+        return ClusterContents(column: column, values: top.map(\.key), flags: flags)
+    }
+
+    /// Codes points by their property cells in a table of `columns`, resolved once.
+    public func coder(columns: [String]) -> Coder {
+        Coder(contents: self, columns: columns)
+    }
+
+    /// Turns a point's cells into its ``Code``.
+    public struct Coder: Sendable {
+        let column: Int?
+        let valueIndex: [String: UInt16]
+        let other: UInt16
+        let flags: [FlagRule]
+        let columnIndex: [String: Int]
+
+        init(contents: ClusterContents, columns: [String]) {
+            column = contents.column.flatMap { columns.firstIndex(of: $0) }
+            valueIndex = Dictionary(
+                contents.values.enumerated().map { ($1, UInt16($0)) }, uniquingKeysWith: { first, _ in first })
+            other = UInt16(contents.values.count)
+            flags = contents.flags
+            columnIndex = Dictionary(columns.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+        }
+
+        /// The code of a point whose cells are `cells` (in the columns' order; missing cells are blank).
+        public func code(_ cells: some RandomAccessCollection<String>) -> Code {
+            func cell(_ c: Int) -> String? {
+                c < cells.count ? cells[cells.index(cells.startIndex, offsetBy: c)] : nil
+            }
+            var code: Code = 0
+            if let column { code = cell(column).flatMap { valueIndex[$0] } ?? other }
+            for (k, flag) in flags.enumerated() where flag.matches({ columnIndex[$0].flatMap(cell) }) {
+                code |= 1 << (8 + k)
+            }
+            return code
+        }
+    }
+}
