@@ -137,3 +137,49 @@ def test_clusterclick_handlers_fetch_leaves_and_children_and_requests_settle_by_
     assert page.evaluate("() => pinwheel.client._requests.size") == 0
     # The server's error is still a console warning of the client's; nothing else went wrong.
     assert page.console_log.errors == []
+
+
+# ---- With the real server: its `leaves` and `children` answers for the demo data's clusters -------------------
+
+
+def test_the_member_list_of_a_real_cluster_pages_through_exactly_its_points(page, server):
+    page.goto(f"{server.url}/?lat=48.85&lon=2.35&zoom=9&list=1")
+    wait_settled(page)
+    # The cluster nearest the centre holding 21 to 80 points: two to four pages of 20.
+    cluster = page.evaluate("""() => {
+        const m = pinwheel.map, c = m.getSize().divideBy(2);
+        let best = null, bestD = Infinity;
+        for (const e of pinwheel.layer.markers.values()) {
+            if (e.feature.count <= 20 || e.feature.count > 80) continue;
+            const p = m.latLngToContainerPoint(e.layer.getLatLng()), d = p.distanceTo(c);
+            if (p.x > 60 && p.y > 260 && p.x < 900 && d < bestD) { bestD = d; best = {id: e.feature.id, count: e.feature.count, x: p.x, y: p.y}; }
+        }
+        return best;
+    }""")
+    assert cluster, "a cluster of 21 to 80 points in view"
+    page.mouse.click(cluster["x"], cluster["y"])
+    count = cluster["count"]
+    page.wait_for_function(f"() => document.querySelector('.pw-members-status') && ({STATUS})() === '1–20 of {count}'")
+    names = list(page.evaluate(ITEMS))
+    pages = 1
+    while page.is_enabled(".pw-members-next"):
+        before = page.evaluate(STATUS)
+        page.click(".pw-members-next")
+        page.wait_for_function(f"() => ({STATUS})() !== {before!r} && !({STATUS})().startsWith('Loading')")
+        names += page.evaluate(ITEMS)
+        pages += 1
+    assert len(names) == count and pages == (count + 19) // 20, (len(names), count, pages)
+    assert page.evaluate(STATUS) == f"{20 * (pages - 1) + 1}–{count} of {count}"
+    # The same cluster's children one zoom finer hold all its points.
+    children = page.evaluate(f"() => pinwheel.layer.children(pinwheel.layer.markers.get({cluster['id']}).feature)")
+    assert children["id"] == cluster["id"] and sum(f["count"] for f in children["features"]) == count
+    assert all(f["parent"] == cluster["id"] for f in children["features"])
+    # Every point once: the ids of all pages are distinct.
+    ids = page.evaluate(f"""async () => {{
+        const ids = []; let cursor = null;
+        do {{ const a = await pinwheel.client.leaves({cluster['id']}, {{limit: 7, cursor}}); ids.push(...a.points.map(p => p.id)); cursor = a.next; }} while (cursor !== null);
+        return ids;
+    }}""")
+    assert len(ids) == count == len(set(ids))
+    page.screenshot(path=str(ARTIFACTS / "member-list-real.png"))
+    assert page.console_log.errors == []
