@@ -27,6 +27,9 @@ const PRESENCE_STYLE = { color: '#f472b6', weight: 1.5, opacity: 0.7, fill: true
                          dashArray: '5 4', interactive: false };
 const PRESENCE_DOT_STYLE = { radius: 3, color: '#f472b6', weight: 0, fillColor: '#f472b6', fillOpacity: 0.9,
                              interactive: false };
+/** Points by their `kind`: the simulated vehicles (`serve --movers`) are arrows turned the way they
+ *  drive; everything else (the cities) keeps the amber dot. */
+const POINT_ICONS = { property: 'kind', icons: { vehicle: { shape: 'arrow', size: 15, color: '#22d3ee' } } };
 
 // ---- Map -------------------------------------------------------------------------------------------
 
@@ -58,6 +61,9 @@ const layer = pinwheelLayer(socketURL(), {
     encoding: params.get('encoding') || undefined,
     presence: params.get('presence') !== '0',
     clusterPopup: aggregatesPopup,
+    // `?list=1`: a click on a cluster lists its points instead of zooming.
+    clusterList: params.get('list') === '1',
+    pointIcon: POINT_ICONS,
 }).addTo(map);
 const client = layer.client;
 const state = client.state;

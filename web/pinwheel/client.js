@@ -46,6 +46,13 @@ const OPEN_TIMEOUT_MS = 10000;
 const ADMISSION_TIMEOUT_MS = 5000;
 /** Close code (application range) after the heartbeat found the server silent. */
 const CLOSE_STALE = 4001;
+/** Longest a `children` or `leaves` request waits for its answer before its promise rejects. */
+const REQUEST_TIMEOUT_MS = 10000;
+/** Most times a request the server turned away as `rate-limited` is sent again (after `retryMs`). */
+const REQUEST_RETRIES = 3;
+/** Error codes the server answers a `children` or `leaves` request with instead of its answer
+ *  (`unknown-type` from a server older than those requests). */
+const REQUEST_ERRORS = new Set(['unknown-feature', 'rate-limited', 'invalid-field', 'missing-field', 'unknown-type']);
 
 // ---- Helpers ---------------------------------------------------------------------------------------
 
@@ -95,6 +102,7 @@ export function normalizedBBox(west, south, east, north) {
  * `feature-updated` `{feature, previous, batch}`, `feature-added` `{feature, batch}`,
  * `batch-applied` `{batch, applied, ms}`, `view-complete` `{seq, ms, capped}`, `expansion`,
  * `presence`, `server-error`, `decode-error` (a BinaryDecodeError), `reset` (the store was emptied),
+ * `children` and `leaves` (the answers to those requests, also given to their promises),
  * `stale` `{silentMs}` (the server stopped answering; the client reconnects), `refused` `{reason}`
  * (the server refuses this page, e.g. its origin: the client stops retrying).
  */
@@ -187,6 +195,9 @@ export class PinwheelClient {
         this._heartbeatTimer = 0;
         /** Whether /v1/admission was asked since the last connection that opened. */
         this._admissionAsked = false;
+        /** req → {msg, resolve, reject, timer, tries}: `children` and `leaves` requests awaiting answers. */
+        this._requests = new Map();
+        this._lastReq = 0;
     }
 
     // ---- Events ----
@@ -225,6 +236,12 @@ export class PinwheelClient {
         this.state.refusal = null;
         this._open();
         return this;
+    }
+
+    /** True while a WebSocket is open or opening; false once closed for good, while waiting to
+     *  reconnect, and after a refusal. */
+    get connected() {
+        return this._socket !== null;
     }
 
     /** Closes the socket for good; the store is kept. */
@@ -421,6 +438,10 @@ export class PinwheelClient {
             case 'expansion':
                 this._onExpansion(msg);
                 break;
+            case 'children':
+            case 'leaves':
+                this._onAnswer(msg);
+                break;
             case 'pong':
                 this.state.counters.pongs++;
                 break;
@@ -436,6 +457,7 @@ export class PinwheelClient {
                 if (msg.code === 'unknown-type' && /"held"/.test(msg.message || '')) {
                     this.reset();
                 }
+                this._onRequestError(msg);
                 this._emit('server-error', msg);
                 break;
             default:
@@ -580,6 +602,74 @@ export class PinwheelClient {
         this._expansions.delete(msg.id);
         for (const w of waiting) w.resolve(msg);
         this._emit('expansion', msg);
+    }
+
+    // ---- What a cluster holds ----
+
+    /** Asks for the features one zoom finer that make up cluster `id` (supercluster's `getChildren`).
+     *  Resolves with the `children` answer (`features`); rejects on an error, or after `timeoutMs`. */
+    children(id, { timeoutMs = REQUEST_TIMEOUT_MS } = {}) {
+        return this._request({ type: 'children', id: id }, timeoutMs);
+    }
+
+    /** Asks for one page of cluster `id`'s points (supercluster's `getLeaves`): `limit` points (the
+     *  server's default 100, at most 500) from `cursor` (null: the first page; else a previous
+     *  answer's `next`). Resolves with the `leaves` answer (`total`, `points`, `next`). */
+    leaves(id, { limit, cursor = null, timeoutMs = REQUEST_TIMEOUT_MS } = {}) {
+        const msg = { type: 'leaves', id: id, cursor: cursor };
+        if (limit !== undefined) msg.limit = limit;
+        return this._request(msg, timeoutMs);
+    }
+
+    /** Sends a request under a new `req` number; its answer (or error, or the timeout) settles it. */
+    _request(msg, timeoutMs) {
+        return new Promise((resolve, reject) => {
+            msg.req = ++this._lastReq;
+            if (!this.send(msg)) {
+                reject(new Error('not connected'));
+                return;
+            }
+            const timer = setTimeout(() => {
+                if (this._requests.delete(msg.req)) reject(new Error(`no answer to ${msg.type} of ${msg.id} in ${timeoutMs} ms`));
+            }, timeoutMs);
+            this._requests.set(msg.req, { msg: msg, resolve: resolve, reject: reject, timer: timer, tries: 0 });
+        });
+    }
+
+    _onAnswer(msg) {
+        const r = this._requests.get(msg.req);
+        if (r) {
+            this._requests.delete(msg.req);
+            clearTimeout(r.timer);
+            r.resolve(msg);
+        }
+        this._emit(msg.type, msg);
+    }
+
+    /** An error that names a waiting request's `req` settles it; one that names none is taken as the
+     *  answer to the oldest request still waiting (the server answers one session in order). A
+     *  `rate-limited` request is sent again after the `retryMs` it was told, up to REQUEST_RETRIES times. */
+    _onRequestError(msg) {
+        if (!REQUEST_ERRORS.has(msg.code) || this._requests.size === 0) return;
+        const req = msg.req !== undefined ? msg.req : this._requests.keys().next().value;
+        const r = this._requests.get(req);
+        if (!r) return;
+        if (msg.code === 'rate-limited' && r.tries < REQUEST_RETRIES) {
+            r.tries++;
+            setTimeout(() => {
+                if (this._requests.get(req) === r && !this.send(r.msg)) this._failRequest(req, 'not connected');
+            }, Math.max(0, Number(msg.retryMs) || 0));
+            return;
+        }
+        this._failRequest(req, `${msg.code}: ${msg.message}`);
+    }
+
+    _failRequest(req, why) {
+        const r = this._requests.get(req);
+        if (!r) return;
+        this._requests.delete(req);
+        clearTimeout(r.timer);
+        r.reject(new Error(`pinwheel: ${r.msg.type} of ${r.msg.id}: ${why}`));
     }
 
     // ---- Applying batches ----

@@ -220,7 +220,7 @@ export class PinwheelMapLibre {
         });
         map.on('moveend', this._keyboard.schedule);
         map.on('move', this._keyboard.placeRing);
-        if (this.client.state.connection === 'closed' || !this.client._socket) this.client.connect();
+        if (!this.client.connected) this.client.connect();
         this._sendView(true);
     }
 
