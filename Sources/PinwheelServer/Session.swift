@@ -72,7 +72,7 @@ final class Session: WorkerJob, @unchecked Sendable {
     }
 
     let connection: ConnectionID
-    private let server: Server
+    let server: Server
     private let inbox = Mutex(Inbox())
     /// Counts messages as they arrive on the service thread, so a flood is judged by arrival time.
     private let flood = Mutex(FloodDetector(clock: ContinuousClock()))
@@ -85,6 +85,8 @@ final class Session: WorkerJob, @unchecked Sendable {
     private var closed = false
     /// Worker-only: what this session did, logged when it ends.
     private var counters = Counters()
+    /// Worker-only: whether the session waits for a token, and the one it has (see `Session+Auth`).
+    var gate: ViewerGate
 
     struct Counters {
         var messagesIn = 0
@@ -98,18 +100,60 @@ final class Session: WorkerJob, @unchecked Sendable {
     init(connection: ConnectionID, server: Server, encoding: WireEncoding) {
         self.connection = connection
         self.server = server
+        self.encoding = encoding
+        machine = Self.machine(
+            connection: connection, server: server, encoding: encoding,
+            dataset: server.dataset.helloInfo(aggregates: []),
+            clusterers: { [unowned server] in server.clusterer(for: $0) })
+        if server.configuration.viewerKeys != nil {
+            let deadline = ContinuousClock.now + server.configuration.authDeadline
+            gate = .awaiting(deadline: deadline)
+            server.wake(self, at: deadline)
+        } else {
+            gate = .anonymous
+        }
+    }
+
+    /// The subprotocol the client chose, for a machine made anew at authentication.
+    let encoding: WireEncoding
+
+    /// A session's machine over `clusterers`, greeting with `dataset`.
+    static func machine(
+        connection: ConnectionID, server: Server, encoding: WireEncoding, dataset: HelloMessage.DatasetInfo,
+        clusterers: @escaping @Sendable (Algorithm) -> any Clusterer
+    ) -> SessionMachine<ContinuousClock> {
         let configuration = server.configuration
-        let clusterers = server.clusterers
-        let dataset = server.dataset.helloInfo(aggregates: [])
         let options = SessionOptions(
             viewportHz: configuration.viewportHz, pace: configuration.pace, window: configuration.window,
             maxFeatures: configuration.maxFeatures, maxMessageBytes: configuration.maxMessageBytes,
             headroom: WebSocketServer.headroom, encoding: encoding)
-        machine = SessionMachine(
+        return SessionMachine(
             clock: ContinuousClock(), options: options, session: String(connection.rawValue, radix: 16),
-            dataset: dataset, clusterOptions: clusterers.options,
-            clusterers: { [unowned server] in server.clusterer(for: $0) },
+            dataset: dataset, clusterOptions: server.clusterers.options, clusterers: clusterers,
             algorithm: configuration.algorithm)
+    }
+
+    /// Serves from `fresh` from now on, handing it the planning memory this turn lent the old one.
+    /// Worker-only, inside a turn.
+    func replaceMachine(with fresh: SessionMachine<ContinuousClock>) {
+        var fresh = fresh
+        var lent = PlanScratch()
+        machine.swapScratch(&lent)
+        fresh.swapScratch(&lent)
+        machine = fresh
+    }
+
+    /// Greets the client (`hello`). Worker-only, inside a turn.
+    func greet(actions: inout SessionActions<ContinuousClock>) {
+        machine.opened(actions: &actions)
+    }
+
+    /// Closes the connection with `code` and `reason` and stops serving it at once. Worker-only.
+    func end(code: UInt16, reason: String) {
+        server.close(connection, code: CloseCode(rawValue: code), reason: reason)
+        closed = true
+        server.presence.remove(connection: connection)
+        server.cancelWakes(of: self)
     }
 
     /// Counts an arriving message; `.close` when the client has flooded for long enough. Any thread.
@@ -200,16 +244,20 @@ final class Session: WorkerJob, @unchecked Sendable {
     private func handle(_ event: Event, actions: inout SessionActions<ContinuousClock>) {
         switch event {
         case .opened:
-            machine.opened(actions: &actions)
+            // A session that needs a token is greeted once it has shown one.
+            if case .anonymous = gate { machine.opened(actions: &actions) }
         case .message(let bytes, let receivedAt, _):
+            if admits(bytes, actions: &actions) == false { return }
             let type = machine.received(bytes, at: receivedAt, actions: &actions)
             server.metrics.received(type: type, bytes: bytes.count)
             counters.messagesIn += 1
         case .acknowledgement(let ack, let bytes, let receivedAt):
+            if case .awaiting = gate { return refuseUnauthenticated() }
             let type = machine.received(.ack(ack), at: receivedAt, actions: &actions)
             server.metrics.received(type: type, bytes: bytes)
             counters.messagesIn += 1
         case .tick:
+            if !gateHolds() { return }
             machine.tick(actions: &actions)
         case .dataChanged:
             machine.dataChanged()
@@ -261,12 +309,16 @@ final class Session: WorkerJob, @unchecked Sendable {
             server.metrics.viewportRead(asMove: actions.servedAsMove)
             let version = actions.servedVersion ?? 0
             served.withLock { $0 = ServedView(bbox: viewport.bbox, zoom: viewport.indexZoom, version: version) }
-            server.presence.update(connection: connection, bbox: viewport.bbox, zoom: viewport.zoom)
+            if sharesPresence {
+                server.presence.update(connection: connection, bbox: viewport.bbox, zoom: viewport.zoom)
+            }
         } else if let version = actions.servedVersion {
             // A refresh: the same view, read anew.
             served.withLock { $0?.version = version }
         }
-        if let presence = actions.presence { server.presence.watch(connection: connection, enabled: presence) }
+        if let presence = actions.presence {
+            server.presence.watch(connection: connection, enabled: presence && sharesPresence)
+        }
         if let deadline = actions.wakeAt { server.wake(self, at: deadline) }
     }
 }
