@@ -12,6 +12,17 @@ final class ScopedClusterers: Sendable {
         var points: Int
     }
 
+    /// A row of properties kept as text, as a filter reads it: an empty cell is a missing property.
+    struct TextRow: FilterRow {
+        let table: PropertyTable
+        let row: Int
+
+        func value(column: Int) -> PropertyValue? {
+            let text = table.value(row: row, column: column)
+            return text.isEmpty ? nil : .string(text)
+        }
+    }
+
     private let options: ClusterOptions
     private let aggregates: [Aggregate]
     private let entries = Mutex<[String: Entry]>([:])
@@ -21,35 +32,31 @@ final class ScopedClusterers: Sendable {
         self.aggregates = aggregates
     }
 
-    /// The clusterer of `algorithm` over `data`'s points that `filter` keeps, built when the cached
-    /// one is of another version. Any thread.
-    /// - Parameters:
-    ///   - key: the scope's identity (its expression's text).
-    ///   - data: the points now, read only when a build is due.
+    /// The clusterer of `algorithm` over `data`'s points that `filter` lets through, built when the
+    /// cached one is of another version. Any thread.
+    /// - Parameter data: the points now, read only when a build is due.
     func clusterer(
-        key: String, filter: ScopeFilter, algorithm: Algorithm, version: UInt64, data: () -> Dataset
+        filter: EffectiveFilter, algorithm: Algorithm, version: UInt64, data: () -> Dataset
     ) -> any Clusterer {
-        if let entry = entries.withLock({ $0[key] }), entry.version == version {
+        if let entry = entries.withLock({ $0[filter.key] }), entry.version == version {
             return entry.clusterers.clusterer(for: algorithm)
         }
-        let subset = Self.subset(of: data(), keeping: filter)
+        let subset = filter.expression.map { Self.subset(of: data(), keeping: $0) } ?? data()
         // A build over a subset of points that built whole cannot fail on its options or columns.
         let built = (try? Clusterers(dataset: subset, options: options, aggregates: aggregates))!
-        entries.withLock { $0[key] = Entry(version: version, clusterers: built, points: subset.count) }
+        entries.withLock { $0[filter.key] = Entry(version: version, clusterers: built, points: subset.count) }
         return built.clusterer(for: algorithm)
     }
 
-    /// Points the scope `key` held at its last build.
-    func points(key: String) -> Int? { entries.withLock { $0[key]?.points } }
-
     /// The rows of `dataset` that `filter` keeps, in their order, with their names and revisions.
-    static func subset(of dataset: Dataset, keeping filter: ScopeFilter) -> Dataset {
+    static func subset(of dataset: Dataset, keeping filter: FilterExpression) -> Dataset {
+        let bound = BoundFilter(filter, columns: dataset.properties.columns)
         var ids: [UInt32] = []
         var coordinates: [Double] = []
         var values: [String] = []
         var revisions: [UInt32] = []
         let width = dataset.properties.columns.count
-        for row in 0..<dataset.count where filter.matches(row: row, in: dataset.properties) {
+        for row in 0..<dataset.count where bound.matches(TextRow(table: dataset.properties, row: row)) {
             ids.append(dataset.ids[row])
             coordinates.append(dataset.lon(row))
             coordinates.append(dataset.lat(row))

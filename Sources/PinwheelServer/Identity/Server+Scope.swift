@@ -10,18 +10,18 @@ extension Server {
 
     /// The view of `scope`: everything for an unbounded scope, else clusterers over the matching
     /// points, built on first use and again when the data has changed. Any thread.
-    /// - Throws: ``IdentityError/invalidFilter(_:)`` when the filter claim cannot be read.
-    func scopedView(_ scope: ViewerScope) throws -> ScopedView {
-        guard let expression = scope.expression(tenantColumn: configuration.tenantColumn) else {
+    /// - Throws: ``FilterError`` naming the position in the filter claim that cannot be read.
+    func scopedView(_ scope: ViewerScope) throws(FilterError) -> ScopedView {
+        // The session asks for no filter of its own yet: its effective filter is its scope.
+        let filter = EffectiveFilter(scope: try scope.expression(tenantColumn: configuration.tenantColumn))
+        guard !filter.isEverything else {
             return ScopedView(
                 dataset: dataset.helloInfo(aggregates: []), clusterers: { [unowned self] in clusterer(for: $0) })
         }
-        let filter = try ScopeFilter.parse(expression)
-        let key = String(describing: expression)
         let make: @Sendable (Algorithm) -> any Clusterer = { [unowned self] algorithm in
             let full = clusterer(for: algorithm)
             return scoped.clusterer(
-                key: key, filter: filter, algorithm: algorithm, version: full.dataset.version,
+                filter: filter, algorithm: algorithm, version: full.dataset.version,
                 data: { live?.dataset ?? full.dataset })
         }
         let first = make(configuration.algorithm)
