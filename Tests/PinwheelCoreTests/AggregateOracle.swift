@@ -13,8 +13,8 @@ enum AggregateOracle {
     /// `base`'s points with columns `name` and `pop`: whole numbers, negative ones, and every 17th blank.
     static func dataset(_ base: Dataset, seed: UInt64) -> Dataset {
         var rng = SplitMix64(seed: seed)
-        let values = (0..<base.count).map { row in
-            row % 17 == 3 ? "" : String(Int(rng.next() % 2001) - 1000)
+        let values = (0..<base.count).map { row -> PropertyValue? in
+            row % 17 == 3 ? nil : .number(Double(Int(rng.next() % 2001) - 1000))
         }
         return Dataset(
             ids: base.ids, coordinates: base.coordinates,
@@ -24,7 +24,7 @@ enum AggregateOracle {
     /// Whether a clusterer's reduced values for a feature over `count` points match brute force over `rows`.
     static func matches(_ reduced: ArraySlice<Double>, count: UInt32, rows: [Int], _ data: Dataset) -> Bool {
         guard reduced.count == aggregates.count, rows.count == Int(count) else { return false }
-        let present = rows.compactMap { Double(data.properties.value(row: $0, column: 1)) }
+        let present = rows.compactMap { data.properties.value(row: $0, column: 1)?.numberValue }
         let sum = present.reduce(0, +)
         let expected: [Double] = [sum, present.min() ?? .nan, present.max() ?? .nan, sum / Double(count)]
         let got = zip(aggregates, reduced).map { $0.value(reduced: $1, count: count) }

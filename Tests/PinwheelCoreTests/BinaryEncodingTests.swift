@@ -12,8 +12,8 @@ private struct RandomMessages {
 
     init(seed: UInt64) {
         rng = SeededRandom(seed: seed)
-        let values = (0..<Self.rows * Self.columns.count).map { k -> String in
-            ["", "Paris", "FR", "Quote \"q\"\n", "Zürich 🏔", String(k)][k * 7 % 6]
+        let values = (0..<Self.rows * Self.columns.count).map { k -> PropertyValue? in
+            [nil, "Paris", "FR", "Quote \"q\"\n", "Zürich 🏔", .number(Double(k) / 4), .bool(k % 2 == 0)][k * 7 % 7]
         }
         var context = FeatureContext(
             properties: PropertyTable(columns: Self.columns, values: values),
@@ -63,7 +63,7 @@ private struct RandomMessages {
             w.key = f.id <= UInt32.max ? context.names[UInt32(f.id)] : nil
             for (c, column) in Self.columns.enumerated() {
                 let value = context.properties.value(row: Int(f.row), column: c)
-                if !value.isEmpty { w.properties[column] = value }
+                if let value { w.properties[column] = value }
             }
         } else {
             let reduced = context.values(f)
@@ -264,8 +264,13 @@ struct BinaryEncodingTests {
                 message: "add[0] property 0 name at byte 9: name 1 is not in the table of 0 names"
             )
         ) { try decode([0x21, 2, 0, 1, 0x21, 0x08, 0, 0, 1, 1, 1, 0x61]) }
-        // The same with reference 0, a new name: decodes.
-        guard case .batch(let b) = try decode([0x21, 2, 0, 1, 0x21, 0x08, 0, 0, 1, 0, 1, 0x61, 1, 0x62]) else {
+        // An unknown value tag.
+        #expect(
+            throws: WireError(
+                .invalidField, field: "add", message: "add[0] property 0 value at byte 12: unknown value tag 7")
+        ) { try decode([0x21, 2, 0, 1, 0x21, 0x08, 0, 0, 1, 0, 1, 0x61, 7]) }
+        // The same with reference 0, a new name, and a string value (tag 0): decodes.
+        guard case .batch(let b) = try decode([0x21, 2, 0, 1, 0x21, 0x08, 0, 0, 1, 0, 1, 0x61, 0, 1, 0x62]) else {
             Issue.record("not a batch")
             return
         }

@@ -48,7 +48,38 @@ struct CSVParserTests {
         #expect(d.count == 3)
         #expect(d.properties.value(row: 0, column: 0) == "Paris, \"la ville\"")
         #expect(d.properties.value(row: 1, column: 0) == "two\nlines")
-        #expect(d.properties.value(row: 2, column: 0) == "")
+        #expect(d.properties.value(row: 2, column: 0) == nil)
+    }
+
+    @Test("a column of JSON numbers holds numbers, one of true and false booleans, any other strings")
+    func types() throws {
+        let text = "lat,lon,pop,zip,open,mixed,blank\n1,2,12,012,true,1,\n3,4,,7,false,x,\n5,6,-1.5e3,9,,true,\n"
+        let d = try parse(text).dataset
+        #expect(d.properties.columns == ["pop", "zip", "open", "mixed", "blank"])
+        let rows = (0..<3).map { r in (0..<5).map { d.properties.value(row: r, column: $0) } }
+        #expect(rows[0] == [.number(12), "012", .bool(true), "1", nil])
+        #expect(rows[1] == [nil, "7", .bool(false), "x", nil])
+        #expect(rows[2] == [.number(-1500), "9", nil, "true", nil])
+        for (text, ok) in [("0", true), ("-0.5", true), ("1e3", true), ("1E+3", true), ("012", false), ("+1", false)]
+            + [(".5", false), ("5.", false), ("1e", false), ("-", false), ("", false), ("0x1", false)]
+        {
+            #expect(CSVParser.isJSONNumber(text) == ok, "\(text)")
+        }
+    }
+
+    @Test("text ids make named points a producer's change reaches by the same name")
+    func textIDs() throws {
+        let d = try parse("id,lat,lon,kind\nveh-1,1,2,bus\n17,3,4,tram\n").dataset
+        #expect(d.ids == [PointKey.firstNamedID, PointKey.firstNamedID + 1])
+        #expect(d.names == [PointKey.firstNamedID: "veh-1", PointKey.firstNamedID + 1: "17"])
+        var table = PointTable(d)
+        table.apply(.upsert(.name("veh-1"), lat: 5, lon: 6, properties: ["kind": "bus"]), version: 1)
+        #expect(table.count == 2 && table.coordinate(of: .name("veh-1")) == Coordinate(lat: 5, lon: 6))
+        table.apply(.upsert(.name("veh-3"), lat: 7, lon: 8, properties: [:]), version: 2)
+        #expect(table.id(of: .name("veh-3")) == PointKey.firstNamedID + 2)
+        #expect(error("id,lat,lon\nveh-1,1,2\nveh-1,3,4\n") == .duplicateID(line: 3, column: "id", value: "\"veh-1\""))
+        let long = String(repeating: "x", count: PointKey.maxNameBytes + 1)
+        #expect(error("id,lat,lon\nveh-1,1,2\n\(long),3,4\n") == .invalidName(line: 3, column: "id", value: long))
     }
 
     @Test("CRLF line ends, a byte-order mark, blank lines and no final newline are fine")
@@ -72,11 +103,11 @@ struct CSVParserTests {
         #expect(error("lat,lon\nNaN,1\n") == .invalidLatitude(line: 2, column: "lat", value: "NaN"))
     }
 
-    @Test("ids must be whole numbers below 2^32 and unique")
+    @Test("after a first numeric id, ids must be whole numbers below 2^32 and unique")
     func badIDs() {
-        #expect(error("id,lat,lon\n4294967296,1,2\n") == .invalidID(line: 2, column: "id", value: "4294967296"))
-        #expect(error("id,lat,lon\n-1,1,2\n") == .invalidID(line: 2, column: "id", value: "-1"))
-        #expect(error("id,lat,lon\n1.5,1,2\n") == .invalidID(line: 2, column: "id", value: "1.5"))
+        #expect(error("id,lat,lon\n1,1,2\n4294967296,1,2\n") == .invalidID(line: 3, column: "id", value: "4294967296"))
+        #expect(error("id,lat,lon\n1,1,2\n-1,1,2\n") == .invalidID(line: 3, column: "id", value: "-1"))
+        #expect(error("id,lat,lon\n1,1,2\n1.5,1,2\n") == .invalidID(line: 3, column: "id", value: "1.5"))
         #expect(error("id,lat,lon\n9,1,2\n9,3,4\n") == .duplicateID(line: 3, column: "id", value: "9"))
     }
 

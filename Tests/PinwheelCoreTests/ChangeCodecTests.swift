@@ -13,10 +13,29 @@ struct ChangeCodecTests {
             if Int.random(in: 0..<4, using: &random) == 0 { return .delete(key) }
             let lat = [-90, 90, 0, Double.random(in: -90...90, using: &random)].randomElement(using: &random)!
             let lon = [-180, 180, Double.random(in: -180...180, using: &random)].randomElement(using: &random)!
-            var properties: [String: String] = [:]
-            for k in 0..<Int.random(in: 0..<3, using: &random) { properties["p\(k)"] = "välue \(k)" }
+            var properties: [String: PropertyValue] = [:]
+            let values: [PropertyValue] = ["välue", .number(-2.5), .bool(true), .bool(false), .number(1e300)]
+            for k in 0..<Int.random(in: 0..<4, using: &random) {
+                properties["p\(k)"] = values.randomElement(using: &random)!
+            }
             return .upsert(key, lat: lat, lon: lon, properties: properties)
         }
+    }
+
+    @Test("a record written before values had types (op 0, string values) still reads, its values as strings")
+    func stringRecords() throws {
+        var w = ByteWriter()
+        w.u32(1)
+        w.u8(0)
+        w.u8(0)
+        w.u32(5)
+        w.f64(1.5)
+        w.f64(2.5)
+        w.u16(1)
+        w.string("line")
+        w.string("12")
+        let changes = try ChangeCodec.decode(w.bytes[...])
+        #expect(changes == [.upsert(.number(5), lat: 1.5, lon: 2.5, properties: ["line": .string("12")])])
     }
 
     @Test("random change lists round-trip", arguments: [UInt64(1), 2, 3, 4])
@@ -87,7 +106,7 @@ struct ChangeCodecTests {
         // Property values of every kind, as the general path keeps them.
         let kinds = #"{"op":"upsert","id":3,"lat":1,"lon":2,"properties":{"a":"x","b":2.5,"c":7,"d":true,"e":false}}"#
         let expected = Change.upsert(
-            .number(3), lat: 1, lon: 2, properties: ["a": "x", "b": "2.5", "c": "7", "d": "true", "e": "false"])
+            .number(3), lat: 1, lon: 2, properties: ["a": "x", "b": 2.5, "c": 7, "d": true, "e": false])
         #expect(Array(kinds.utf8).withUnsafeBufferPointer { Change.decodePlain($0) } == expected)
         #expect(try Change.decode(kinds) == expected)
         // Forms it leaves to the general path, which reads them or names what is wrong.

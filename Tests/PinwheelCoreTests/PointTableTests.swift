@@ -17,7 +17,7 @@ struct PointTableTests {
         #expect(table.coordinate(of: .number(40)) == Coordinate(lat: 50.85, lon: 4.35))
         #expect(table.coordinate(of: .number(10)) == Coordinate(lat: 52.0, lon: 5.0))
         let row = table.dataset.ids.firstIndex(of: 10)!
-        #expect(table.dataset.properties.value(row: row, column: 0) == "", "an upsert replaces every property")
+        #expect(table.dataset.properties.value(row: row, column: 0) == nil, "an upsert replaces every property")
     }
 
     @Test("a string key gets an id from 2^31 up, kept while the point lives and written in the dataset's names")
@@ -55,8 +55,8 @@ struct PointTableTests {
         #expect(table.dataset.properties.columns == ["name", "line"])
         let paris = table.dataset.ids.firstIndex(of: 20)!
         #expect(table.dataset.properties.value(row: paris, column: 1) == "4")
-        #expect(table.dataset.properties.value(row: table.dataset.ids.firstIndex(of: 30)!, column: 1) == "")
-        var many: [String: String] = [:]
+        #expect(table.dataset.properties.value(row: table.dataset.ids.firstIndex(of: 30)!, column: 1) == nil)
+        var many: [String: PropertyValue] = [:]
         for c in 0..<PointTable.maxColumns { many["c\(c)"] = "x" }
         let problem = table.problem(with: .upsert(.number(1), lat: 0, lon: 0, properties: many))
         #expect(problem?.contains("at most \(PointTable.maxColumns)") == true)

@@ -26,7 +26,7 @@ struct ViewMovedTests {
                 default:
                     .upsert(
                         .name("new-\(version)"), lat: 48 + (rng.nextUnit() - 0.5) * 8,
-                        lon: 10 + (rng.nextUnit() - 0.5) * 16, properties: ["v": "\(version)"])
+                        lon: 10 + (rng.nextUnit() - 0.5) * 16, properties: ["v": .string("\(version)")])
                 }
             table.apply(change, version: UInt64(version))
         }

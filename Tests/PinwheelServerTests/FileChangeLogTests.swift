@@ -27,7 +27,8 @@ struct FileChangeLogTests {
         k % 7 == 3
             ? .delete(.name("p\(k - 1)"))
             : .upsert(
-                .name("p\(k)"), lat: Double(k % 90), lon: Double(k % 180), properties: k % 2 == 0 ? ["k": "\(k)"] : [:])
+                .name("p\(k)"), lat: Double(k % 90), lon: Double(k % 180),
+                properties: k % 2 == 0 ? ["k": .string("\(k)")] : [:])
     }
 
     /// Appends and waits for the answer.

@@ -7,13 +7,16 @@ import Testing
 struct ViewerScopeTests {
     private static let table = PropertyTable(
         columns: ["tenant", "kind", "speed"],
-        values: ["acme", "truck", "12", "acme", "van", "3", "globex", "truck", "40", "", "truck", "1"])
+        values: [
+            .string("acme"), .string("truck"), .number(12), .string("acme"), .string("van"), .number(3),
+            .string("globex"), .string("truck"), .number(40), nil, .string("truck"), .number(1),
+        ])
 
     /// The rows of ``table`` a scope keeps.
     private static func kept(_ scope: ViewerScope) throws -> [UInt32] {
         let dataset = Dataset(ids: [1, 2, 3, 4], coordinates: [0, 0, 1, 1, 2, 2, 3, 3], properties: table)
         let filter = try #require(try scope.expression(tenantColumn: "tenant"))
-        return ScopedClusterers.subset(of: dataset, keeping: filter).ids
+        return dataset.filtered(by: filter).ids
     }
 
     @Test("a tenant claim becomes an equality on the tenant column, ANDed with the filter claim")
@@ -25,6 +28,11 @@ struct ViewerScopeTests {
         let expected = try FilterExpression(
             json: JSONReader.parse(#"["all",["==",["get","owner"],"acme"],["==",["get","kind"],"truck"]]"#))
         #expect(try scope.expression(tenantColumn: "owner") == expected.canonical)
+        // A tenant that reads as a number names a column of numbers too.
+        let numbered = try #require(try ViewerScope(tenant: "17").expression(tenantColumn: "t"))
+        #expect(numbered == .oneOf(.get("t"), [.number(17), .string("17")]).canonical)
+        #expect(ViewerScope.names("17", .number(17)) && ViewerScope.names("17", .string("17")))
+        #expect(!ViewerScope.names("acme", nil) && !ViewerScope.names("acme", .string("globex")))
         // The session's effective filter cannot be wider than its scope.
         let effective = EffectiveFilter(scope: try scope.expression(tenantColumn: "owner"), requested: nil)
         #expect(!effective.isEverything)
@@ -32,7 +40,7 @@ struct ViewerScopeTests {
 
     @Test("a scope keeps exactly the rows its tenant and filter match; an empty cell is a missing property")
     func matching() throws {
-        let filter = try JSONReader.parse(#"["any",["==",["get","speed"],"12"],["!",["!=",["get","kind"],"van"]]]"#)
+        let filter = try JSONReader.parse(#"["any",["==",["get","speed"],12],["!",["!=",["get","kind"],"van"]]]"#)
         #expect(try Self.kept(ViewerScope(tenant: "acme", filter: filter)) == [1, 2])
         #expect(try Self.kept(ViewerScope(tenant: "globex")) == [3])
         #expect(try Self.kept(ViewerScope(filter: JSONReader.parse(#"["!",["has","tenant"]]"#))) == [4])
@@ -55,7 +63,7 @@ struct ViewerScopeTests {
             ids: [1, 2, 3, 4], coordinates: [0, 0, 1, 1, 2, 2, 3, 3], properties: Self.table, version: 7)
         dataset.names = [2: "two", 3: "three"]
         let filter = try #require(try ViewerScope(tenant: "acme").expression(tenantColumn: "tenant"))
-        let subset = ScopedClusterers.subset(of: dataset, keeping: filter)
+        let subset = dataset.filtered(by: filter)
         #expect(subset.ids == [1, 2])
         #expect(subset.coordinates == [0, 0, 1, 1])
         #expect(subset.properties.values == Array(Self.table.values[0..<6]))

@@ -181,7 +181,13 @@ class Encoder:
             self.out += varint(len(f["properties"]))
             for k, v in f["properties"].items():
                 self.name(k)
-                self.out += string(v)
+                # A tag, then the value: 0 a string, 1 an f64, 2 false, 3 true.
+                if isinstance(v, bool):
+                    self.out += bytes([3 if v else 2])
+                elif isinstance(v, (int, float)):
+                    self.out += bytes([1]) + struct.pack("<d", v)
+                else:
+                    self.out += bytes([0]) + string(v)
         if "aggregates" in f:
             self.out += varint(len(f["aggregates"]))
             for k, v in f["aggregates"].items():

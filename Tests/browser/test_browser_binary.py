@@ -59,12 +59,12 @@ MESSAGES = [
         {"id": 2**53 - 1, "lat": -90, "lon": 180, "count": 2**31 + 5, "parent": 2**52 + 2**32 - 1,
          "aggregates": {"people": 2140526, "highest": None, "ø": -35.25}},
         {"id": 2**31 + 3, "lat": 48.8512345, "lon": -179.9999999, "count": 1, "key": "bus-12 ✓",
-         "properties": {"name": "Zürich " + "x" * 200, "cc": "", "__proto__": "p"}},
+         "properties": {"name": "Zürich " + "x" * 200, "cc": "", "__proto__": "p", "pop": 402762.5, "capital": False}},
         {"id": 7 * 2**32 + 1, "lat": 90, "lon": -180, "count": 3, "parent": 9 * 2**32 + 1,
          "aggregates": {"highest": 1e300, "people": 0}},
         {"id": 9 * 2**32 + 2**31, "lat": 0.0000001, "lon": 0, "count": 12, "parent": 2**32 + 5},
         {"id": 1, "lat": -0.0000001, "lon": 0, "count": 1, "parent": 4294967296 * 3 + 1,
-         "properties": {"cc": "FR", "name": "Paris"}},
+         "properties": {"cc": "FR", "name": "Paris", "capital": True, "rank": -3}},
         {"id": 12 * 2**32 + 77, "lat": 1, "lon": 1, "count": 4, "parent": 3 * 2**32 + 77}],
      "update": [{"id": 4, "lat": 10, "lon": 10, "count": 1, "anchor": {"lat": 10.0000003, "lon": 9.9999998}}],
      "done": True, "version": 2**53 - 1},
@@ -113,10 +113,11 @@ def test_the_protocol_documents_worked_example_decodes_to_its_json(blank):
 def test_every_malformed_frame_is_refused_naming_the_problem_and_its_byte(blank):
     good = encode(MESSAGES[-1], LAST_HELD)
     # Type 1 with the flag "add is not empty", seq 1 (zigzag 2), batch 1 (the first: 0), 1 add: the feature's id and parent mode at 4,
-    # its flag byte at 5, lat and lon, 1 property: name 0 (9) new, "a" (10, 11), value "b" (12, 13).
+    # its flag byte at 5, lat and lon, 1 property: name 0 (9) new, "a" (10, 11), value: tag 0, a string (12),
+    # "b" (13, 14).
     feature = encode({"type": "batch", "seq": 1, "batch": 1, "remove": [], "done": False, "version": 0,
                       "add": [{"id": 1, "lat": 0, "lon": 0, "count": 1, "properties": {"a": "b"}}], "update": []})
-    assert feature == bytes([0x21, 2, 0, 1, 0x21, 0x08, 0, 0, 1, 0, 1, 97, 1, 98])
+    assert feature == bytes([0x21, 2, 0, 1, 0x21, 0x08, 0, 0, 1, 0, 1, 97, 0, 1, 98])
 
     def patched(at, value):
         return feature[:at] + bytes([value]) + feature[at + 1:]
@@ -129,8 +130,9 @@ def test_every_malformed_frame_is_refused_naming_the_problem_and_its_byte(blank)
         (b"\x0a\x00", "expansion flags 0x08 have bits an expansion does not have at byte 0"),
         (patched(5, 0x28), "feature flags 0x28 have reserved bits set at byte 5"),
         (patched(9, 1), "a property name refers to name 1 of a table of 0 at byte 9"),
-        (patched(13, 0xFF), "a property value is not UTF-8 at byte 13"),
-        (patched(12, 5), "a property value of 5 bytes runs past the end of the frame at byte 12"),
+        (patched(14, 0xFF), "a property value is not UTF-8 at byte 14"),
+        (patched(13, 5), "a property value of 5 bytes runs past the end of the frame at byte 13"),
+        (patched(12, 7), "a property value has unknown tag 7 at byte 12"),
         (b"\x01" + b"\xff" * 8 + b"\x01", "seq is a varint longer than 8 bytes at byte 1"),
         (b"\x01" + b"\xff" * 7 + b"\x7f", "seq is -36028797018963968, outside 0…2^53−1 at byte 1"),
         (b"\x11\x02\x00\x01" + varint(6), "no held slot lies 6 below slot 6 (the client holds 6) at byte 4"),

@@ -146,6 +146,23 @@ class Reader {
         return v;
     }
 
+    /** A typed property value: a tag byte, then 0 a string, 1 a finite f64, 2 false, 3 true. */
+    propertyValue(what) {
+        const at = this.pos;
+        const tag = this.byte(what);
+        switch (tag) {
+        case 0: return this.string(what);
+        case 1: {
+            const v = this.f64(what);
+            if (!Number.isFinite(v)) this.fail(`${what} is a number that is not finite`, at + 1);
+            return v;
+        }
+        case 2: return false;
+        case 3: return true;
+        default: return this.fail(`${what} has unknown tag ${tag}`, at);
+        }
+    }
+
     string(what) {
         const start = this.pos;
         const n = this.varint(`the length of ${what}`);
@@ -232,7 +249,7 @@ class Reader {
         if (flags & HAS_PROPERTIES) {
             const properties = {};
             for (let n = this.varint('a property count'); n > 0; n--) {
-                setOwn(properties, this.name('a property name'), this.string('a property value'));
+                setOwn(properties, this.name('a property name'), this.propertyValue('a property value'));
             }
             f.properties = properties;
         }

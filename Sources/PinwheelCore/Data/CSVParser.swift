@@ -4,6 +4,16 @@
 /// The header names the columns. Latitude is `lat` or `latitude`, longitude `lon`, `lng` or
 /// `longitude`, the optional id `id` (names compared case-insensitively, spaces trimmed); every
 /// other column becomes a property, in header order. Blank lines are ignored.
+///
+/// Ids: when the first row's id is a whole number in 0..<2^32 every id must be one, and is the
+/// point's feature id; otherwise every id is a name (1 to ``PointKey/maxNameBytes`` bytes, such as
+/// `veh-1`), the point is a named point as a producer's string key makes one (its feature id from
+/// ``PointKey/firstNamedID`` up, in row order), and a producer's change with that name reaches it.
+///
+/// Types, inferred per column: a column whose every non-empty cell is a JSON number (`12`, `-0.5`,
+/// `1e3`; not `012`, `+1` or `.5`, so codes with leading zeros stay text) holds numbers; one whose every
+/// non-empty cell is `true` or `false` holds booleans; any other column holds strings as written. An
+/// empty cell is no value.
 public enum CSVParser {
     static let latitudeNames = ["lat", "latitude"]
     static let longitudeNames = ["lon", "lng", "longitude"]
@@ -93,6 +103,13 @@ public enum CSVParser {
             builder.values.reserveCapacity(estimate * propertyIndices.count)
             var rowValues: [String] = []
             rowValues.reserveCapacity(propertyIndices.count)
+            // The cells as text, typed once every row is read.
+            var texts: [String] = []
+            texts.reserveCapacity(estimate * propertyIndices.count)
+            // Whether ids are numbers, decided by the first row's; then the names given so far.
+            var numericIDs: Bool?
+            var names: [UInt32: String] = [:]
+            var idByName: [String: UInt32] = [:]
             var rowIndex = 0
             while i < bytes.count {
                 let rowLine = line
@@ -117,11 +134,29 @@ public enum CSVParser {
                         lon: number(fields[lonIndex]), lonText: rawText(fields[lonIndex]),
                         line: rowLine, latColumn: header[latIndex], lonColumn: header[lonIndex])
                     var id = UInt32(truncatingIfNeeded: rowIndex)
+                    var name: String?
                     if let idIndex {
-                        guard let parsed = wholeNumber(fields[idIndex]) else {
-                            throw .invalidID(line: rowLine, column: header[idIndex], value: rawText(fields[idIndex]))
+                        let parsed = wholeNumber(fields[idIndex])
+                        if numericIDs == nil { numericIDs = parsed != nil }
+                        if numericIDs == true {
+                            guard let parsed else {
+                                throw .invalidID(
+                                    line: rowLine, column: header[idIndex], value: rawText(fields[idIndex]))
+                            }
+                            id = parsed
+                        } else {
+                            guard let text = text(fields[idIndex]) else {
+                                throw .invalidUTF8(line: rowLine, column: header[idIndex])
+                            }
+                            guard !text.isEmpty, text.utf8.count <= PointKey.maxNameBytes else {
+                                throw .invalidName(line: rowLine, column: header[idIndex], value: text)
+                            }
+                            guard idByName[text] == nil else {
+                                throw .duplicateID(line: rowLine, column: header[idIndex], value: "\"\(text)\"")
+                            }
+                            name = text
+                            id = PointKey.firstNamedID &+ UInt32(truncatingIfNeeded: idByName.count)
                         }
-                        id = parsed
                     }
                     rowValues.removeAll(keepingCapacity: true)
                     for c in propertyIndices {
@@ -131,14 +166,19 @@ public enum CSVParser {
                         rowValues.append(value)
                     }
                     // Row positions are unique by construction; only an id column needs checking.
-                    if let idIndex { try builder.claim(id: id, line: rowLine, column: header[idIndex]) }
+                    if let idIndex, name == nil { try builder.claim(id: id, line: rowLine, column: header[idIndex]) }
+                    if let name {
+                        idByName[name] = id
+                        names[id] = name
+                    }
                     builder.append(id: id, lat: lat, lon: lon)
-                    builder.values.append(contentsOf: rowValues)
+                    texts.append(contentsOf: rowValues)
                 } catch {
                     try builder.reject(error)
                 }
             }
-            return builder.finish(columns: propertyIndices.map { header[$0] })
+            builder.values = CSVParser.typed(texts, width: propertyIndices.count)
+            return builder.finish(columns: propertyIndices.map { header[$0] }, names: names)
         }
 
         /// True when the record just read is an empty line.
@@ -273,6 +313,67 @@ public enum CSVParser {
         func rawText(_ f: Field) -> String {
             String(decoding: UnsafeBufferPointer(rebasing: bytes[f.start..<f.end]), as: UTF8.self)
         }
+    }
+}
+
+extension CSVParser {
+    /// The cells of a row-major table of `width` columns, each column typed as the parser's documentation
+    /// says: numbers, booleans, or strings; empty cells are no value.
+    static func typed(_ texts: [String], width: Int) -> [PropertyValue?] {
+        var values = [PropertyValue?](repeating: nil, count: texts.count)
+        guard width > 0 else { return values }
+        let rows = texts.count / width
+        for c in 0..<width {
+            var numbers = true
+            var booleans = true
+            for r in 0..<rows {
+                let t = texts[r * width + c]
+                if t.isEmpty { continue }
+                if numbers && !isJSONNumber(t.trimmingSpaces()) { numbers = false }
+                if booleans && t != "true" && t != "false" { booleans = false }
+                if !numbers && !booleans { break }
+            }
+            for r in 0..<rows {
+                let t = texts[r * width + c]
+                if t.isEmpty { continue }
+                if numbers, let d = Double(t.trimmingSpaces()), d.isFinite {
+                    values[r * width + c] = .number(d == 0 ? 0 : d)
+                } else if booleans && !numbers {
+                    values[r * width + c] = .bool(t == "true")
+                } else {
+                    values[r * width + c] = .string(t)
+                }
+            }
+        }
+        return values
+    }
+
+    /// Whether the text is a number as JSON writes one: `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`.
+    static func isJSONNumber(_ text: String) -> Bool {
+        let b = Array(text.utf8)
+        var i = 0
+        func digits() -> Int {
+            let start = i
+            while i < b.count && b[i] >= UInt8(ascii: "0") && b[i] <= UInt8(ascii: "9") { i += 1 }
+            return i - start
+        }
+        if i < b.count && b[i] == UInt8(ascii: "-") { i += 1 }
+        guard i < b.count else { return false }
+        if b[i] == UInt8(ascii: "0") {
+            i += 1
+        } else {
+            guard digits() > 0 else { return false }
+        }
+        if i < b.count && b[i] == UInt8(ascii: ".") {
+            i += 1
+            guard digits() > 0 else { return false }
+        }
+        if i < b.count && (b[i] == UInt8(ascii: "e") || b[i] == UInt8(ascii: "E")) {
+            i += 1
+            if i < b.count && (b[i] == UInt8(ascii: "+") || b[i] == UInt8(ascii: "-")) { i += 1 }
+            guard digits() > 0 else { return false }
+        }
+        return i == b.count
     }
 }
 

@@ -25,7 +25,7 @@ public enum PointKey: Hashable, Sendable, CustomStringConvertible {
 /// One change a producer makes to the live points.
 public enum Change: Equatable, Sendable {
     /// Creates the point or replaces its position and properties.
-    case upsert(PointKey, lat: Double, lon: Double, properties: [String: String])
+    case upsert(PointKey, lat: Double, lon: Double, properties: [String: PropertyValue])
     /// Removes the point; a key no point has is accepted and changes nothing, so retries are safe.
     case delete(PointKey)
 

@@ -1,6 +1,8 @@
-/// Changes as compact bytes, for the change log's records: per change an op byte (0 upsert, 1
-/// delete), the key (0 and a u32, or 1 and a u16 length and UTF-8), then for an upsert lat and lon as
-/// f64 and the properties (u16 count, each name and value a u32 length and UTF-8). Little-endian.
+/// Changes as compact bytes, for the change log's records: per change an op byte (2 upsert, 1 delete;
+/// 0, an upsert whose values are all strings, is what earlier records hold and is still read), the key
+/// (0 and a u32, or 1 and a u16 length and UTF-8), then for an upsert lat and lon as f64 and the
+/// properties: a u16 count, each a name (u32 length and UTF-8) and a value (``PropertyValueCoding``;
+/// for op 0 a u32 length and UTF-8). Little-endian.
 public enum ChangeCodec {
     /// The bytes of `changes`, preceded by their count (u32).
     public static func encode(_ changes: [Change]) -> [UInt8] {
@@ -10,14 +12,14 @@ public enum ChangeCodec {
         for change in changes {
             switch change {
             case .upsert(let key, let lat, let lon, let properties):
-                w.u8(0)
+                w.u8(2)
                 write(key, &w)
                 w.f64(lat)
                 w.f64(lon)
                 w.u16(UInt16(properties.count))
                 for (name, value) in properties.sorted(by: { $0.key < $1.key }) {
                     w.string(name)
-                    w.string(value)
+                    PropertyValueCoding.write(value, &w)
                 }
             case .delete(let key):
                 w.u8(1)
@@ -41,16 +43,16 @@ public enum ChangeCodec {
             changes.reserveCapacity(count)
             for _ in 0..<count {
                 let op = try r.u8()
-                guard op <= 1 else { throw ByteReader.Failure(offset: r.offset - 1, reason: "unknown op \(op)") }
+                guard op <= 2 else { throw ByteReader.Failure(offset: r.offset - 1, reason: "unknown op \(op)") }
                 let key = try readKey(&r)
                 switch op {
-                case 0:
+                case 0, 2:
                     let lat = try r.f64()
                     let lon = try r.f64()
-                    var properties: [String: String] = [:]
+                    var properties: [String: PropertyValue] = [:]
                     for _ in 0..<Int(try r.u16()) {
                         let name = try r.string()
-                        properties[name] = try r.string()
+                        properties[name] = op == 0 ? .string(try r.string()) : try PropertyValueCoding.read(&r)
                     }
                     changes.append(.upsert(key, lat: lat, lon: lon, properties: properties))
                 default:

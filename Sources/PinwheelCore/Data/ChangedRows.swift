@@ -13,10 +13,10 @@ public struct ChangedPoint: Sendable, Equatable {
 /// columns only ever grow, so they stay aligned with a later table's first columns) and revision.
 public struct PointRecord: Sendable, Equatable {
     public var position: Coordinate
-    public var values: [String]
+    public var values: [PropertyValue?]
     public var revision: UInt32
 
-    public init(position: Coordinate, values: [String] = [], revision: UInt32 = 0) {
+    public init(position: Coordinate, values: [PropertyValue?] = [], revision: UInt32 = 0) {
         self.position = position
         self.values = values
         self.revision = revision
@@ -31,9 +31,9 @@ public struct ChangedRows: Sendable {
     /// The property columns now.
     public var columns: [String]
     /// An added point's property values, by id.
-    public var values: @Sendable (UInt32) -> [String]
+    public var values: @Sendable (UInt32) -> [PropertyValue?]
 
-    public init(start: Int32, columns: [String], values: @escaping @Sendable (UInt32) -> [String]) {
+    public init(start: Int32, columns: [String], values: @escaping @Sendable (UInt32) -> [PropertyValue?]) {
         self.start = start
         self.columns = columns
         self.values = values

@@ -21,6 +21,8 @@ public enum DataError: Error, Equatable, Sendable, CustomStringConvertible {
     case invalidLongitude(line: Int, column: String, value: String)
     /// Not a whole number in 0..<2^32.
     case invalidID(line: Int, column: String, value: String)
+    /// A text id that is empty or longer than ``PointKey/maxNameBytes`` bytes.
+    case invalidName(line: Int, column: String, value: String)
     /// An id already used by an earlier row.
     case duplicateID(line: Int, column: String, value: String)
     /// Text that is not JSON (GeoJSON, or one NDJSON line).
@@ -37,6 +39,7 @@ public enum DataError: Error, Equatable, Sendable, CustomStringConvertible {
         case .missingColumn(let line, _, _), .duplicateColumn(let line, _), .wrongFieldCount(let line, _, _),
             .unterminatedQuote(let line, _), .strayQuote(let line, _), .invalidUTF8(let line, _),
             .invalidLatitude(let line, _, _), .invalidLongitude(let line, _, _), .invalidID(let line, _, _),
+            .invalidName(let line, _, _),
             .duplicateID(let line, _, _), .invalidJSON(let line, _, _), .invalidFeature(let line, _, _),
             .unsupportedGeometry(let line, _, _):
             line
@@ -65,6 +68,8 @@ public enum DataError: Error, Equatable, Sendable, CustomStringConvertible {
             "line \(line), column \"\(column)\": longitude \"\(value)\" is not a number in -180...180"
         case .invalidID(let line, let column, let value):
             "line \(line), column \"\(column)\": id \"\(value)\" is not a whole number in 0..<4294967296"
+        case .invalidName(let line, let column, let value):
+            "line \(line), column \"\(column)\": id \"\(value)\" must be 1 to \(PointKey.maxNameBytes) bytes long"
         case .duplicateID(let line, let column, let value):
             "line \(line), column \"\(column)\": id \(value) is already used by an earlier row"
         case .invalidJSON(let line, let column, let reason):

@@ -44,21 +44,22 @@ public struct Dataset: Sendable {
     }
 }
 
-/// Extra columns of a dataset, row-major: row r, column c at `values[r * columns.count + c]`.
+/// Extra columns of a dataset, row-major: row r, column c at `values[r * columns.count + c]`; nil where a
+/// point has no value (an empty cell or string, a property another point brought).
 public struct PropertyTable: Sendable {
     /// Most columns a table holds: every column costs a cell in every row.
     public static let maxColumns = 256
 
     public var columns: [String]
-    public var values: [String]
+    public var values: [PropertyValue?]
 
-    public init(columns: [String] = [], values: [String] = []) {
+    public init(columns: [String] = [], values: [PropertyValue?] = []) {
         self.columns = columns
         self.values = values
     }
 
     /// The value of a column in a row.
-    public func value(row: Int, column: Int) -> String {
+    public func value(row: Int, column: Int) -> PropertyValue? {
         values[row * columns.count + column]
     }
 }

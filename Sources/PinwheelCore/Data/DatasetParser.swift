@@ -80,7 +80,7 @@ public enum DatasetParser {
 struct DatasetBuilder {
     var ids: [UInt32] = []
     var coordinates: [Double] = []
-    var values: [String] = []
+    var values: [PropertyValue?] = []
     var skipped = 0
     var errors: [DataError] = []
     var seenIDs = Set<UInt32>()
@@ -125,11 +125,10 @@ struct DatasetBuilder {
         coordinates.append(lat)  // y at 2i+1
     }
 
-    func finish(columns: [String]) -> ParsedDataset {
-        ParsedDataset(
-            dataset: Dataset(
-                ids: ids, coordinates: coordinates,
-                properties: PropertyTable(columns: columns, values: values)),
-            skipped: skipped, errors: errors)
+    func finish(columns: [String], names: [UInt32: String] = [:]) -> ParsedDataset {
+        var dataset = Dataset(
+            ids: ids, coordinates: coordinates, properties: PropertyTable(columns: columns, values: values))
+        dataset.names = names
+        return ParsedDataset(dataset: dataset, skipped: skipped, errors: errors)
     }
 }

@@ -11,7 +11,7 @@ extension GeoJSONParser {
         /// Text ids already used, to refuse a repeated one.
         var textIDs = Set<String>()
         /// The current row's values, one per column; reused.
-        var row: [String] = []
+        var row: [PropertyValue?] = []
 
         init(badRows: BadRowPolicy) { builder = DatasetBuilder(badRows: badRows) }
 
@@ -35,7 +35,7 @@ extension GeoJSONParser {
                 try builder.claim(id: id, line: line, column: "\(path).id")
                 if let text = feature.textID { textIDs.insert(text) }
                 row.removeAll(keepingCapacity: true)
-                row.append(contentsOf: repeatElement("", count: columns.count))
+                row.append(contentsOf: repeatElement(nil, count: columns.count))
                 if let properties = feature.properties {
                     // Every distinct name costs a cell in every row: sparse names must not grow the
                     // table as rows times names.
@@ -48,13 +48,13 @@ extension GeoJSONParser {
                     // Sorted, so the column order does not depend on dictionary order.
                     for key in properties.members.keys.sorted() {
                         let c = column(for: key)
-                        row[c] = GeoJSONParser.propertyText(properties.members[key]!)
+                        row[c] = PropertyValue(json: properties.members[key]!)
                     }
                 }
                 // The top-level id wins over a property of the same name: it is what the feature is called.
                 if let text = feature.textID {
                     let c = column(for: "id")
-                    row[c] = text
+                    row[c] = PropertyValue.cell(.string(text))
                 }
                 builder.append(id: id, lat: location.lat, lon: location.lon)
                 builder.values.append(contentsOf: row)
@@ -69,14 +69,14 @@ extension GeoJSONParser {
             let old = columns.count
             columns.append(key)
             columnIndex[key] = old
-            row.append("")
+            row.append(nil)
             let rows = builder.ids.count
             if rows > 0 {
-                var wider: [String] = []
+                var wider: [PropertyValue?] = []
                 wider.reserveCapacity(rows * (old + 1))
                 for r in 0..<rows {
                     wider.append(contentsOf: builder.values[r * old..<(r + 1) * old])
-                    wider.append("")
+                    wider.append(nil)
                 }
                 builder.values = wider
             }

@@ -9,8 +9,8 @@
 /// exports often have, or a larger, negative or fractional number) is kept as text in the property
 /// `id` (unique, or the row is bad) and the point is numbered by its position (0-based, counting
 /// every feature), as is a feature without `id`. `properties` become columns in first-seen order:
-/// strings as they are, numbers in shortest form, booleans as `true`/`false`, nested values as JSON
-/// text, and a missing or null value as the empty string.
+/// strings, numbers and booleans keep their type, nested values are kept as their JSON text, and a
+/// missing or null value, or an empty string, is no value.
 public enum GeoJSONParser {
     /// Parses a FeatureCollection; see ``DatasetParser/parse(_:format:badRows:)``.
     public static func parseFeatureCollection(_ bytes: [UInt8], badRows: BadRowPolicy = .fail)
@@ -59,15 +59,6 @@ public enum GeoJSONParser {
         }
         try result.get()
         return try stream.finish()
-    }
-
-    /// A property value as table text.
-    static func propertyText(_ v: JSONValue) -> String {
-        switch v {
-        case .null: ""
-        case .string(let s): s
-        default: text(v)
-        }
     }
 
     /// A JSON value written compactly.

@@ -1,12 +1,13 @@
 /// A point table as bytes, for the change log's snapshots: everything needed to go on exactly where the
 /// table was, including the next id a new name gets.
 ///
-/// Layout (little-endian): "PWPT", format 1, version u64, nextNamedID u32, count u32, column count u32,
-/// each column as a string, then per row id u32, lon f64, lat f64 and one string per column; then the
-/// name count u32 and per name id u32 and string. A string is a u32 byte count and UTF-8.
+/// Layout (little-endian): "PWPT", format 2, version u64, nextNamedID u32, count u32, column count u32,
+/// each column as a string, then per row id u32, lon f64, lat f64 and one cell per column (a
+/// ``PropertyValueCoding`` cell); then the name count u32 and per name id u32 and string. A string is a
+/// u32 byte count and UTF-8. Format 1, whose cells are strings (empty for none), is still read.
 extension PointTable {
     private static let magic: [UInt8] = Array("PWPT".utf8)
-    private static let format: UInt32 = 1
+    private static let format: UInt32 = 2
 
     /// The table's snapshot bytes.
     public func snapshotBytes() -> [UInt8] {
@@ -23,7 +24,9 @@ extension PointTable {
             out.u32(dataset.ids[row])
             out.f64(dataset.lon(row))
             out.f64(dataset.lat(row))
-            for c in 0..<columns.count { out.string(dataset.properties.value(row: row, column: c)) }
+            for c in 0..<columns.count {
+                PropertyValueCoding.write(cell: dataset.properties.value(row: row, column: c), &out)
+            }
         }
         out.u32(UInt32(dataset.names.count))
         for (id, name) in dataset.names.sorted(by: { $0.key < $1.key }) {
@@ -49,7 +52,7 @@ extension PointTable {
             throw ByteReader.Failure(offset: 0, reason: "not a point table")
         }
         let format = try r.u32()
-        guard format == PointTable.format else {
+        guard format == 1 || format == PointTable.format else {
             throw ByteReader.Failure(offset: 4, reason: "format \(format), this build reads \(PointTable.format)")
         }
         let version = try r.u64()
@@ -64,13 +67,17 @@ extension PointTable {
         for _ in 0..<columnCount { columns.append(try r.string()) }
         var ids = [UInt32](repeating: 0, count: count)
         var coordinates = [Double](repeating: 0, count: 2 * count)
-        var values: [String] = []
+        var values: [PropertyValue?] = []
         values.reserveCapacity(count * columnCount)
         for row in 0..<count {
             ids[row] = try r.u32()
             coordinates[2 * row] = try r.f64()
             coordinates[2 * row + 1] = try r.f64()
-            for _ in 0..<columnCount { values.append(try r.string()) }
+            for _ in 0..<columnCount {
+                values.append(
+                    format == 1
+                        ? PropertyValue.cell(.string(try r.string())) : try PropertyValueCoding.readCell(&r))
+            }
         }
         var names: [UInt32: String] = [:]
         let nameCount = Int(try r.u32())

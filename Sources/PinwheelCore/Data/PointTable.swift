@@ -23,6 +23,11 @@ public struct PointTable: Sendable {
         self.dataset = dataset
         rowByID.reserveCapacity(dataset.count)
         for (row, id) in dataset.ids.enumerated() { rowByID[id] = Int32(row) }
+        // Points a data file named by text ids: a producer's change with the same name reaches them.
+        for (id, name) in dataset.names {
+            idByName[name] = id
+            if id >= nextNamedID { nextNamedID = id == UInt32.max ? PointKey.firstNamedID : id + 1 }
+        }
     }
 
     /// Points held.
@@ -88,7 +93,7 @@ public struct PointTable: Sendable {
                 dataset.coordinates.append(lon)
                 dataset.coordinates.append(lat)
                 dataset.properties.values.append(
-                    contentsOf: repeatElement("", count: dataset.properties.columns.count))
+                    contentsOf: repeatElement(nil, count: dataset.properties.columns.count))
                 dataset.revisions.append(0)
             }
             setProperties(properties, row: row)
@@ -118,7 +123,7 @@ public struct PointTable: Sendable {
     }
 
     /// Replaces a row's properties: named columns get their values, the others become empty.
-    private mutating func setProperties(_ properties: [String: String], row: Int) {
+    private mutating func setProperties(_ properties: [String: PropertyValue], row: Int) {
         // New names, in sorted order so replay adds columns exactly as the first run did.
         for name in properties.keys.sorted() where !dataset.properties.columns.contains(name) {
             guard dataset.properties.columns.count < PointTable.maxColumns else { break }
@@ -128,7 +133,7 @@ public struct PointTable: Sendable {
         let width = table.columns.count
         guard width > 0 else { return }
         for (c, name) in table.columns.enumerated() {
-            dataset.properties.values[row * width + c] = properties[name] ?? ""
+            dataset.properties.values[row * width + c] = properties[name].flatMap(PropertyValue.cell)
         }
     }
 
@@ -136,11 +141,11 @@ public struct PointTable: Sendable {
     private mutating func addColumn(_ name: String) {
         let old = dataset.properties
         let width = old.columns.count
-        var values: [String] = []
+        var values: [PropertyValue?] = []
         values.reserveCapacity(dataset.count * (width + 1))
         for row in 0..<dataset.count {
             values.append(contentsOf: old.values[row * width..<(row + 1) * width])
-            values.append("")
+            values.append(nil)
         }
         dataset.properties = PropertyTable(columns: old.columns + [name], values: values)
     }

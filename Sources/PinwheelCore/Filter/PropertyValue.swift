@@ -54,3 +54,46 @@ public enum PropertyValue: Hashable, Sendable, CustomStringConvertible {
         }
     }
 }
+
+extension PropertyValue: ExpressibleByStringLiteral, ExpressibleByFloatLiteral, ExpressibleByIntegerLiteral,
+    ExpressibleByBooleanLiteral
+{
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(floatLiteral value: Double) { self = .number(value) }
+    public init(integerLiteral value: Int) { self = .number(Double(value)) }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+}
+
+extension PropertyValue {
+    /// The cell a value is stored as: nil for an empty string, which is no value (as an empty CSV cell).
+    @inlinable public static func cell(_ value: PropertyValue) -> PropertyValue? {
+        if case .string(let s) = value, s.isEmpty { return nil }
+        return value
+    }
+
+    /// The value a JSON property holds: strings, finite numbers and booleans keep their type; `null`
+    /// and the empty string are no value; arrays and objects are kept as their compact JSON text.
+    public init?(json: JSONValue) {
+        switch json {
+        case .null: return nil
+        case .string(let s) where s.isEmpty: return nil
+        case .string(let s): self = .string(s)
+        case .number(let d) where d.isFinite: self = .number(d == 0 ? 0 : d)
+        case .bool(let b): self = .bool(b)
+        default:
+            var writer = JSONWriter(capacity: 32)
+            writer.value(json)
+            self = .string(writer.text)
+        }
+    }
+
+    /// The number a value holds: a number as it is, a string that reads as one (as aggregates take a
+    /// CSV cell); nil otherwise.
+    public var numberValue: Double? {
+        switch self {
+        case .number(let d): d
+        case .string(let s): Double(s.trimmingSpaces())
+        case .bool: nil
+        }
+    }
+}

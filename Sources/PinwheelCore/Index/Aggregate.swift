@@ -82,8 +82,7 @@ public struct Aggregate: Equatable, Sendable {
             }
             for row in 0..<dataset.count {
                 // A blank cell is 0 to a sum and no value to min and max.
-                values[row * k + c] =
-                    Double(table.value(row: row, column: column).trimmingSpaces()) ?? aggregate.identity
+                values[row * k + c] = table.value(row: row, column: column)?.numberValue ?? aggregate.identity
             }
         }
         return values

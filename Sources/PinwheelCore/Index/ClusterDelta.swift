@@ -48,7 +48,7 @@ public struct ClusterDelta: Sendable {
     var added: TreeDictionary<UInt32, AddedPoint> = [:]
     /// The property values of those that have any, kept apart so that `added`'s values hold no
     /// reference: copying a path of `added` copies bytes, and freeing one releases nothing in it.
-    var addedValues: TreeDictionary<UInt32, [String]> = [:]
+    var addedValues: TreeDictionary<UInt32, [PropertyValue?]> = [:]
     /// The added points by the coarsest level at which they are drawn as points (no cluster holds
     /// them there or at any finer level; the raw level for every point a cluster holds below it), then
     /// by grid cell (``cellBits(level:)`` per axis, cells about a map tile wide at that level's zoom):

@@ -179,7 +179,7 @@ public struct BinaryMessageEncoder: Sendable {
         // Written only when a value is: the JSON form leaves out empty values, and `properties` with them.
         let propertyCount =
             properties.map { p in
-                p.values.indices.count { $0 - p.values.startIndex < p.columns.count && !p.values[$0].isEmpty }
+                p.values.indices.count { $0 - p.values.startIndex < p.columns.count && p.values[$0] != nil }
             } ?? 0
         let hasAggregates = !f.isPoint && !context.aggregates.isEmpty
         let idLow = f.id & 0xFFFF_FFFF
@@ -226,9 +226,19 @@ public struct BinaryMessageEncoder: Sendable {
         if let key { writer.string(key) }
         if propertyCount > 0, let (columns, values) = properties {
             writer.varint(UInt64(propertyCount))
-            for (c, value) in values.enumerated() where !value.isEmpty && c < columns.count {
+            for (c, value) in values.enumerated() where c < columns.count {
+                guard let value else { continue }
                 name(columns[c])
-                writer.string(value)
+                // A tag, then the value: 0 a string, 1 an f64, 2 false, 3 true.
+                switch value {
+                case .string(let s):
+                    writer.byte(0)
+                    writer.string(s)
+                case .number(let d):
+                    writer.byte(1)
+                    writer.f64(d)
+                case .bool(let b): writer.byte(b ? 3 : 2)
+                }
             }
         }
         if hasAggregates {

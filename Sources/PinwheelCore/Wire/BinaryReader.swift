@@ -115,6 +115,21 @@ struct BinaryReader {
         return s
     }
 
+    /// A property value: a tag, then 0 a string, 1 a finite f64, 2 false, 3 true.
+    mutating func propertyValue(_ field: String, _ what: @autoclosure () -> String) throws(WireError) -> PropertyValue {
+        let start = offset
+        switch try byte(field, what()) {
+        case 0: return .string(try string(field, what()))
+        case 1:
+            let d = try f64(field, what())
+            guard d.isFinite else { throw invalid(field, what(), "a number that is not finite", at: start + 1) }
+            return .number(d)
+        case 2: return .bool(false)
+        case 3: return .bool(true)
+        case let tag: throw invalid(field, what(), "unknown value tag \(tag)", at: start)
+        }
+    }
+
     /// A name reference: an index into the table, or the table's size followed by a new name.
     mutating func name(_ field: String, _ what: @autoclosure () -> String) throws(WireError) -> String {
         let start = offset

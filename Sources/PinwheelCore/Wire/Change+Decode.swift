@@ -26,14 +26,14 @@ extension Change {
             let key = try decodeKey(m)
             let lat = try m.number("lat", in: -90...90)
             let lon = try m.number("lon", in: -180...180)
-            var properties: [String: String] = [:]
+            var properties: [String: PropertyValue] = [:]
             if m.has("properties") {
                 let object = try m.object("properties").object
                 for (name, value) in object.members {
                     switch value {
-                    case .string(let s): properties[name] = s
-                    case .number(let d) where d.isFinite: properties[name] = MessageFields.format(d)
-                    case .bool(let b): properties[name] = String(b)
+                    case .string(let s): properties[name] = .string(s)
+                    case .number(let d) where d.isFinite: properties[name] = .number(d == 0 ? 0 : d)
+                    case .bool(let b): properties[name] = .bool(b)
                     case .null: continue
                     default:
                         throw MessageFields.invalid(

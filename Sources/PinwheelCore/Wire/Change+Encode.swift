@@ -17,7 +17,7 @@ extension Change {
                     if k > 0 { w.byte(UInt8(ascii: ",")) }
                     w.string(name)
                     w.byte(UInt8(ascii: ":"))
-                    w.string(value)
+                    value.write(into: &w)
                 }
                 w.byte(UInt8(ascii: "}"))
             }

@@ -62,7 +62,7 @@ private struct PlainChangeFields {
     var isUpsert: Bool?
     var key: PointKey?
     var lat, lon: Double?
-    var properties: [String: String]?
+    var properties: [String: PropertyValue]?
 }
 
 extension JSONReader.Cursor {
@@ -89,8 +89,8 @@ extension JSONReader.Cursor {
 
     /// An object of strings, finite numbers and booleans, each key once, the values as a change keeps
     /// them.
-    fileprivate mutating func plainProperties() -> [String: String]? {
-        var properties: [String: String] = [:]
+    fileprivate mutating func plainProperties() -> [String: PropertyValue]? {
+        var properties: [String: PropertyValue] = [:]
         let read = plainObject { c, name in
             guard let name = c.text(at: name), properties[name] == nil, let value = c.plainPropertyValue() else {
                 return false
@@ -101,15 +101,15 @@ extension JSONReader.Cursor {
         return read ? properties : nil
     }
 
-    fileprivate mutating func plainPropertyValue() -> String? {
+    fileprivate mutating func plainPropertyValue() -> PropertyValue? {
         guard i < bytes.count else { return nil }
         switch bytes[i] {
-        case UInt8(ascii: "\""): return plainText()
-        case UInt8(ascii: "t"): return takeLiteral("true") ? "true" : nil
-        case UInt8(ascii: "f"): return takeLiteral("false") ? "false" : nil
+        case UInt8(ascii: "\""): return plainText().map { .string($0) }
+        case UInt8(ascii: "t"): return takeLiteral("true") ? .bool(true) : nil
+        case UInt8(ascii: "f"): return takeLiteral("false") ? .bool(false) : nil
         default:
             guard let d = plainNumber(), d.isFinite else { return nil }
-            return MessageFields.format(d)
+            return .number(d == 0 ? 0 : d)
         }
     }
 }

@@ -37,8 +37,8 @@ public struct FeatureContext: Sendable {
     }
 
     /// A point's property columns and its values in column order, nil for a cluster or a point
-    /// without any. Both encoders leave empty values out, and values past the last column.
-    public func properties(of f: Feature) -> (columns: [String], values: ArraySlice<String>)? {
+    /// without any. Both encoders leave missing values out, and values past the last column.
+    public func properties(of f: Feature) -> (columns: [String], values: ArraySlice<PropertyValue?>)? {
         guard f.isPoint else { return nil }
         if let changedRows, f.row >= changedRows.start {
             return (changedRows.columns, changedRows.values(UInt32(truncatingIfNeeded: f.id))[...])

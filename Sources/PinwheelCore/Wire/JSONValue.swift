@@ -8,6 +8,14 @@ public enum JSONValue: Equatable, Sendable {
     case array([JSONValue])
     case object(JSONObject)
 
+    /// Whether it is an array or an object.
+    public var isComposite: Bool {
+        switch self {
+        case .array, .object: true
+        default: false
+        }
+    }
+
     /// A short name of the value's kind for error messages ("a string", "an array" ...).
     public var kindName: String {
         switch self {

@@ -209,16 +209,17 @@ public struct MessageEncoder: Sendable {
     }
 
     /// One feature: id, lat, lon, count, then parent, anchor, properties and aggregates when they apply.
-    /// A point's `properties`: empty cells are left out (and `properties` with them when all are), since
-    /// a column another point brought is not this point's property.
-    private mutating func properties(columns: [String], values: ArraySlice<String>) {
+    /// A point's `properties`, each value of its type: missing values are left out (and `properties`
+    /// with them when all are), since a column another point brought is not this point's property.
+    private mutating func properties(columns: [String], values: ArraySlice<PropertyValue?>) {
         var first = true
-        for (c, value) in values.enumerated() where !value.isEmpty && c < columns.count {
+        for (c, value) in values.enumerated() where c < columns.count {
+            guard let value else { continue }
             writer.raw(first ? ",\"properties\":{" : ",")
             first = false
             writer.string(columns[c])
             writer.byte(UInt8(ascii: ":"))
-            writer.string(value)
+            value.write(into: &writer)
         }
         if !first { writer.byte(UInt8(ascii: "}")) }
     }

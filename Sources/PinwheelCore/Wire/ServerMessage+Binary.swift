@@ -123,7 +123,7 @@ extension ServerMessage {
         if flags & Flag.properties != 0 {
             for p in 0..<(try r.count(list, "\(list)[\(k)] properties count")) {
                 let name = try r.name(list, "\(list)[\(k)] property \(p) name")
-                f.properties[name] = try r.string(list, "\(list)[\(k)] property \(p) value")
+                f.properties[name] = try r.propertyValue(list, "\(list)[\(k)] property \(p) value")
             }
         }
         if flags & Flag.aggregates != 0 {

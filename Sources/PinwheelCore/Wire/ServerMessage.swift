@@ -9,13 +9,13 @@ public struct WireFeature: Equatable, Sendable {
     /// The name of a point a producer named by a string.
     public var key: String?
     /// A point's dataset columns.
-    public var properties: [String: String]
+    public var properties: [String: PropertyValue]
     /// A cluster's aggregate values by name; NaN for `null` (no point had a value).
     public var aggregates: [String: Double]
 
     public init(
         id: FeatureID, lat: Double, lon: Double, count: UInt32, parent: FeatureID? = nil,
-        anchor: Coordinate? = nil, properties: [String: String] = [:],
+        anchor: Coordinate? = nil, properties: [String: PropertyValue] = [:],
         aggregates: [String: Double] = [:]
     ) {
         self.id = id
@@ -260,7 +260,12 @@ public enum ServerMessage: Equatable, Sendable {
             if f.has("key") { feature.key = try f.string("key") }
             if f.has("properties") {
                 for (key, value) in try f.object("properties").object.members {
-                    feature.properties[key] = try string(value, "properties")
+                    guard let typed = PropertyValue(json: value), !value.isComposite else {
+                        throw MessageFields.invalid(
+                            "properties", "values must be strings, numbers or booleans; \"\(key)\" is \(value.kindName)"
+                        )
+                    }
+                    feature.properties[key] = typed
                 }
             }
             if f.has("aggregates") {

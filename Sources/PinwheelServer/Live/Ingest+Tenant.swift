@@ -8,11 +8,11 @@ extension Ingest {
     /// reason never names another tenant.
     func scopeProblem(_ change: Change, _ tenant: String) -> String? {
         let column = tenantColumn
-        if case .upsert(_, _, _, let properties) = change, properties[column] != tenant {
-            let given = properties[column].map { "\"\($0)\"" } ?? "no \(column)"
+        if case .upsert(_, _, _, let properties) = change, !ViewerScope.names(tenant, properties[column]) {
+            let given = properties[column].map { "\($0)" } ?? "no \(column)"
             return "outside this producer's tenant: the point must have \(column) \"\(tenant)\", this one has \(given)"
         }
-        if let current = live.value(of: change.key, column: column), current != tenant {
+        if let current = live.value(of: change.key, column: column), !ViewerScope.names(tenant, current) {
             return "outside this producer's tenant: the point belongs to another tenant"
         }
         return nil
