@@ -42,6 +42,8 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
     let workers: Workers
     /// Wakes sessions at the times their machines asked for.
     let alarms = Alarms()
+    /// Clusterers over the points of each viewer scope in use.
+    let scoped: ScopedClusterers
     private var transport: WebSocketServer!
     private let sessions = Mutex<[ConnectionID: Session]>([:])
     /// `pinwheel.ingest.v1` connections.
@@ -104,6 +106,7 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
         self.dataset = dataset
         self.logger = logger
         current = Mutex(clusterers)
+        scoped = ScopedClusterers(options: configuration.clusterOptions, aggregates: configuration.aggregates)
         publishedVersion = clusterers.clusterer(for: configuration.algorithm).dataset.version
         refreshPacing = RefreshPacing(shortest: configuration.refreshInterval)
         firstBatches = FirstBatchTally(slowerThan: configuration.slowFirstBatch)
@@ -117,12 +120,13 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
         } else {
             keeper = nil
         }
-        if let live, let token = configuration.ingestToken {
+        if let live, configuration.ingestToken != nil || !configuration.producerTokens.isEmpty {
             let sharing = configuration.ingestShare.map { [metrics] in
                 IngestSharing(share: $0, cost: live.ingestCost, metrics: metrics)
             }
             ingest = Ingest(
-                live: live, token: token, rate: configuration.ingestRate, sharing: sharing,
+                live: live, token: configuration.ingestToken, tenantTokens: configuration.producerTokens,
+                tenantColumn: configuration.tenantColumn, rate: configuration.ingestRate, sharing: sharing,
                 deadline: configuration.ingestDeadline
             ) { [logger] stall in
                 logger.warning(
@@ -430,12 +434,13 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
         guard let ingest else {
             return server.close(connection.id, code: .policyViolation, reason: "this server takes no changes")
         }
-        guard ingest.authorizes(connection.authorization) else {
+        guard let grant = ingest.grant(for: connection.authorization) else {
             return server.close(
                 connection.id, code: .policyViolation, reason: "a valid token is needed: Authorization: Bearer <token>")
         }
         producers.withLock {
-            $0[connection.id] = IngestConnection(id: connection.id, ingest: ingest, peer: connection.peerAddress)
+            $0[connection.id] = IngestConnection(
+                id: connection.id, ingest: ingest, peer: connection.peerAddress, tenant: grant.tenant)
         }
     }
 

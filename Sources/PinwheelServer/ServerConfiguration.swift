@@ -60,6 +60,14 @@ public struct ServerConfiguration: Sendable {
     public var workers: Int = 2
     /// The bearer token producers must show to change data; nil turns ingest off.
     public var ingestToken: String?
+    /// Tokens that let a producer change only its tenant's points, token → tenant (`--producer-tokens`).
+    public var producerTokens: [String: String] = [:]
+    /// The key viewers' tokens are verified with (`--viewer-key`); nil: viewers are anonymous.
+    public var viewerKeys: ViewerKeys?
+    /// How long a session on a server with ``viewerKeys`` has to send its `auth` message.
+    public var authDeadline: Duration = .seconds(5)
+    /// The point property a token's `tenant` claim is compared with (`--tenant-column`).
+    public var tenantColumn: String = "tenant"
     /// Changes per second each producer may send; beyond it requests get 429.
     public var ingestRate: Double = 100_000
     /// How long a change request may take from its arrival to being sent to the log; a later one is

@@ -73,7 +73,7 @@ final class Session: WorkerJob, @unchecked Sendable {
     }
 
     let connection: ConnectionID
-    private let host: any SessionHost
+    let host: any SessionHost
     private let inbox = Mutex(Inbox())
     /// Counts messages as they arrive on the service thread, so a flood is judged by arrival time.
     private let flood = Mutex(FloodDetector(clock: ContinuousClock()))
@@ -86,6 +86,8 @@ final class Session: WorkerJob, @unchecked Sendable {
     private var closed = false
     /// Worker-only: what this session did, logged when it ends.
     private var counters = Counters()
+    /// Worker-only: whether the session waits for a token, and the one it has (see `Session+Auth`).
+    var gate: ViewerGate
 
     struct Counters {
         var messagesIn = 0
@@ -99,12 +101,53 @@ final class Session: WorkerJob, @unchecked Sendable {
     init(connection: ConnectionID, host: any SessionHost, encoding: WireEncoding) {
         self.connection = connection
         self.host = host
+        self.encoding = encoding
         let start = host.sessionStart(encoding: encoding)
-        machine = SessionMachine(
+        machine = Self.machine(
+            connection: connection, start: start, clusterers: { [unowned host] in host.clusterer(for: $0) })
+        if let identity = host.viewerIdentity {
+            let deadline = ContinuousClock.now + identity.authDeadline
+            gate = .awaiting(deadline: deadline)
+            host.wake(self, at: deadline)
+        } else {
+            gate = .anonymous
+        }
+    }
+
+    /// The subprotocol the client chose, for a machine made anew at authentication.
+    let encoding: WireEncoding
+
+    /// A session's machine over `clusterers`, greeting with `start.dataset`.
+    static func machine(
+        connection: ConnectionID, start: SessionStart, clusterers: @escaping @Sendable (Algorithm) -> any Clusterer
+    ) -> SessionMachine<ContinuousClock> {
+        SessionMachine(
             clock: ContinuousClock(), options: start.options, session: String(connection.rawValue, radix: 16),
-            dataset: start.dataset, clusterOptions: start.clusterOptions,
-            clusterers: { [unowned host] in host.clusterer(for: $0) },
+            dataset: start.dataset, clusterOptions: start.clusterOptions, clusterers: clusterers,
             algorithm: start.algorithm)
+    }
+
+    /// Serves from `fresh` from now on, handing it the planning memory this turn lent the old one.
+    /// Worker-only, inside a turn.
+    func replaceMachine(with fresh: SessionMachine<ContinuousClock>) {
+        var fresh = fresh
+        var lent = PlanScratch()
+        machine.swapScratch(&lent)
+        fresh.swapScratch(&lent)
+        machine = fresh
+    }
+
+    /// Greets the client (`hello`). Worker-only, inside a turn.
+    func greet(actions: inout SessionActions<ContinuousClock>) {
+        machine.opened(actions: &actions)
+    }
+
+    /// Closes the connection with `code` and `reason` and stops serving it at once. Worker-only.
+    func end(code: UInt16, reason: String) {
+        host.close(connection, code: CloseCode(rawValue: code), reason: reason)
+        closed = true
+        host.presence.remove(connection: connection)
+        host.cancelWakes(of: self)
     }
 
     /// Counts an arriving message; `.close` when the client has flooded for long enough. Any thread.
@@ -195,16 +238,20 @@ final class Session: WorkerJob, @unchecked Sendable {
     private func handle(_ event: Event, actions: inout SessionActions<ContinuousClock>) {
         switch event {
         case .opened:
-            machine.opened(actions: &actions)
+            // A session that needs a token is greeted once it has shown one.
+            if case .anonymous = gate { machine.opened(actions: &actions) }
         case .message(let bytes, let receivedAt, _):
+            if admits(bytes, actions: &actions) == false { return }
             let type = machine.received(bytes, at: receivedAt, actions: &actions)
             host.metrics.received(type: type, bytes: bytes.count)
             counters.messagesIn += 1
         case .acknowledgement(let ack, let bytes, let receivedAt):
+            if case .awaiting = gate { return refuseUnauthenticated() }
             let type = machine.received(.ack(ack), at: receivedAt, actions: &actions)
             host.metrics.received(type: type, bytes: bytes)
             counters.messagesIn += 1
         case .tick:
+            if !gateHolds() { return }
             machine.tick(actions: &actions)
         case .dataChanged:
             machine.dataChanged()
@@ -253,12 +300,16 @@ final class Session: WorkerJob, @unchecked Sendable {
             host.metrics.viewportRead(asMove: actions.servedAsMove)
             let version = actions.servedVersion ?? 0
             served.withLock { $0 = ServedView(bbox: viewport.bbox, zoom: viewport.indexZoom, version: version) }
-            host.presence.update(connection: connection, bbox: viewport.bbox, zoom: viewport.zoom)
+            if sharesPresence {
+                host.presence.update(connection: connection, bbox: viewport.bbox, zoom: viewport.zoom)
+            }
         } else if let version = actions.servedVersion {
             // A refresh: the same view, read anew.
             served.withLock { $0?.version = version }
         }
-        if let presence = actions.presence { host.presence.watch(connection: connection, enabled: presence) }
+        if let presence = actions.presence {
+            host.presence.watch(connection: connection, enabled: presence && sharesPresence)
+        }
         if let deadline = actions.wakeAt { host.wake(self, at: deadline) }
     }
 }

@@ -14,6 +14,15 @@ protocol SessionHost: AnyObject, Sendable {
     /// Hands over a message encoded behind the transport's headroom; false when the connection is
     /// gone or was closed for not reading.
     func send(framed: [UInt8], binary: Bool, type: String, to connection: ConnectionID) -> Bool
+    /// Hands over a whole text message; false when the connection is gone.
+    func send(_ text: [UInt8], type: String, to connection: ConnectionID) -> Bool
+    /// Closes the connection with `code` and `reason`.
+    func close(_ connection: ConnectionID, code: CloseCode, reason: String)
+    /// How viewers prove who they are; nil when they are anonymous (no `--viewer-key`).
+    var viewerIdentity: ViewerIdentity? { get }
+    /// What a session under `scope` is greeted with and served from.
+    /// - Throws: ``FilterError`` naming the position in the scope's filter that cannot be read.
+    func scopedView(_ scope: ViewerScope) throws(FilterError) -> Server.ScopedView
     /// Queues a session's turn for a worker.
     func schedule(_ session: Session, priority: Workers.Priority)
     /// Whether the service thread runs a turn itself now, the session's last one having taken
@@ -34,6 +43,12 @@ protocol SessionHost: AnyObject, Sendable {
     var logger: Logger { get }
 }
 
+/// The keys viewers' tokens are verified with, and how long a new session waits for its `auth`.
+struct ViewerIdentity {
+    var keys: ViewerKeys
+    var authDeadline: Duration
+}
+
 /// What a session starts with.
 struct SessionStart {
     var options: SessionOptions
@@ -52,6 +67,10 @@ extension Server: SessionHost {
         return SessionStart(
             options: options, dataset: dataset.helloInfo(aggregates: []), clusterOptions: clusterers.options,
             algorithm: configuration.algorithm)
+    }
+
+    var viewerIdentity: ViewerIdentity? {
+        configuration.viewerKeys.map { ViewerIdentity(keys: $0, authDeadline: configuration.authDeadline) }
     }
 
     func firstBatchSent(after latency: Duration) {

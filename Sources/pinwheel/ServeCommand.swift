@@ -138,6 +138,26 @@ struct ServeCommand: ParsableCommand {
     )
     var ingestTokenFile: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "File of producer tokens each limited to one tenant, a line 'TOKEN TENANT' each (# starts a comment): such a producer changes only points whose tenant column is its tenant. Needs --data-dir.",
+            valueName: "file"))
+    var producerTokens: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Viewers must send a signed token (JWT) first, verified with this key: an HS256 secret, an RS256 or ES256 public key (PEM) or a JWKS. Without it viewers are anonymous.",
+            valueName: "file"))
+    var viewerKey: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "What --viewer-key holds: hs256, rs256, es256 or jwks (default: told from the file).", valueName: "kind"))
+    var viewerKeyKind: String?
+
+    @Option(help: "The point property a token's tenant claim is compared with.")
+    var tenantColumn = "tenant"
+
     @Option(help: "Changes per second each producer may send; beyond it requests get 429.")
     var ingestRate: Double = 100_000
 
@@ -266,6 +286,16 @@ struct ServeCommand: ParsableCommand {
         if ingestTokenFile != nil && dataDir == nil {
             throw ValidationError("--ingest-token-file needs --data-dir: accepted changes are kept there")
         }
+        if producerTokens != nil && dataDir == nil {
+            throw ValidationError("--producer-tokens needs --data-dir: accepted changes are kept there")
+        }
+        if let viewerKeyKind, ViewerKeys.Kind(rawValue: viewerKeyKind) == nil {
+            throw ValidationError("--viewer-key-kind must be hs256, rs256, es256 or jwks, got \(viewerKeyKind)")
+        }
+        if viewerKeyKind != nil && viewerKey == nil {
+            throw ValidationError("--viewer-key-kind needs --viewer-key")
+        }
+        if tenantColumn.isEmpty { throw ValidationError("--tenant-column must name a property") }
         if log != "file" {
             guard log.hasPrefix("nats://"), !natsServers.isEmpty else {
                 throw ValidationError("--log must be file or nats://HOST:PORT[,HOST:PORT...], got \(log)")
@@ -354,6 +384,7 @@ struct ServeCommand: ParsableCommand {
 
         let live = try liveData(logger: logger)
         configuration.ingestToken = live?.token
+        try configureIdentity(&configuration, logger: logger)
         configuration.ingestRate = ingestRate
         configuration.ingestDeadline = .milliseconds(Int64(ingestDeadline * 1000))
         configuration.ingestShare = ingestShare > 0 ? ingestShare : nil

@@ -64,6 +64,25 @@ final class InMemoryHost: SessionHost, @unchecked Sendable {
         }
     }
 
+    func send(_ text: [UInt8], type: String, to connection: ConnectionID) -> Bool {
+        state.withLock { s in
+            guard !s.refusing else { return false }
+            s.sent.append((type, text))
+            return true
+        }
+    }
+
+    func close(_ connection: ConnectionID, code: CloseCode, reason: String) {
+        state.withLock { $0.sent.append(("close", Array("\(code.rawValue) \(reason)".utf8))) }
+    }
+
+    var viewerIdentity: ViewerIdentity? { nil }
+
+    func scopedView(_ scope: ViewerScope) throws(FilterError) -> Server.ScopedView {
+        Server.ScopedView(
+            dataset: dataset.helloInfo(aggregates: []), clusterers: { [unowned self] in clusterer(for: $0) })
+    }
+
     func schedule(_ session: Session, priority: Workers.Priority) { state.withLock { $0.queued.append(session) } }
     func runsOnServiceThread(lastTurn: Duration) -> Bool { false }
     func runOnServiceThread(_ session: Session) { Issue.record("a turn ran on the service thread") }

@@ -53,6 +53,15 @@ const REQUEST_RETRIES = 3;
 /** Error codes the server answers a `children` or `leaves` request with instead of its answer
  *  (`unknown-type` from a server older than those requests). */
 const REQUEST_ERRORS = new Set(['unknown-feature', 'rate-limited', 'invalid-field', 'missing-field', 'unknown-type']);
+/** Close codes of a server that verifies tokens: no valid token (missing, invalid, expired), and a
+ *  valid one that does not give what was asked (docs/protocol.md, "Identity"). */
+const CLOSE_UNAUTHORIZED = 4401;
+const CLOSE_FORBIDDEN = 4403;
+/** A token is refreshed this long before its `exp`: a fifth of its lifetime, at least 1 s and at
+ *  most 30 s, so a clock a little off or a slow callback still beats the expiry. */
+const REFRESH_LEAD_MIN_MS = 1000;
+const REFRESH_LEAD_MAX_MS = 30000;
+const REFRESH_LEAD_SHARE = 0.2;
 
 // ---- Helpers ---------------------------------------------------------------------------------------
 
@@ -104,7 +113,8 @@ export function normalizedBBox(west, south, east, north) {
  * `presence`, `server-error`, `decode-error` (a BinaryDecodeError), `reset` (the store was emptied),
  * `children` and `leaves` (the answers to those requests, also given to their promises),
  * `stale` `{silentMs}` (the server stopped answering; the client reconnects), `refused` `{reason}`
- * (the server refuses this page, e.g. its origin: the client stops retrying).
+ * (the server refuses this page, e.g. its origin: the client stops retrying), `auth` `{exp}` (a token
+ * was accepted), `token-refused` `{code, reason}` (the server closed the session over its token).
  */
 export class PinwheelClient {
     /**
@@ -121,12 +131,15 @@ export class PinwheelClient {
      *   animation); batches wait.
      * @param {'binary' | 'json'} [options.encoding] 'binary' offers `pinwheel.v1+bin` first (a server
      *   without it answers in JSON); 'json' offers only `pinwheel.v1`.
+     * @param {string | (() => (string | Promise<string>))} [options.token] a signed token for a server
+     *   that verifies viewers (`--viewer-key`), sent first on every connection. A function is called
+     *   for a fresh token at each connection and before the current one expires.
      */
     constructor(url, options = {}) {
         this.url = url;
         this.options = Object.assign({ rate: MAX_VIEWPORT_RATE, pace: Infinity, algorithm: null,
                                        presence: false, tileSize: DEFAULT_TILE_SIZE, canApply: () => true,
-                                       encoding: DEFAULT_ENCODING },
+                                       encoding: DEFAULT_ENCODING, token: null },
                                      options);
         if (this.options.encoding !== 'binary' && this.options.encoding !== 'json') {
             throw new Error(`pinwheel: encoding must be 'binary' or 'json', got ${this.options.encoding}`);
@@ -142,6 +155,8 @@ export class PinwheelClient {
             connection: 'connecting',
             /** The server's reason when it refuses this page (see the `refused` event). */
             refusal: null,
+            /** When the accepted token expires, seconds since 1970 (null without a token). */
+            tokenExpires: null,
             /** 'binary' or 'json': what the server chose for the current connection (null before one). */
             encoding: null,
             hello: null,
@@ -198,6 +213,8 @@ export class PinwheelClient {
         /** req → {msg, resolve, reject, timer, tries}: `children` and `leaves` requests awaiting answers. */
         this._requests = new Map();
         this._lastReq = 0;
+        /** Timer of the next token refresh (0: none). */
+        this._refreshTimer = 0;
     }
 
     // ---- Events ----
@@ -248,6 +265,7 @@ export class PinwheelClient {
     close() {
         this._closed = true;
         clearTimeout(this._reconnectTimer);
+        clearTimeout(this._refreshTimer);
         this._stopHeartbeat();
         if (this._socket) this._socket.close(1000);
         this._socket = null;
@@ -282,6 +300,9 @@ export class PinwheelClient {
             this.state.encoding = ws.protocol === BINARY_PROTOCOL ? 'binary' : 'json';
             this._reconnectDelay = RECONNECT_MIN_MS;
             if (this.state.startup.open === null) this.state.startup.open = Math.round(performance.now());
+            // The token goes first, in a message: a browser cannot set a WebSocket's headers, and a
+            // URL ends up in logs.
+            if (this.options.token) this._sendToken(ws);
         };
         this._startHeartbeat(ws);
         // Binary frames carry their deltas over from the connection's previous one, and name removals
@@ -289,11 +310,13 @@ export class PinwheelClient {
         const decoder = new BinaryDecoder();
         this._decoder = decoder;
         ws.onmessage = (event) => this._onMessage(event, decoder);
-        ws.onclose = () => {
+        ws.onclose = (event) => {
             if (this._socket !== ws) return;
             this._socket = null;
             this._stopHeartbeat();
+            clearTimeout(this._refreshTimer);
             if (this._closed) return;
+            if (this._tokenRefused(event)) return;
             // A refused upgrade looks like any failed connection to a page: ask the server why.
             if (!opened && !this._admissionAsked) this._askAdmission();
             else this._scheduleReconnect();
@@ -311,6 +334,52 @@ export class PinwheelClient {
         this._emit('decode-error', error);
         this._encoding = 'json';
         if (ws.readyState === WebSocket.OPEN) ws.close(CLOSE_UNDECODABLE, 'undecodable binary frame');
+    }
+
+    // ---- Identity ----
+
+    /** Sends `{"type":"auth","token":…}` on `ws`, the token from the option (a string, or what the
+     *  callback returns or resolves to). A callback that fails closes the socket and retries later. */
+    _sendToken(ws) {
+        const token = this.options.token;
+        Promise.resolve(typeof token === 'function' ? token() : token).then((value) => {
+            if (this._socket !== ws || ws.readyState !== WebSocket.OPEN) return;
+            if (typeof value !== 'string' || value === '') throw new Error('the token callback gave no token');
+            ws.send(JSON.stringify({ type: 'auth', token: value }));
+        }).catch((e) => {
+            console.warn(`pinwheel: no token: ${e && e.message ? e.message : e}`);
+            this.state.lastError = { code: 'no-token', message: String(e && e.message ? e.message : e) };
+            if (this._socket === ws) ws.close(1000, 'no token');
+        });
+    }
+
+    /** The server accepted a token valid until `exp` (seconds since 1970): with a callback, a fresh
+     *  one is sent before then, so the session goes on. */
+    _onAuth(msg) {
+        this.state.tokenExpires = msg.exp;
+        this._emit('auth', msg);
+        clearTimeout(this._refreshTimer);
+        if (typeof this.options.token !== 'function' || typeof msg.exp !== 'number') return;
+        const lifetime = msg.exp * 1000 - Date.now();
+        const lead = Math.min(REFRESH_LEAD_MAX_MS, Math.max(REFRESH_LEAD_MIN_MS, lifetime * REFRESH_LEAD_SHARE));
+        const ws = this._socket;
+        this._refreshTimer = setTimeout(() => {
+            if (this._socket === ws && ws) this._sendToken(ws);
+        }, Math.max(0, lifetime - lead));
+    }
+
+    /** Whether a close was the server refusing the token for good: a fixed token that is invalid or
+     *  expired, or any token that does not give what was asked (4403). A callback gets another try
+     *  at the next connection, after the usual backoff. */
+    _tokenRefused(event) {
+        const code = event && event.code;
+        if (code !== CLOSE_UNAUTHORIZED && code !== CLOSE_FORBIDDEN) return false;
+        const reason = event.reason || 'the server refused the token';
+        this.state.lastError = { code: 'token-refused', message: reason };
+        this._emit('token-refused', { code: code, reason: reason });
+        if (code === CLOSE_UNAUTHORIZED && typeof this.options.token === 'function') return false;
+        this._refused(reason);
+        return true;
     }
 
     // ---- Heartbeat and refusals ----
@@ -444,6 +513,9 @@ export class PinwheelClient {
                 break;
             case 'pong':
                 this.state.counters.pongs++;
+                break;
+            case 'auth':
+                this._onAuth(msg);
                 break;
             case 'presence':
                 this.state.presence = Array.isArray(msg.viewports) ? msg.viewports.length : 0;

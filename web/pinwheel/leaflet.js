@@ -91,7 +91,7 @@ const LayerCore = {
         const o = this.options;
         const clientOptions = { tileSize: LEAFLET_TILE_SIZE, presence: o.presence,
                                 canApply: () => this._map && !zoomAnimating(this._map) && !this._flying };
-        for (const k of ['rate', 'pace', 'algorithm', 'encoding']) if (o[k] !== undefined) clientOptions[k] = o[k];
+        for (const k of ['rate', 'pace', 'algorithm', 'encoding', 'token']) if (o[k] !== undefined) clientOptions[k] = o[k];
         /** The stream (web/pinwheel/client.js); listen to it for anything the layer does not fire. */
         this.client = new PinwheelClient(url, clientOptions);
         this.client.state.counters.splits = 0;

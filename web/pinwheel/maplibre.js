@@ -120,7 +120,7 @@ export class PinwheelMapLibre {
         this.options = Object.assign({ id: 'pinwheel', layers: true, beforeId: undefined, popup: defaultPopup,
                                        zoomOnClusterClick: true, animate: true }, options);
         const clientOptions = { tileSize: MAPLIBRE_TILE_SIZE, presence: Boolean(this.options.presence) };
-        for (const k of ['rate', 'pace', 'algorithm', 'encoding']) {
+        for (const k of ['rate', 'pace', 'algorithm', 'encoding', 'token']) {
             if (this.options[k] !== undefined) clientOptions[k] = this.options[k];
         }
         /** The stream (web/pinwheel/client.js). */

@@ -41,7 +41,10 @@ final class Ingest: Sendable {
     let rate: Double
     /// Ingest's share of the CPU while viewers are connected; nil takes changes as fast as they come.
     let sharing: IngestSharing?
-    private let token: [UInt8]
+    private let token: [UInt8]?
+    /// Tokens limited to one tenant, and the property that names a point's tenant.
+    private let tenantTokens: [[UInt8]: String]
+    let tenantColumn: String
     private let buckets = Mutex<[String: TokenBucket<ContinuousClock>]>([:])
     /// How long after its arrival a request may still be appended.
     let deadline: Duration
@@ -51,12 +54,18 @@ final class Ingest: Sendable {
     /// Requests dropped past their deadline, and retries answered as duplicates.
     private let counts = Mutex((expired: 0, duplicates: 0))
 
+    /// - Parameters:
+    ///   - token: the token that may change every point; nil when only `tenantTokens` are taken.
+    ///   - tenantTokens: tokens that may change only their tenant's points, token → tenant.
     init(
-        live: LiveData, token: String, rate: Double, sharing: IngestSharing? = nil,
+        live: LiveData, token: String?, tenantTokens: [String: String] = [:], tenantColumn: String = "tenant",
+        rate: Double, sharing: IngestSharing? = nil,
         deadline: Duration = Ingest.defaultDeadline, onStall: @escaping @Sendable (Duration) -> Void = { _ in }
     ) {
         self.live = live
-        self.token = Array(token.utf8)
+        self.token = token.map { Array($0.utf8) }
+        self.tenantTokens = Dictionary(uniqueKeysWithValues: tenantTokens.map { (Array($0.key.utf8), $0.value) })
+        self.tenantColumn = tenantColumn
         self.rate = rate
         self.sharing = sharing
         self.deadline = deadline
@@ -109,11 +118,35 @@ final class Ingest: Sendable {
         return "\(tenths / 10).\(tenths % 10) s"
     }
 
-    /// Whether an `Authorization` header carries the token, compared in time that does not depend on
-    /// where the first difference is.
-    func authorizes(_ header: String?) -> Bool {
-        guard let header, header.hasPrefix("Bearer ") else { return false }
+    /// What a producer may change.
+    enum Grant: Equatable, Sendable {
+        /// Every point (`--ingest-token-file`).
+        case all
+        /// Only the points of this tenant (`--producer-tokens`).
+        case tenant(String)
+
+        /// The tenant a producer is limited to; nil for ``all``.
+        var tenant: String? {
+            if case .tenant(let t) = self { return t }
+            return nil
+        }
+    }
+
+    /// Whether an `Authorization` header carries a token.
+    func authorizes(_ header: String?) -> Bool { grant(for: header) != nil }
+
+    /// What the token of an `Authorization` header lets its producer change; nil for no valid token.
+    /// Every token is compared in time that does not depend on where the first difference is.
+    func grant(for header: String?) -> Grant? {
+        guard let header, header.hasPrefix("Bearer ") else { return nil }
         let given = Array(header.utf8.dropFirst("Bearer ".utf8.count))
+        if let token, Self.same(given, token) { return .all }
+        var found: Grant?
+        for (candidate, tenant) in tenantTokens where Self.same(given, candidate) { found = .tenant(tenant) }
+        return found
+    }
+
+    private static func same(_ given: [UInt8], _ token: [UInt8]) -> Bool {
         var difference = UInt8(given.count == token.count ? 0 : 1)
         for i in 0..<token.count {
             difference |= token[i] ^ (i < given.count ? given[i] : 0)
@@ -147,13 +180,15 @@ final class Ingest: Sendable {
     ///   - producer: whose rate the changes count against.
     ///   - atomic: refuse the whole batch if any line is invalid.
     ///   - key: the producer's idempotency key, if any (checked with ``problem(withKey:)`` first).
+    ///   - tenant: the producer's tenant when its token is limited to one: a change to a point of
+    ///     another tenant is refused on its line.
     ///   - received: when the request arrived; it is not appended after ``deadline`` from then.
     ///   - holdsAtMost: the longest the batch is held for the producer's share of the CPU; past it the
     ///     answer is ``Outcome/tooFast(retryAfter:)``. Nil holds it as long as it takes (the
     ///     producer's socket then waits for its answers).
     ///   - done: called exactly once with the outcome.
     func submit(
-        _ body: [UInt8], producer: String, atomic: Bool = false, key: String? = nil,
+        _ body: [UInt8], producer: String, atomic: Bool = false, key: String? = nil, tenant: String? = nil,
         received: ContinuousClock.Instant = .now, holdsAtMost: Duration? = nil,
         done: @escaping @Sendable (Outcome) -> Void
     ) {
@@ -169,7 +204,11 @@ final class Ingest: Sendable {
         }
         if let wait { return done(.tooFast(retryAfter: Int(wait.components.seconds) + 1)) }
         for k in stride(from: lines.changes.count - 1, through: 0, by: -1) {
-            if let problem = live.problem(with: lines.changes[k]) { lines.reject(at: k, problem) }
+            if let problem = live.problem(with: lines.changes[k])
+                ?? tenant.flatMap({ scopeProblem(lines.changes[k], $0) })
+            {
+                lines.reject(at: k, problem)
+            }
         }
         let current = live.dataset.version
         // The thread's own work; the log's append after it costs this thread nothing.

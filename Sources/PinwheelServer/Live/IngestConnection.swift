@@ -20,13 +20,16 @@ final class IngestConnection: Sendable {
     let id: ConnectionID
     private let ingest: Ingest
     private let producer: String
+    /// The tenant the producer's token limits it to; nil when it may change every point.
+    private let tenant: String?
     private let queue = DispatchQueue(label: "pinwheel-ingest-connection")
     /// Frames received so far, and those not yet answered.
     private let frames = Mutex((received: UInt64(0), pending: 0))
 
-    init(id: ConnectionID, ingest: Ingest, peer: String) {
+    init(id: ConnectionID, ingest: Ingest, peer: String, tenant: String? = nil) {
         self.id = id
         self.ingest = ingest
+        self.tenant = tenant
         producer = "\(peer)#\(id.rawValue)"
     }
 
@@ -63,7 +66,8 @@ final class IngestConnection: Sendable {
         case .success(let split): (key, lines) = split
         case .failure(let problem): return reply(Self.error(frame: number, code: "invalid-key", problem.reason))
         }
-        ingest.submit(Array(lines), producer: producer, key: key, received: received) { [self] outcome in
+        ingest.submit(Array(lines), producer: producer, key: key, tenant: tenant, received: received) {
+            [self] outcome in
             reply(message(for: outcome, frame: number))
         }
     }

@@ -128,6 +128,16 @@ final class LiveData: @unchecked Sendable {
     /// Wakes the index thread (a compaction finished).
     func wakeIndexThread() { wake.signal() }
 
+    /// The value of `column` of the point with `key` now: nil when no point has the key, `.some(nil)`
+    /// when it has no such property.
+    func value(of key: PointKey, column: String) -> PropertyValue?? {
+        state.withLock { state in
+            guard let id = state.table.id(of: key), let record = state.table.record(ofID: id) else { return nil }
+            guard let c = state.table.dataset.properties.columns.firstIndex(of: column) else { return .some(nil) }
+            return .some(record.values[c])
+        }
+    }
+
     /// Why a change would be refused beyond its own line (see ``PointTable/problem(with:)``).
     func problem(with change: Change) -> String? {
         state.withLock { $0.table.problem(with: change) }

@@ -11,6 +11,7 @@ extension Server {
         let atomic = request.query.split(separator: "&").contains("atomic=true")
         ingest.submit(
             request.body, producer: request.peer, atomic: atomic, key: request.idempotencyKey,
+            tenant: ingest.grant(for: request.authorization)?.tenant,
             received: request.received, holdsAtMost: IngestSharing.longestHeldRequest
         ) { [self] outcome in
             respond(response(to: outcome, from: ingest))
@@ -43,7 +44,8 @@ extension Server {
     func refuseChanges(_ request: HTTPRequest) -> HTTPResponse? {
         guard let ingest else {
             return Self.error(
-                404, "this server takes no changes: start it with --data-dir and --ingest-token-file")
+                404,
+                "this server takes no changes: start it with --data-dir and --ingest-token-file or --producer-tokens")
         }
         guard request.method == "POST" else {
             return Self.error(405, "send changes with POST", headers: [HTTPHeader("Allow", "POST")])
