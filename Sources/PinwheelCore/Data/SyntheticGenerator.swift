@@ -112,7 +112,7 @@ public struct SyntheticGenerator: Sendable {
         }
         let values = (0..<count).map { _ in
             let pick = rng.nextUnit() * total
-            return names[cumulative.firstIndex { pick < $0 } ?? categories - 1]
+            return PropertyValue.string(names[cumulative.firstIndex { pick < $0 } ?? categories - 1])
         }
         return PropertyTable(columns: ["kind"], values: values)
     }

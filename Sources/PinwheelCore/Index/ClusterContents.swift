@@ -69,11 +69,16 @@ public struct ClusterContents: Equatable, Sendable {
         }
         var counts: [String: Int] = [:]
         for row in 0..<dataset.count {
-            let value = dataset.properties.value(row: row, column: c)
-            if !value.trimmingSpaces().isEmpty { counts[value, default: 0] += 1 }
+            if let value = dataset.properties.value(row: row, column: c) { counts[Self.label(value), default: 0] += 1 }
         }
         let top = counts.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }.prefix(maxValues)
         return ClusterContents(column: column, values: top.map(\.key), flags: flags)
+    }
+
+    /// How a value is listed in a breakdown: a string as it is, a number or a boolean as JSON writes it.
+    public static func label(_ value: PropertyValue) -> String {
+        if case .string(let s) = value { return s }
+        return value.description
     }
 
     /// Codes points by their property cells in a table of `columns`, resolved once.
@@ -86,26 +91,24 @@ public struct ClusterContents: Equatable, Sendable {
         let column: Int?
         let valueIndex: [String: UInt16]
         let other: UInt16
-        let flags: [FlagRule]
-        let columnIndex: [String: Int]
+        let flags: [BoundFilter]
 
         init(contents: ClusterContents, columns: [String]) {
             column = contents.column.flatMap { columns.firstIndex(of: $0) }
             valueIndex = Dictionary(
                 contents.values.enumerated().map { ($1, UInt16($0)) }, uniquingKeysWith: { first, _ in first })
             other = UInt16(contents.values.count)
-            flags = contents.flags
-            columnIndex = Dictionary(columns.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+            flags = contents.flags.map { BoundFilter($0.expression, columns: columns) }
         }
 
-        /// The code of a point whose cells are `cells` (in the columns' order; missing cells are blank).
-        public func code(_ cells: some RandomAccessCollection<String>) -> Code {
-            func cell(_ c: Int) -> String? {
-                c < cells.count ? cells[cells.index(cells.startIndex, offsetBy: c)] : nil
-            }
+        /// The code of a point whose cells are `cells` (in the columns' order; missing cells are no value).
+        public func code(_ cells: ArraySlice<PropertyValue?>) -> Code {
+            let row = PropertyCells(cells)
             var code: Code = 0
-            if let column { code = cell(column).flatMap { valueIndex[$0] } ?? other }
-            for (k, flag) in flags.enumerated() where flag.matches({ columnIndex[$0].flatMap(cell) }) {
+            if let column {
+                code = row.value(column: column).flatMap { valueIndex[ClusterContents.label($0)] } ?? other
+            }
+            for (k, flag) in flags.enumerated() where flag.matches(row) {
                 code |= 1 << (8 + k)
             }
             return code

@@ -138,7 +138,7 @@ public struct ClusterDelta: Sendable {
         guard let now = change.now else { return }
         var point = AddedPoint(
             x: Mercator.x(lon: now.position.lon), y: Mercator.y(lat: now.position.lat), position: now.position,
-            revision: now.revision, finest: -1, holder: -1, code: coder?.code(now.values) ?? 0)
+            revision: now.revision, finest: -1, holder: -1, code: coder?.code(now.values[...]) ?? 0)
         if let (level, item) = finestHolder(x: point.x, y: point.y) {
             point.finest = Int32(level)
             point.holder = Int32(item)

@@ -8,7 +8,7 @@ extension Ingest {
     /// reason never names another tenant.
     func scopeProblem(_ change: Change, _ tenant: String) -> String? {
         let column = tenantColumn
-        if case .upsert(_, _, _, let properties) = change, !ViewerScope.names(tenant, properties[column]) {
+        if case .upsert(_, _, _, let properties, _) = change, !ViewerScope.names(tenant, properties[column]) {
             let given = properties[column].map { "\($0)" } ?? "no \(column)"
             return "outside this producer's tenant: the point must have \(column) \"\(tenant)\", this one has \(given)"
         }
