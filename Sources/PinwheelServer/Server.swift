@@ -26,6 +26,8 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
     private var coreShortage = CoreShortage()
     /// Index thread only: the wait between two refreshes, longer while viewers' first batches are slow.
     private var refreshPacing: RefreshPacing
+    /// Index thread only: when to give the allocator's free pages back after a compaction.
+    private var allocatorTrim = AllocatorTrim()
     /// Viewports answered since the last refresh, and the slow ones among them.
     let firstBatches: FirstBatchTally
     /// Live indexes sessions stopped serving from since the last refresh (see ``retire(_:)``).
@@ -145,6 +147,9 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
     public func start() throws {
         live?.start { [weak self] in self?.refreshAndJudgeCores() ?? .zero }
         try transport.start(delegate: self)
+        // What loading the data, replaying the log and building the index left free in the
+        // allocator's arenas (see ``AllocatorTrim``).
+        AllocatorTrim.trim()
         presence.start { [weak self] connection, message in
             _ = self?.send(message, type: "presence", to: connection)
         }
@@ -350,6 +355,11 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
         refreshPacing.observe(answered: answered, slow: slow)
         if refreshPacing.interval != before { metrics.refreshPaced(every: refreshPacing.interval) }
         judgeCores()
+        if allocatorTrim.isDue(at: .now) {
+            let started = ContinuousClock.now
+            AllocatorTrim.trim()
+            logger.debug("free memory handed back to the kernel in \(ContinuousClock.now - started)")
+        }
         return refreshPacing.interval
     }
 
@@ -399,6 +409,7 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
                 rebuilt: published.compaction)
             footprint = published.footprint
             publishedVersion = published.version
+            if published.compaction != nil { allocatorTrim.compacted(at: now) }
         } else if let live {
             let data = live.datasetTakingChanges().dataset
             guard data.version != clusterers.clusterer(for: configuration.algorithm).dataset.version else { return }
@@ -412,6 +423,7 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
             }
             let took = now.duration(to: .now)
             metrics.indexServes(version: data.version, points: data.count, delta: 0, took: took, rebuilt: took)
+            allocatorTrim.compacted(at: now)
         }
         let options = configuration.clusterOptions
         for session in sessions.withLock({ Array($0.values) })
