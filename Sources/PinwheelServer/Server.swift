@@ -34,6 +34,8 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
     private let retired = Mutex<[LiveClusterIndex]>([])
     /// When each algorithm was last asked for: while data changes, only those in use are rebuilt.
     private let lastAsked = Mutex<[Algorithm: ContinuousClock.Instant]>([:])
+    /// Held while an algorithm is built on first use.
+    private let firstBuilds = Mutex(())
     /// The changing points and their log; nil when the data never changes.
     let live: LiveData?
     /// Keeps the index following the live points; nil without live data, or with aggregates (whose
@@ -56,7 +58,8 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
     private var serviceTurns = ServiceThreadTurns()
     private var serviceScratch = PlanScratch()
 
-    /// Builds every algorithm's clusterer and binds nothing yet.
+    /// Builds the configured algorithm's clusterer (the others are built when a session first asks for
+    /// them) and binds nothing yet.
     /// - Parameters:
     ///   - configuration: options of `pinwheel serve`.
     ///   - dataset: the points to serve.
@@ -65,7 +68,8 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
         try self.init(
             configuration: configuration, dataset: dataset,
             clusterers: Clusterers(
-                dataset: dataset.dataset, options: configuration.clusterOptions, aggregates: configuration.aggregates),
+                dataset: dataset.dataset, options: configuration.clusterOptions, aggregates: configuration.aggregates,
+                algorithms: [configuration.algorithm]),
             logger: logger)
     }
 
@@ -84,8 +88,10 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
         loaded.dataset = live.dataset
         try self.init(
             configuration: configuration, dataset: loaded,
+            // The hierarchical index is what changes are laid over, whichever algorithm is the default.
             clusterers: Clusterers(
-                dataset: loaded.dataset, options: configuration.clusterOptions, aggregates: configuration.aggregates),
+                dataset: loaded.dataset, options: configuration.clusterOptions, aggregates: configuration.aggregates,
+                algorithms: [configuration.algorithm, .hierarchical]),
             live: live, logger: logger)
     }
 
@@ -449,10 +455,36 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
 
     // MARK: For sessions (any thread)
 
-    /// The shared clusterer of an algorithm now.
+    /// The shared clusterer of an algorithm now; the first session asking for one not built yet
+    /// waits while it is built.
     func clusterer(for algorithm: Algorithm) -> any Clusterer {
         if live != nil { lastAsked.withLock { $0[algorithm] = .now } }
-        return clusterers.clusterer(for: algorithm)
+        if let built = clusterers.built(algorithm) { return built }
+        return builtOnFirstUse(algorithm)
+    }
+
+    /// Builds an algorithm's clusterer over the points now, once, however many sessions ask at the
+    /// same time; with live data the compactions keep it up to the changes from then on.
+    private func builtOnFirstUse(_ algorithm: Algorithm) -> any Clusterer {
+        firstBuilds.withLock { _ in
+            let now = clusterers
+            if let built = now.built(algorithm) { return built }
+            let started = ContinuousClock.now
+            let fallback = now.clusterer(for: configuration.algorithm)
+            do {
+                let points = live?.dataset ?? fallback.dataset
+                let built = try now.build(algorithm, over: points)
+                current.withLock { $0 = $0.replacing([algorithm: built]) }
+                logger.info(
+                    "\(algorithm.rawValue) built on first use: \(points.count) points in \(ContinuousClock.now - started)"
+                )
+                return built
+            } catch {
+                logger.error(
+                    "building \(algorithm.rawValue) failed: \(error); serving \(configuration.algorithm.rawValue)")
+                return fallback
+            }
+        }
     }
 
     /// Hands a message to the transport; false when the connection is gone or was closed for
