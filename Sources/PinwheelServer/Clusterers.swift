@@ -1,8 +1,8 @@
 import PinwheelCore
 
-/// One clusterer per algorithm for the whole server, built once at start-up and shared by every
-/// session (clusterers are immutable and safe to query from many threads), so a session's
-/// `settings` switch costs nothing.
+/// One clusterer per algorithm for the whole server, shared by every session (clusterers are immutable
+/// and safe to query from many threads). The server builds the ones it needs at start-up, and the
+/// others when a session first asks for them (``adding(_:over:)``).
 public struct Clusterers: Sendable {
     private var byAlgorithm: [Algorithm: any Clusterer]
     /// The options `hello` announces.
@@ -12,17 +12,18 @@ public struct Clusterers: Sendable {
     /// What every cluster counts besides its points, fixed at load for every later build.
     public let contents: ClusterContents
 
-    /// Builds every algorithm's clusterer with `clusterOptions` and the same `aggregates` and `contents`.
+    /// Builds `algorithms`' clusterers (every one's by default) with `clusterOptions` and the same
+    /// `aggregates` and `contents`.
     /// - Throws: the core's build error (a bad option, an unknown aggregate column, too many points),
     ///   naming what was wrong.
     public init(
         dataset: Dataset, options clusterOptions: ClusterOptions = ClusterOptions(), aggregates: [Aggregate] = [],
-        contents: ClusterContents = .none
+        contents: ClusterContents = .none, algorithms: Set<Algorithm> = Set(Algorithm.allCases)
     )
         throws
     {
         var built: [Algorithm: any Clusterer] = [:]
-        for algorithm in Algorithm.allCases {
+        for algorithm in Algorithm.allCases where algorithms.contains(algorithm) {
             built[algorithm] = try ClustererFactory.make(
                 algorithm, dataset: dataset, options: clusterOptions, aggregates: aggregates, contents: contents)
         }
@@ -55,8 +56,18 @@ public struct Clusterers: Sendable {
         return next
     }
 
-    /// The shared clusterer of an algorithm.
+    /// The shared clusterer of an algorithm built already (``built(_:)`` tells).
     public func clusterer(for algorithm: Algorithm) -> any Clusterer {
         byAlgorithm[algorithm]!
+    }
+
+    /// The clusterer of an algorithm, nil until it is built.
+    public func built(_ algorithm: Algorithm) -> (any Clusterer)? { byAlgorithm[algorithm] }
+
+    /// A clusterer of `algorithm` over `dataset`, with these clusterers' options, aggregates and contents.
+    /// - Throws: the core's build error.
+    public func build(_ algorithm: Algorithm, over dataset: Dataset) throws -> any Clusterer {
+        try ClustererFactory.make(
+            algorithm, dataset: dataset, options: clusterOptions, aggregates: aggregates, contents: contents)
     }
 }

@@ -26,12 +26,16 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
     private var coreShortage = CoreShortage()
     /// Index thread only: the wait between two refreshes, longer while viewers' first batches are slow.
     private var refreshPacing: RefreshPacing
+    /// Index thread only: when to give the allocator's free pages back after a compaction.
+    private var allocatorTrim = AllocatorTrim()
     /// Viewports answered since the last refresh, and the slow ones among them.
     let firstBatches: FirstBatchTally
     /// Live indexes sessions stopped serving from since the last refresh (see ``retire(_:)``).
     private let retired = Mutex<[LiveClusterIndex]>([])
     /// When each algorithm was last asked for: while data changes, only those in use are rebuilt.
     private let lastAsked = Mutex<[Algorithm: ContinuousClock.Instant]>([:])
+    /// Held while an algorithm is built on first use.
+    private let firstBuilds = Mutex(())
     /// The changing points and their log; nil when the data never changes.
     let live: LiveData?
     /// Keeps the index following the live points; nil without live data, or with aggregates (whose
@@ -56,7 +60,8 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
     private var serviceTurns = ServiceThreadTurns()
     private var serviceScratch = PlanScratch()
 
-    /// Builds every algorithm's clusterer and binds nothing yet.
+    /// Builds the configured algorithm's clusterer (the others are built when a session first asks for
+    /// them) and binds nothing yet.
     /// - Parameters:
     ///   - configuration: options of `pinwheel serve`.
     ///   - dataset: the points to serve.
@@ -66,7 +71,7 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
             configuration: configuration, dataset: dataset,
             clusterers: Clusterers(
                 dataset: dataset.dataset, options: configuration.clusterOptions, aggregates: configuration.aggregates,
-                contents: configuration.contents(of: dataset.dataset)),
+                contents: configuration.contents(of: dataset.dataset), algorithms: [configuration.algorithm]),
             logger: logger)
     }
 
@@ -85,9 +90,10 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
         loaded.dataset = live.dataset
         try self.init(
             configuration: configuration, dataset: loaded,
+            // The hierarchical index is what changes are laid over, whichever algorithm is the default.
             clusterers: Clusterers(
                 dataset: loaded.dataset, options: configuration.clusterOptions, aggregates: configuration.aggregates,
-                contents: configuration.contents(of: loaded.dataset)),
+                contents: configuration.contents(of: loaded.dataset), algorithms: [configuration.algorithm, .hierarchical]),
             live: live, logger: logger)
     }
 
@@ -151,6 +157,9 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
     public func start() throws {
         live?.start { [weak self] in self?.refreshAndJudgeCores() ?? .zero }
         try transport.start(delegate: self)
+        // What loading the data, replaying the log and building the index left free in the
+        // allocator's arenas (see ``AllocatorTrim``).
+        AllocatorTrim.trim()
         presence.start { [weak self] connection, message in
             _ = self?.send(message, type: "presence", to: connection)
         }
@@ -358,6 +367,11 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
         refreshPacing.observe(answered: answered, slow: slow)
         if refreshPacing.interval != before { metrics.refreshPaced(every: refreshPacing.interval) }
         judgeCores()
+        if allocatorTrim.isDue(at: .now) {
+            let started = ContinuousClock.now
+            AllocatorTrim.trim()
+            logger.debug("free memory handed back to the kernel in \(ContinuousClock.now - started)")
+        }
         return refreshPacing.interval
     }
 
@@ -407,6 +421,7 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
                 rebuilt: published.compaction)
             footprint = published.footprint
             publishedVersion = published.version
+            if published.compaction != nil { allocatorTrim.compacted(at: now) }
         } else if let live {
             let data = live.datasetTakingChanges().dataset
             guard data.version != clusterers.clusterer(for: configuration.algorithm).dataset.version else { return }
@@ -420,6 +435,7 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
             }
             let took = now.duration(to: .now)
             metrics.indexServes(version: data.version, points: data.count, delta: 0, took: took, rebuilt: took)
+            allocatorTrim.compacted(at: now)
         }
         let options = configuration.clusterOptions
         for session in sessions.withLock({ Array($0.values) })
@@ -446,10 +462,36 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
 
     // MARK: For sessions (any thread)
 
-    /// The shared clusterer of an algorithm now.
+    /// The shared clusterer of an algorithm now; the first session asking for one not built yet
+    /// waits while it is built.
     func clusterer(for algorithm: Algorithm) -> any Clusterer {
         if live != nil { lastAsked.withLock { $0[algorithm] = .now } }
-        return clusterers.clusterer(for: algorithm)
+        if let built = clusterers.built(algorithm) { return built }
+        return builtOnFirstUse(algorithm)
+    }
+
+    /// Builds an algorithm's clusterer over the points now, once, however many sessions ask at the
+    /// same time; with live data the compactions keep it up to the changes from then on.
+    private func builtOnFirstUse(_ algorithm: Algorithm) -> any Clusterer {
+        firstBuilds.withLock { _ in
+            let now = clusterers
+            if let built = now.built(algorithm) { return built }
+            let started = ContinuousClock.now
+            let fallback = now.clusterer(for: configuration.algorithm)
+            do {
+                let points = live?.dataset ?? fallback.dataset
+                let built = try now.build(algorithm, over: points)
+                current.withLock { $0 = $0.replacing([algorithm: built]) }
+                logger.info(
+                    "\(algorithm.rawValue) built on first use: \(points.count) points in \(ContinuousClock.now - started)"
+                )
+                return built
+            } catch {
+                logger.error(
+                    "building \(algorithm.rawValue) failed: \(error); serving \(configuration.algorithm.rawValue)")
+                return fallback
+            }
+        }
     }
 
     /// Hands a message to the transport; false when the connection is gone or was closed for

@@ -333,7 +333,6 @@ struct ServeCommand: ParsableCommand {
     }
 
     func run() throws {
-        MemoryPolicy.returnLargeBlocksToTheKernel()
         let level = Logger.Level(rawValue: logLevel) ?? .info
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
@@ -341,7 +340,9 @@ struct ServeCommand: ParsableCommand {
             return handler
         }
         let logger = Logger(label: "pinwheel")
+        // First, before any thread is made: the threads inherit how signals are taken.
         let signals = ShutdownSignals(drain: drain, logger: logger)
+        MemoryPolicy.returnLargeBlocksToTheKernel()
 
         guard let webRoot = web ?? ResourceLocator.folder(named: "web", containing: "index.html") else {
             throw ValidationError(

@@ -31,7 +31,16 @@ final class ShutdownSignals: Sendable {
     init(drain: Double, logger: Logger) {
         self.drain = drain
         self.logger = logger
-        // A signal handled by a Dispatch source must not also take its default action.
+        // A signal handled by a Dispatch source must not also take its default action. Ignoring it is
+        // not enough: libdispatch reads it through a signalfd, which sees only signals kept pending,
+        // and Linux drops an ignored signal at once unless the thread it is sent to blocks it. So it is
+        // blocked here, on the main thread before any other thread exists, and every thread made later
+        // inherits the mask (seen: a SIGTERM right after start-up, now and then, lost without a trace).
+        var both = sigset_t()
+        sigemptyset(&both)
+        sigaddset(&both, SIGINT)
+        sigaddset(&both, SIGTERM)
+        pthread_sigmask(SIG_BLOCK, &both, nil)
         signal(SIGINT, SIG_IGN)
         signal(SIGTERM, SIG_IGN)
         sources = [SIGINT, SIGTERM].map { signo in

@@ -321,6 +321,24 @@ struct StreamingTests {
         #expect(Set(view.features.keys) == Set(expected.keys))
     }
 
+    @Test("an algorithm not built at start is built when a session first asks for it, then served")
+    func algorithmBuiltOnFirstUse() async throws {
+        let server = try TestServer(building: [.hierarchical]) { $0.algorithm = .hierarchical }
+        #expect(server.server.clusterers.built(.pcaTree) == nil)
+        let driver = try WSDriver()
+        try await driver.open("a", server)
+        driver.send("a", viewport(1, europe, zoom: 5))
+        var view = ClientView()
+        try await driver.drain("a", seq: 1, into: &view)
+        driver.send("a", ["type": "settings", "algorithm": "pca-tree"])
+        let hello = try await driver.message("a", type: "hello")
+        #expect(hello["algorithm"].string == "pca-tree")
+        try await driver.drain("a", seq: 1, into: &view)
+        #expect(server.server.clusterers.built(.pcaTree) != nil)
+        let expected = server.coreFeatures(bbox: europe, zoom: 5, algorithm: .pcaTree)
+        #expect(!expected.isEmpty && Set(view.features.keys) == Set(expected.keys))
+    }
+
     @Test("200 sessions at once are all served in full")
     func twoHundredSessions() async throws {
         let server = try TestServer()

@@ -18,7 +18,9 @@ public final class TestServer: Sendable {
     static let clusterers = try! Clusterers(dataset: dataset.dataset)
 
     /// Starts a server; `configure` adjusts the options first.
-    public init(_ configure: (inout ServerConfiguration) -> Void = { _ in }) throws {
+    /// - Parameter building: the algorithms built before it starts, as `serve` builds only its default
+    ///   one; nil: every one, shared by the tests.
+    public init(building: Set<Algorithm>? = nil, _ configure: (inout ServerConfiguration) -> Void = { _ in }) throws {
         var configuration = ServerConfiguration(webRoot: TestServer.repositoryRoot + "/web")
         configuration.host = "127.0.0.1"
         configuration.port = 0
@@ -26,8 +28,14 @@ public final class TestServer: Sendable {
         var logger = Logger(label: "pinwheel-test")
         logger.logLevel = .warning
         let clusterers =
-            configuration.clusterOptions == ClusterOptions()
-            ? Self.clusterers : try Clusterers(dataset: Self.dataset.dataset, options: configuration.clusterOptions)
+            if let building {
+                try Clusterers(
+                    dataset: Self.dataset.dataset, options: configuration.clusterOptions, algorithms: building)
+            } else if configuration.clusterOptions == ClusterOptions() {
+                Self.clusterers
+            } else {
+                try Clusterers(dataset: Self.dataset.dataset, options: configuration.clusterOptions)
+            }
         server = Server(configuration: configuration, dataset: Self.dataset, clusterers: clusterers, logger: logger)
         try server.start()
     }

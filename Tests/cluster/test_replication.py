@@ -110,8 +110,10 @@ def test_three_nodes_serve_identical_features_after_10000_random_changes_posted_
 def test_a_late_retry_with_an_older_observation_time_reverts_nothing_on_any_node(shared_cluster):
     a, b, c = shared_cluster.nodes
     t0 = 1_765_000_000_000
-    old = {"op": "upsert", "id": "obs-1", "lat": BOX[1] + 0.02, "lon": BOX[0] + 0.02, "t": t0}
-    new = {"op": "upsert", "id": "obs-1", "lat": BOX[1] + 0.03, "lon": BOX[0] + 0.03, "t": t0 + 500}
+    # A corner of its own, away from BOX, which the other tests fill: every point there a marker of its own.
+    corner = [-121.0, -41.0, -120.97, -40.97]
+    old = {"op": "upsert", "id": "obs-1", "lat": -40.99, "lon": -120.99, "t": t0}
+    new = {"op": "upsert", "id": "obs-1", "lat": -40.98, "lon": -120.98, "t": t0 + 500}
     status, first, _ = post_changes(a.port, TOKEN, [old], headers={"Idempotency-Key": "obs/1"})
     assert status == 200 and "stale" not in first, first
     status, newer, _ = post_changes(b.port, TOKEN, [new], headers={"Idempotency-Key": "obs/2"})
@@ -121,11 +123,11 @@ def test_a_late_retry_with_an_older_observation_time_reverts_nothing_on_any_node
     status, late, _ = post_changes(c.port, TOKEN, [old], headers={"Idempotency-Key": "obs/1-again"})
     assert status == 200 and late["stale"] == 1 and "duplicate" not in late, late
     # A change after it, so that every node's view is past the late one.
-    status, after, _ = post_changes(a.port, TOKEN, [dict(new, id="obs-2", t=t0)])
+    status, after, _ = post_changes(a.port, TOKEN, [dict(new, id="obs-2", lat=-40.975, t=t0)])
     assert status == 200, after
     for node in shared_cluster.nodes:
         with Watcher(node.ws_url, timeout_s=30) as viewer:
-            viewer.watch(BOX, ZOOM)
+            viewer.watch(corner, 16)
             viewer.wait_for(lambda w: "obs-2" in w.keyed(), timeout_s=30)
             shown = viewer.keyed()["obs-1"]
             assert abs(shown["lat"] - new["lat"]) < 1e-9 and abs(shown["lon"] - new["lon"]) < 1e-9, \

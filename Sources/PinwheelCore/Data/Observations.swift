@@ -42,6 +42,8 @@ struct Observations: Sendable {
     /// when the change had none, the newest known before (a point revived without a time keeps the
     /// bar its tombstone set).
     mutating func upserted(_ key: PointKey, observed: UInt64?) {
+        // No producer sends times: nothing to look up on the path every change takes.
+        if observed == nil && times.isEmpty && tombstones.isEmpty { return }
         let time = observed ?? newest(key)
         tombstones[key] = nil
         if let time { times[key] = time }
@@ -50,6 +52,7 @@ struct Observations: Sendable {
     /// `key` was deleted by a change that is not stale (whether or not a point had it): a tombstone
     /// keeps the change's time, or the newest known before when the change had none.
     mutating func deleted(_ key: PointKey, observed: UInt64?) {
+        if observed == nil && times.isEmpty && tombstones.isEmpty { return }
         guard let time = observed ?? newest(key) else { return }
         times[key] = nil
         bury(key, time)
