@@ -9,26 +9,30 @@ public struct Clusterers: Sendable {
     public let options: HelloMessage.Options
     private let clusterOptions: ClusterOptions
     private let aggregates: [Aggregate]
+    /// What every cluster counts besides its points, fixed at load for every later build.
+    public let contents: ClusterContents
 
-    /// Builds every algorithm's clusterer with `clusterOptions` and the same `aggregates`.
+    /// Builds every algorithm's clusterer with `clusterOptions` and the same `aggregates` and `contents`.
     /// - Throws: the core's build error (a bad option, an unknown aggregate column, too many points),
     ///   naming what was wrong.
     public init(
-        dataset: Dataset, options clusterOptions: ClusterOptions = ClusterOptions(), aggregates: [Aggregate] = []
+        dataset: Dataset, options clusterOptions: ClusterOptions = ClusterOptions(), aggregates: [Aggregate] = [],
+        contents: ClusterContents = .none
     )
         throws
     {
         var built: [Algorithm: any Clusterer] = [:]
         for algorithm in Algorithm.allCases {
             built[algorithm] = try ClustererFactory.make(
-                algorithm, dataset: dataset, options: clusterOptions, aggregates: aggregates)
+                algorithm, dataset: dataset, options: clusterOptions, aggregates: aggregates, contents: contents)
         }
         byAlgorithm = built
         self.clusterOptions = clusterOptions
         self.aggregates = aggregates
+        self.contents = contents
         options = HelloMessage.Options(
             minZoom: clusterOptions.minZoom, maxZoom: clusterOptions.maxZoom, minPoints: clusterOptions.minPoints,
-            radius: clusterOptions.radius, extent: Int(clusterOptions.extent), nodeSize: clusterOptions.nodeSize,
+            radius: clusterOptions.radius, extent: Int(clusterOptions.extent),
             spread: clusterOptions.spread.rawValue, maxClusters: clusterOptions.maxClusters)
     }
 
@@ -39,7 +43,7 @@ public struct Clusterers: Sendable {
         var next = self
         for algorithm in algorithms {
             next.byAlgorithm[algorithm] = try ClustererFactory.make(
-                algorithm, dataset: dataset, options: clusterOptions, aggregates: aggregates)
+                algorithm, dataset: dataset, options: clusterOptions, aggregates: aggregates, contents: contents)
         }
         return next
     }

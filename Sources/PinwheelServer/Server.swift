@@ -63,7 +63,8 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
         try self.init(
             configuration: configuration, dataset: dataset,
             clusterers: Clusterers(
-                dataset: dataset.dataset, options: configuration.clusterOptions, aggregates: configuration.aggregates),
+                dataset: dataset.dataset, options: configuration.clusterOptions, aggregates: configuration.aggregates,
+                contents: configuration.contents(of: dataset.dataset)),
             logger: logger)
     }
 
@@ -83,7 +84,8 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
         try self.init(
             configuration: configuration, dataset: loaded,
             clusterers: Clusterers(
-                dataset: loaded.dataset, options: configuration.clusterOptions, aggregates: configuration.aggregates),
+                dataset: loaded.dataset, options: configuration.clusterOptions, aggregates: configuration.aggregates,
+                contents: configuration.contents(of: loaded.dataset)),
             live: live, logger: logger)
     }
 

@@ -52,6 +52,10 @@ public struct ServerConfiguration: Sendable {
     public var clusterOptions = ClusterOptions()
     /// Values reduced over every cluster's points (`--aggregate`), announced in `hello`.
     public var aggregates: [Aggregate] = []
+    /// The column every cluster breaks its count down by (`--group-by`); nil for none.
+    public var groupBy: String?
+    /// Rules whose matches every cluster counts (`--flag`).
+    public var flags: [FlagRule] = []
     /// Worker threads that cluster and diff.
     public var workers: Int = 2
     /// The bearer token producers must show to change data; nil turns ingest off.
@@ -86,5 +90,14 @@ public struct ServerConfiguration: Sendable {
 
     public init(webRoot: String) {
         self.webRoot = webRoot
+    }
+}
+
+extension ServerConfiguration {
+    /// What clusters count besides their points over `dataset`: `groupBy`'s most common values there
+    /// and `flags`.
+    /// - Throws: ``IndexError/invalidContents(reason:)`` for a column the dataset lacks.
+    public func contents(of dataset: Dataset) throws -> ClusterContents {
+        try ClusterContents.choosing(groupBy: groupBy, flags: flags, from: dataset)
     }
 }

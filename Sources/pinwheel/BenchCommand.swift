@@ -52,6 +52,14 @@ struct BenchCommand: ParsableCommand {
     @Flag(help: "Print one JSON object instead of text.")
     var json = false
 
+    @Option(help: "Give synthetic points a `kind` column of this many values (kind-0 the most common).")
+    var categories = 0
+
+    @Option(
+        name: .customLong("group-by"),
+        help: "Count every cluster's points per value of this column, and measure what that costs.")
+    var groupBy: String?
+
     static let zooms = [2, 5, 8, 11, 14, 17]
 
     func validate() throws {
@@ -65,6 +73,10 @@ struct BenchCommand: ParsableCommand {
         if liveChanges < 0 || changesPerRefresh < 1 {
             throw ValidationError("--live-changes must be 0 or more and --changes-per-refresh at least 1")
         }
+        if groupBy != nil && json { throw ValidationError("--group-by measures in text") }
+        if categories < 0 || categories > 255 {
+            throw ValidationError("--categories must be 0...255, got \(categories)")
+        }
         if liveChanges > 0 && (algorithm != .hierarchical || json) {
             throw ValidationError("--live-changes measures the hierarchical index, in text")
         }
@@ -76,8 +88,9 @@ struct BenchCommand: ParsableCommand {
         let clock = ContinuousClock()
         let started = clock.now
         let cpuStarted = BenchCommand.processCPUSeconds()
+        let contents = try ClusterContents.choosing(groupBy: groupBy, flags: [], from: dataset)
         let clusterer = try ClustererFactory.make(
-            algorithm, dataset: dataset, options: ClusterOptions(maxClusters: maxClusters))
+            algorithm, dataset: dataset, options: ClusterOptions(maxClusters: maxClusters), contents: contents)
         let buildTime = clock.now - started
         // On a shared machine wall time includes waiting for a core; CPU time shows the work itself.
         let buildCPUMs = (BenchCommand.processCPUSeconds() - cpuStarted) * 1000
@@ -135,6 +148,9 @@ struct BenchCommand: ParsableCommand {
                     + pad(fixed(r.cpuMedianUs, 2), 12) + pad(fixed(r.cpuP99Us, 2), 9)
                     + pad(String(r.featuresMedian), 19) + pad(r.panCPUMedianUs.map { fixed($0, 2) } ?? "—", 17))
         }
+        if !contents.isEmpty, dataset.count > 0 {
+            printContentCosts(clusterer, dataset, withContentsMs: buildTime.ms, withContentsCPUMs: buildCPUMs)
+        }
         if liveChanges > 0, let base = clusterer as? ClusterIndex, dataset.count > 0 {
             let live = measureRefreshes(base: base, changes: liveChanges, changesEach: changesPerRefresh)
             func percentiles(_ values: [Double]) -> String {
@@ -168,7 +184,10 @@ struct BenchCommand: ParsableCommand {
     /// The dataset, how to name it, and for a file what parsing it cost (read as `serve` reads it).
     private func loadDataset() throws -> (Dataset, String, ParseFigures?) {
         if let synthetic {
-            return (SyntheticGenerator(seed: seed).dataset(count: synthetic), "synthetic (seed \(seed))", nil)
+            var generator = SyntheticGenerator(seed: seed)
+            generator.categories = categories
+            let kinds = categories > 0 ? ", \(categories) kinds" : ""
+            return (generator.dataset(count: synthetic), "synthetic (seed \(seed)\(kinds))", nil)
         }
         let path = data!
         let before = BenchCommand.statusMB("VmRSS:")
@@ -305,11 +324,11 @@ struct BenchCommand: ParsableCommand {
     }
 }
 
-private func fixed(_ value: Double, _ decimals: Int) -> String {
+func fixed(_ value: Double, _ decimals: Int) -> String {
     String(format: "%.\(decimals)f", value)
 }
 
-private func pad(_ text: String, _ width: Int) -> String {
+func pad(_ text: String, _ width: Int) -> String {
     String(repeating: " ", count: max(0, width - text.count)) + text
 }
 

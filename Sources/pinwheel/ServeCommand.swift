@@ -88,6 +88,30 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "Fewest points that form a cluster.")
     var minPoints = ClusterOptions().minPoints
 
+    @Option(help: "Coarsest zoom clustered (0...24); coarser views show its clusters.")
+    var minZoom = ClusterOptions().minZoom
+
+    @Option(help: "Finest zoom clustered (--min-zoom...24); finer views show every point.")
+    var maxZoom = ClusterOptions().maxZoom
+
+    @Option(help: "Tile width in pixels that --radius is measured against (at least --radius).")
+    var extent = Int(ClusterOptions().extent)
+
+    // One column: a cluster carries one count per value of it, on the wire and in the index; yes/no
+    // questions about other columns are what --flag is for.
+    @Option(
+        name: .customLong("group-by"),
+        help:
+            "A property column every cluster counts its points by, per value: its 12 most common values and \"other\".")
+    var groupBy: String?
+
+    @Option(
+        name: .customLong("flag"),
+        help:
+            #"NAME=RULE: count every cluster's points matching RULE, e.g. alert=["==",["get","status"],"alarm"] (==, !=, in, all, any, !; repeatable, at most 8)."#
+    )
+    var flags: [String] = []
+
     @Option(help: "Simulated tourists touring the map inside the server; open the page to see their viewports.")
     var bots = 0
 
@@ -182,6 +206,9 @@ struct ServeCommand: ParsableCommand {
         var options = ClusterOptions()
         options.radius = radius
         options.minPoints = minPoints
+        options.minZoom = minZoom
+        options.maxZoom = maxZoom
+        options.extent = Double(extent)
         return options
     }
 
@@ -203,6 +230,12 @@ struct ServeCommand: ParsableCommand {
         for text in aggregates {
             do { _ = try Aggregate(parsing: text) } catch { throw ValidationError("--aggregate: \(error)") }
         }
+        for text in flags {
+            do { _ = try FlagRule(parsing: text) } catch { throw ValidationError("--flag: \(error)") }
+        }
+        if flags.count > ClusterContents.maxFlags {
+            throw ValidationError("--flag may be given at most \(ClusterContents.maxFlags) times, got \(flags.count)")
+        }
         if maxFeatures < 1 { throw ValidationError("--max-features must be at least 1, got \(maxFeatures)") }
         if !(pace > 0 && pace.isFinite) { throw ValidationError("--pace must be positive") }
         if window < 1 { throw ValidationError("--window must be at least 1, got \(window)") }
@@ -216,8 +249,13 @@ struct ServeCommand: ParsableCommand {
             guard case .invalidOption(let name, let value, let expected) = error else { throw error }
             switch name {
             case "minPoints": throw ValidationError("--min-points must be \(expected), got \(value)")
+            case "minZoom": throw ValidationError("--min-zoom must be \(expected), got \(value)")
+            case "maxZoom":
+                throw ValidationError(
+                    "--max-zoom must be \(expected.replacingOccurrences(of: "minZoom", with: "--min-zoom")), got \(value)"
+                )
             case "extent":
-                throw ValidationError("--radius must be at most the tile extent, \(value) pixels, got \(radius)")
+                throw ValidationError("--extent must be at least --radius (\(radius)) pixels, got \(extent)")
             default: throw ValidationError("--\(name) must be \(expected), got \(value)")
             }
         }
@@ -297,6 +335,8 @@ struct ServeCommand: ParsableCommand {
         configuration.permessageDeflate = !noDeflate
         configuration.clusterOptions = clusterOptions
         configuration.aggregates = aggregates.compactMap { try? Aggregate(parsing: $0) }
+        configuration.groupBy = groupBy
+        configuration.flags = flags.compactMap { try? FlagRule(parsing: $0) }
 
         let source: DatasetSource
         if let data {

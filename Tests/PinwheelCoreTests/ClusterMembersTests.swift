@@ -21,7 +21,7 @@ struct ClusterMembersTests {
             var after: UInt32?
             var pages = 0
             repeat {
-                let page = MemberPage(members: members, after: after, limit: limit)
+                let page = clusterer.memberPage(of: f.id, zoom: zoom, after: after, limit: limit)!
                 #expect(page.total == Int(f.count))
                 #expect(page.points.count <= limit && (page.next == nil || page.points.count == limit))
                 seen += page.points.map(\.id)
@@ -37,18 +37,23 @@ struct ClusterMembersTests {
 
     @Test("pages of a cluster's points partition them exactly, in ascending ids", arguments: [1, 7, 100])
     func pagesPartition(limit: Int) throws {
-        let index = try ClusterIndex(dataset: SyntheticGenerator(seed: 21).dataset(count: 4000))
+        let data = ClusterContentsTests.dataset(seed: 21, count: 4000)
+        let index = try ClusterIndex(dataset: data)
         for zoom in [0.0, 3, 6, 9, 12] { Self.checkPaging(index, zoom: zoom, limit: limit) }
+        // With contents the index pages from its hierarchy order's runs.
+        let ordered = try ClusterIndex(dataset: data, contents: try ClusterContentsTests.contents(for: data))
+        for zoom in [0.0, 3, 6, 9, 12] { Self.checkPaging(ordered, zoom: zoom, limit: limit) }
         let tree = try PCATree(dataset: SyntheticGenerator(seed: 21).dataset(count: 4000))
         for zoom in [0.0, 6] { Self.checkPaging(tree, zoom: zoom, limit: limit) }
     }
 
-    @Test("pages partition a live cluster's points, changed points included", arguments: [UInt64(31), 32])
-    func pagesPartitionLive(seed: UInt64) throws {
-        var generator = SyntheticGenerator(seed: seed)
-        generator.categories = 5
-        let start = generator.dataset(count: 3000)
-        var delta = ClusterDelta(base: try ClusterIndex(dataset: start))
+    @Test(
+        "pages partition a live cluster's points, changed points included",
+        arguments: [UInt64(31), 32], [false, true])
+    func pagesPartitionLive(seed: UInt64, withContents: Bool) throws {
+        let start = ClusterContentsTests.dataset(seed: seed, count: 3000)
+        let contents = withContents ? try ClusterContentsTests.contents(for: start) : .none
+        var delta = ClusterDelta(base: try ClusterIndex(dataset: start, contents: contents))
         let (table, changed) = ClusterContentsTests.history(seed: seed, base: start, changes: 1200)
         for change in changed { delta.apply(change) }
         let live = LiveClusterIndex(

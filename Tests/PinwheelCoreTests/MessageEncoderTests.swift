@@ -130,7 +130,7 @@ struct MessageEncoderTests {
         encoder.hello(hello)
         #expect(
             encoder.text
-                == #"{"type":"hello","protocol":"pinwheel.v1","session":"7f3a","algorithm":"hierarchical","algorithms":["hierarchical","pca-tree"],"dataset":{"name":"geonames-cities","points":144600,"bounds":[-179.9,-54.9,179.9,78.2],"unlocated":0,"skipped":0,"aggregates":[]},"options":{"minZoom":0,"maxZoom":16,"minPoints":2,"radius":40,"extent":512,"nodeSize":64,"spread":"adaptive","maxClusters":32},"limits":{"viewportHz":10,"pace":0.5,"window":4,"maxMessageBytes":65536,"maxZoom":24,"maxPixels":16384,"maxFeatures":10000},"groups":null,"flags":[]}"#
+                == #"{"type":"hello","protocol":"pinwheel.v1","session":"7f3a","algorithm":"hierarchical","algorithms":["hierarchical","pca-tree"],"dataset":{"name":"geonames-cities","points":144600,"bounds":[-179.9,-54.9,179.9,78.2],"unlocated":0,"skipped":0,"aggregates":[]},"options":{"minZoom":0,"maxZoom":16,"minPoints":2,"radius":40,"extent":512,"spread":"adaptive","maxClusters":32},"limits":{"viewportHz":10,"pace":0.5,"window":4,"maxMessageBytes":65536,"maxZoom":24,"maxPixels":16384,"maxFeatures":10000},"groups":null,"flags":[]}"#
         )
         #expect(try ServerMessage.decode(encoder.text) == .hello(hello))
         var empty = hello

@@ -44,7 +44,7 @@ struct SessionMachineTests {
                 dataset: HelloMessage.DatasetInfo(
                     name: "synthetic", points: SessionMachineTests.dataset.count, bounds: nil),
                 clusterOptions: HelloMessage.Options(
-                    minZoom: 0, maxZoom: 16, minPoints: 2, radius: 40, extent: 512, nodeSize: 64, spread: "adaptive",
+                    minZoom: 0, maxZoom: 16, minPoints: 2, radius: 40, extent: 512, spread: "adaptive",
                     maxClusters: 32),
                 clusterers: clusterers, algorithm: algorithm)
         }

@@ -17,6 +17,7 @@ from binary_frames import Encoder, agrees_on_grid, encode, message_on_grid, on_a
 from browser_support import (BINARY_PROTOCOL, PROTOCOL, ROOT, batch_frames, held_after_each_view, markers,
                              served_in_both_encodings, server_features, wait_settled)
 from decode import measure, open_blank
+from pinwheel_process import running_server
 
 # Decodes each frame (a list of byte values) in the page, in order, as the frames of one connection
 # whose client reported `held`; returns JSON.stringify of each message, or {error, name, offset} for a
@@ -275,3 +276,21 @@ def test_a_frame_that_does_not_decode_is_reported_and_the_page_carries_on_over_j
         assert page.evaluate("() => pinwheel.state.counters.held") > 0, "the first batch's markers were kept"
         assert markers(page) == server_features(server, page.evaluate("() => pinwheel.state.lastViewport"))
         page.wait_for_function("() => document.getElementById('hud-encoding').textContent === 'JSON'")
+
+
+def test_cluster_breakdowns_and_flags_decode_as_their_json(page):
+    # A server counting every cluster's points per country and those in France: binary.js reads each
+    # cluster's groups and flags as JSON.parse reads them.
+    flag = 'fr=["==",["get","cc"],"FR"]'
+    with running_server(["--group-by", "cc", "--flag", flag]) as contents_server:
+        open_blank(page, contents_server)
+        frames, decoded, texts = served_in_both_encodings(page, contents_server, VIEWS, algorithm="hierarchical")
+        got_views, want_views = held_after_each_view(decoded), held_after_each_view(map(json.loads, texts))
+        for got, want in zip(got_views, want_views):
+            assert got.keys() == want.keys()
+            assert [i for i in want if not agrees_on_grid(got[i], want[i])] == []
+        clusters = [f for view in want_views for f in view.values() if f["id"] >= 2**32]
+        assert clusters and all(sum(n for _, n in f["groups"]) == f["count"] and len(f["flags"]) == 1
+                                for f in clusters)
+        assert any(len(f["groups"]) > 1 for f in clusters) and any(f["flags"][0] > 0 for f in clusters)
+        assert page.console_log.errors == []

@@ -90,7 +90,7 @@ extension ClusterIndex {
     }
 
     /// A point as a leaf: its true position, no parent.
-    private func leaf(row: Int) -> Feature {
+    func leaf(row: Int) -> Feature {
         Feature(
             id: FeatureID(dataset.ids[row]), lat: dataset.lat(row), lon: dataset.lon(row), count: 1, parent: nil,
             row: Int32(row))
@@ -181,5 +181,27 @@ extension ClusterIndex {
         guard let tally, let order, li < levels.count, item < levels[li].count else { return }
         let count = Int(ItemMeta.count(levels[li].meta[item]))
         tally.add(run: order.run(level: li, item: item, count: count), to: &counts)
+    }
+}
+
+extension ClusterIndex {
+    /// A page read from the cluster's run of the hierarchy order, when the index keeps one (it does
+    /// with contents): ids alone are compared, and only the page's points are made.
+    /// - Complexity: O(the cluster's points), a few nanoseconds each.
+    public func memberPage(of id: FeatureID, zoom: Double, after: UInt32?, limit: Int) -> MemberPage? {
+        guard id >> 32 != 0, let order, let (li, item) = clusterItem(id) else {
+            return members(of: id, zoom: zoom).map { MemberPage(members: $0, after: after, limit: limit) }
+        }
+        let count = Int(ItemMeta.count(levels[li].meta[item]))
+        var selector = MemberPage.Selector(after: after, limit: limit)
+        dataset.ids.withUnsafeBufferPointer { ids in
+            order.rowAtPosition.withUnsafeBufferPointer { rows in
+                for p in order.run(level: li, item: item, count: count) {
+                    let row = rows[p]
+                    selector.offer(id: ids[Int(row)], tag: UInt32(row))
+                }
+            }
+        }
+        return MemberPage(total: count, points: selector.page.map { leaf(row: Int($0.tag)) }, next: selector.next)
     }
 }

@@ -1,6 +1,8 @@
 import Foundation
 
 /// Options of the hierarchical cluster index, named as in supercluster so they read the same.
+/// Supercluster's `nodeSize` (points per k-d tree leaf) has no counterpart: each zoom is kept in
+/// grid-cell order, not in a k-d tree, so there is nothing for it to tune.
 public struct ClusterOptions: Hashable, Sendable {
     /// Coarsest zoom that is clustered (default 0).
     public var minZoom: Int
@@ -12,10 +14,6 @@ public struct ClusterOptions: Hashable, Sendable {
     public var radius: Double
     /// Tile width in pixels that `radius` is measured against (default 512).
     public var extent: Double
-    /// Points per leaf of a k-d tree in supercluster (default 64). Accepted, validated and reported so
-    /// option sets read the same; ``ClusterIndex`` keeps each zoom in grid-cell order instead of a
-    /// k-d tree, so nothing here depends on it.
-    public var nodeSize: Int
     /// How same-coordinate groups are laid out (default adaptive).
     public var spread: SpreadMode
     /// Minimum pixels between spread pins in adaptive mode, at 256-pixel tiles (default 28).
@@ -28,7 +26,7 @@ public struct ClusterOptions: Hashable, Sendable {
 
     public init(
         minZoom: Int = 0, maxZoom: Int = 16, minPoints: Int = 2, radius: Double = 40, extent: Double = 512,
-        nodeSize: Int = 64, spread: SpreadMode = .adaptive, spreadSpacing: Double = SpreadPlacement.defaultSpacing,
+        spread: SpreadMode = .adaptive, spreadSpacing: Double = SpreadPlacement.defaultSpacing,
         sameCoordinateToleranceMetres: Double = 0, maxClusters: Int = 32
     ) {
         self.minZoom = minZoom
@@ -36,7 +34,6 @@ public struct ClusterOptions: Hashable, Sendable {
         self.minPoints = minPoints
         self.radius = radius
         self.extent = extent
-        self.nodeSize = nodeSize
         self.spread = spread
         self.spreadSpacing = spreadSpacing
         self.sameCoordinateToleranceMetres = sameCoordinateToleranceMetres
@@ -64,7 +61,6 @@ public struct ClusterOptions: Hashable, Sendable {
         guard minPoints >= 2 && minPoints <= 1_000_000 else { throw fail("minPoints", minPoints, "2...1000000") }
         guard radius.isFinite && radius > 0 else { throw fail("radius", radius, "a positive number of pixels") }
         guard extent.isFinite && extent >= radius else { throw fail("extent", extent, "at least radius (\(radius))") }
-        guard nodeSize >= 2 && nodeSize <= 65_536 else { throw fail("nodeSize", nodeSize, "2...65536") }
         guard spreadSpacing.isFinite && spreadSpacing > 0 && spreadSpacing <= 1_000 else {
             throw fail("spreadSpacing", spreadSpacing, "a number of pixels in (0, 1000]")
         }

@@ -55,6 +55,9 @@ public protocol Clusterer: Sendable {
     /// at a coarser zoom than at the one that made it); nil for an unknown id.
     func members(of id: FeatureID, zoom: Double) -> [Feature]?
 
+    /// A page of ``members(of:zoom:)``: the `limit` smallest ids after `after`; nil for an unknown id.
+    func memberPage(of id: FeatureID, zoom: Double, after: UInt32?, limit: Int) -> MemberPage?
+
     /// How to open a feature: the zoom at which it splits, or the spread of a same-coordinate group.
     /// - Parameters:
     ///   - id: a feature id returned by a query.
@@ -92,6 +95,9 @@ extension Clusterer {
     public var pointCount: Int { dataset.count }
     public var contents: ClusterContents { .none }
     public func members(of id: FeatureID, zoom: Double) -> [Feature]? { leaves(of: id, limit: .max, offset: 0) }
+    public func memberPage(of id: FeatureID, zoom: Double, after: UInt32?, limit: Int) -> MemberPage? {
+        members(of: id, zoom: zoom).map { MemberPage(members: $0, after: after, limit: limit) }
+    }
     public func addContents(of feature: Feature, to counts: inout [Int32]) {}
     public var changedRows: ChangedRows? { nil }
 }

@@ -7,6 +7,8 @@ struct HierarchyOrder: Sendable {
     let positionOfRow: [Int32]
     /// The raw item holding the row at each position.
     let rawItemAtPosition: [Int32]
+    /// The row at each position.
+    let rowAtPosition: [Int32]
     /// The first position of each item of the levels from `firstKept` on; empty for the others.
     private let firstPositions: [[Int32]]
 
@@ -31,6 +33,7 @@ struct HierarchyOrder: Sendable {
         if levels.count - 1 >= firstKept { kept[levels.count - 1] = starts }
         var positionOfRow = [Int32](repeating: -1, count: rowCount)
         var rawItemAtPosition = [Int32](repeating: -1, count: Int(total))
+        var rowAtPosition = [Int32](repeating: -1, count: Int(total))
         let raw = levels[levels.count - 1]
         for item in 0..<raw.count {
             let meta = raw.meta[item]
@@ -39,16 +42,19 @@ struct HierarchyOrder: Sendable {
             if ItemMeta.tag(meta) == 0 {
                 positionOfRow[payload] = Int32(position)
                 rawItemAtPosition[position] = Int32(item)
+                rowAtPosition[position] = Int32(payload)
                 continue
             }
             for row in groups.rows(of: payload) {
                 positionOfRow[Int(row)] = Int32(position)
                 rawItemAtPosition[position] = Int32(item)
+                rowAtPosition[position] = row
                 position += 1
             }
         }
         self.positionOfRow = positionOfRow
         self.rawItemAtPosition = rawItemAtPosition
+        self.rowAtPosition = rowAtPosition
         firstPositions = kept
     }
 

@@ -71,7 +71,42 @@ public final class LiveClusterIndex: Clusterer {
     public func members(of id: FeatureID, zoom: Double) -> [Feature]? {
         if id >> 32 == 0, delta.added[UInt32(id)] != nil { return [point(UInt32(id), parent: nil)] }
         guard let kept = base.leaves(of: id, limit: .max, offset: 0).map(withoutRemoved) else { return nil }
-        guard var (li, item) = base.clusterItem(id) else { return kept }
+        guard let (li, item) = shownItem(of: id, zoom: zoom) else { return kept }
+        return kept + delta.joinedIDs(level: li, item: item).sorted().map { point($0, parent: nil) }
+    }
+
+    /// A page read from the base's run of the cluster's positions less the removed ones, then the
+    /// changed points that joined it, comparing ids alone, when the base keeps its order at the
+    /// cluster's level (it does with contents).
+    public func memberPage(of id: FeatureID, zoom: Double, after: UInt32?, limit: Int) -> MemberPage? {
+        guard id >> 32 != 0, let order = base.order, let (li, item) = shownItem(of: id, zoom: zoom) else {
+            return members(of: id, zoom: zoom).map { MemberPage(members: $0, after: after, limit: limit) }
+        }
+        let count = Int(ItemMeta.count(base.levels[li].meta[item]))
+        var selector = MemberPage.Selector(after: after, limit: limit)
+        var total = 0
+        // Tags: a base row, or for a joined point the top bit set (its id is the key).
+        base.dataset.ids.withUnsafeBufferPointer { ids in
+            order.rowAtPosition.withUnsafeBufferPointer { rows in
+                for p in order.run(level: li, item: item, count: count) where !delta.removed.contains(p) {
+                    let row = rows[p]
+                    selector.offer(id: ids[Int(row)], tag: UInt32(row))
+                    total += 1
+                }
+            }
+        }
+        for joined in delta.joinedIDs(level: li, item: item) {
+            selector.offer(id: joined, tag: 1 << 31)
+            total += 1
+        }
+        let points = selector.page.map { $0.tag == 1 << 31 ? point($0.id, parent: nil) : base.leaf(row: Int($0.tag)) }
+        return MemberPage(total: total, points: points, next: selector.next)
+    }
+
+    /// The base item a cluster id stands for at `zoom` (see ``members(of:zoom:)``); a negative zoom
+    /// means the one that made it.
+    func shownItem(of id: FeatureID, zoom: Double) -> (li: Int, item: Int)? {
+        guard var (li, item) = base.clusterItem(id) else { return nil }
         let shown = zoom < 0 ? li : base.levelIndex(zoom: zoom)
         if shown < li {
             var (level, holder) = (li, item)
@@ -81,7 +116,7 @@ public final class LiveClusterIndex: Clusterer {
             }
             if base.identity(level: level, item: holder).id == id { (li, item) = (level, holder) }
         }
-        return kept + delta.joinedIDs(level: li, item: item).sorted().map { point($0, parent: nil) }
+        return (li, item)
     }
 
     public func addContents(of feature: Feature, to counts: inout [Int32]) {

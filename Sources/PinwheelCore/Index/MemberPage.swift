@@ -8,19 +8,43 @@ public struct MemberPage: Sendable {
     /// The id the next page starts after; nil after the last page.
     public var next: UInt32?
 
+    public init(total: Int, points: [Feature], next: UInt32?) {
+        self.total = total
+        self.points = points
+        self.next = next
+    }
+
     /// The page of `members` after id `after` (nil: from the first), `limit` points at most.
-    /// - Complexity: O(members + limit · log(members / limit)) on average: most members are compared
-    ///   once against the page's largest id so far.
     public init(members: [Feature], after: UInt32?, limit: Int) {
-        total = members.count
-        let floor = after.map { FeatureID($0) }
-        var page: [Feature] = []
-        page.reserveCapacity(min(limit, members.count))
-        var rest = 0
-        for f in members where floor.map({ f.id > $0 }) ?? true {
+        var selector = Selector(after: after, limit: limit)
+        for (k, f) in members.enumerated() { selector.offer(id: UInt32(truncatingIfNeeded: f.id), tag: UInt32(k)) }
+        self.init(total: members.count, points: selector.page.map { members[Int($0.tag)] }, next: selector.next)
+    }
+
+    /// Keeps the `limit` smallest ids above `after` of those offered, each with a tag of the caller's
+    /// (a row, an index), so a page is chosen from ids alone and only its points are made.
+    /// - Complexity: O(offered + limit · log(offered / limit)) on average: most ids are compared once
+    ///   against the page's largest so far.
+    public struct Selector {
+        let after: UInt32?
+        let limit: Int
+        /// The page so far, ascending ids.
+        public private(set) var page: [(id: UInt32, tag: UInt32)] = []
+        /// How many ids above `after` did not make the page.
+        private var rest = 0
+
+        public init(after: UInt32?, limit: Int) {
+            self.after = after
+            self.limit = limit
+            page.reserveCapacity(limit)
+        }
+
+        @inline(__always)
+        public mutating func offer(id: UInt32, tag: UInt32) {
+            if let after, id <= after { return }
             if page.count == limit {
                 rest += 1
-                guard f.id < page[page.count - 1].id else { continue }
+                guard id < page[page.count - 1].id else { return }
                 page.removeLast()
             }
             // Kept sorted: a binary search for the place, then one shift.
@@ -28,11 +52,12 @@ public struct MemberPage: Sendable {
             var hi = page.count
             while lo < hi {
                 let mid = (lo + hi) >> 1
-                if page[mid].id < f.id { lo = mid + 1 } else { hi = mid }
+                if page[mid].id < id { lo = mid + 1 } else { hi = mid }
             }
-            page.insert(f, at: lo)
+            page.insert((id, tag), at: lo)
         }
-        points = page
-        next = rest > 0 ? page.last.map { UInt32(truncatingIfNeeded: $0.id) } : nil
+
+        /// The id the next page starts after; nil when this page holds the last id.
+        public var next: UInt32? { rest > 0 ? page.last?.id : nil }
     }
 }

@@ -23,7 +23,7 @@ public struct PCATree: Clusterer {
     /// The options it was built with. Used: `maxClusters` (features per viewport), `radius` and
     /// `extent` (a node no wider and no taller than `radius` pixels of an `extent`-pixel tile at the
     /// query's zoom stays one cluster), `maxZoom` (from `maxZoom + 1` no node is too small), `spread`,
-    /// `spreadSpacing` and `sameCoordinateToleranceMetres`. `minZoom`, `minPoints` and `nodeSize`
+    /// `spreadSpacing` and `sameCoordinateToleranceMetres`. `minZoom` and `minPoints`
     /// have no meaning for a tree cut by count.
     public let options: ClusterOptions
 

@@ -189,11 +189,13 @@ public struct SessionMachine<Clock: PinwheelClock> {
         case .leaves(let request):
             guard admitContentRequest(actions: &actions) else { return "leaves" }
             takeNewerData()
-            guard let members = clusterer.members(of: request.id, zoom: served?.indexZoom ?? 0) else {
+            guard
+                let page = clusterer.memberPage(
+                    of: request.id, zoom: served?.indexZoom ?? 0, after: request.after, limit: request.limit)
+            else {
                 unknownFeature(request.id, actions: &actions)
                 return "leaves"
             }
-            let page = MemberPage(members: members, after: request.after, limit: request.limit)
             encoder.leaves(
                 req: request.req, id: request.id, total: page.total, page.points,
                 next: page.next.map(LeavesRequest.cursor(after:)), context: context)

@@ -35,7 +35,6 @@ public struct HelloMessage: Equatable, Sendable {
         public var radius: Double
         /// Tile extent the radius is measured against.
         public var extent: Int
-        public var nodeSize: Int
         /// Same-coordinate spreading: `seed` or `adaptive`.
         public var spread: String
         /// Clusters in view for the `pca-tree` algorithm.
@@ -43,14 +42,13 @@ public struct HelloMessage: Equatable, Sendable {
 
         public init(
             minZoom: Int = 0, maxZoom: Int = 16, minPoints: Int = 2, radius: Double = 40, extent: Int = 512,
-            nodeSize: Int = 64, spread: String = "adaptive", maxClusters: Int = 32
+            spread: String = "adaptive", maxClusters: Int = 32
         ) {
             self.minZoom = minZoom
             self.maxZoom = maxZoom
             self.minPoints = minPoints
             self.radius = radius
             self.extent = extent
-            self.nodeSize = nodeSize
             self.spread = spread
             self.maxClusters = maxClusters
         }

@@ -84,8 +84,6 @@ public struct MessageEncoder: Sendable {
         writer.number(o.radius)
         writer.raw(",\"extent\":")
         writer.integer(o.extent)
-        writer.raw(",\"nodeSize\":")
-        writer.integer(o.nodeSize)
         writer.raw(",\"spread\":")
         writer.string(o.spread)
         writer.raw(",\"maxClusters\":")

@@ -180,7 +180,7 @@ public enum ServerMessage: Equatable, Sendable {
                     options: .init(
                         minZoom: Int(try o.whole("minZoom")), maxZoom: Int(try o.whole("maxZoom")),
                         minPoints: Int(try o.whole("minPoints")), radius: try o.number("radius"),
-                        extent: Int(try o.whole("extent")), nodeSize: Int(try o.whole("nodeSize")),
+                        extent: Int(try o.whole("extent")),
                         spread: try o.string("spread"), maxClusters: Int(try o.whole("maxClusters"))),
                     limits: .init(
                         viewportHz: try l.number("viewportHz"), pace: try l.number("pace"),

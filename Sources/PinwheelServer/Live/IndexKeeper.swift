@@ -167,6 +167,8 @@ final class IndexKeeper: @unchecked Sendable {
         compacting = true
         sinceCompaction.withLock { $0 = [] }
         let options = clusterOptions
+        // The values counted are those chosen at load, so every build's clusters mean the same.
+        let contents = delta.base.contents
         let thread = Thread { [self] in
             let priority = idleCompaction.withLock { state in
                 let now = state.coresShort ? CompactionPriority.yielding : priority
@@ -183,7 +185,8 @@ final class IndexKeeper: @unchecked Sendable {
                 // the process's priority. The same split either way, so exactly a fresh build.
                 var next = ClusterDelta(
                     base: try ClusterIndex(
-                        dataset: data, options: options, concurrently: priority.buildsConcurrently))
+                        dataset: data, options: options, contents: contents,
+                        concurrently: priority.buildsConcurrently))
                 var chase = CompactionChase()
                 while true {
                     let batch = sinceCompaction.withLock { taken in
@@ -194,7 +197,10 @@ final class IndexKeeper: @unchecked Sendable {
                     if !chase.continues(after: batch.count) { break }
                 }
                 result.delta = next
-                if pcaTree { result.pcaTree = try ClustererFactory.make(.pcaTree, dataset: data, options: options) }
+                if pcaTree {
+                    result.pcaTree = try ClustererFactory.make(
+                        .pcaTree, dataset: data, options: options, contents: contents)
+                }
             } catch {
                 result.failure = "\(error)"
             }
