@@ -8,6 +8,7 @@ import pytest
 
 from browser_support import ARTIFACTS, wait_settled
 from contents_standin import A, B, CENTRE, SILENT_ID, ContentsStandIn
+from pinwheel_process import PinwheelServer, pinwheel_binary
 
 
 @pytest.fixture
@@ -182,4 +183,48 @@ def test_the_member_list_of_a_real_cluster_pages_through_exactly_its_points(page
     }}""")
     assert len(ids) == count == len(set(ids))
     page.screenshot(path=str(ARTIFACTS / "member-list-real.png"))
+    assert page.console_log.errors == []
+
+
+# ---- With the real server: `serve --group-by kind --flag …` on a CSV with a kind column -------------------
+
+KINDS_CSV = ["bus"] * 6 + ["tram"] * 3 + ["ferry"]
+
+
+@pytest.fixture(scope="module")
+def grouped(tmp_path_factory):
+    """The real server on 400 points around (48, 10), a `kind` column of bus, tram and ferry, and a
+    `status` column with some alarms."""
+    folder = tmp_path_factory.mktemp("grouped")
+    rows = ["lat,lon,kind,status"]
+    for i in range(400):
+        rows.append(f"{48 + (i % 20) * 0.05},{9 + (i // 20) * 0.1},{KINDS_CSV[i % 10]},{'alarm' if i % 37 == 0 else 'ok'}")
+    (folder / "fleet.csv").write_text("\n".join(rows) + "\n")
+    server = PinwheelServer(pinwheel_binary(), ["--data", str(folder / "fleet.csv"), "--group-by", "kind",
+                                                "--flag", 'alert=["==",["get","status"],"alarm"]']).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+        server.log.close()
+
+
+def test_the_real_servers_clusters_are_donuts_of_their_kinds_with_a_legend(page, grouped):
+    page.goto(f"{grouped.url}/?lat=48.5&lon=10&zoom=7")
+    wait_settled(page)
+    page.wait_for_timeout(100)
+    hello = page.evaluate("() => pinwheel.state.hello")
+    assert hello["groups"] == {"column": "kind", "values": ["bus", "tram", "ferry"]} and hello["flags"] == ["alert"]
+    clusters = page.evaluate("() => Array.from(pinwheel.layer.markers.values()).filter(e => e.feature.count > 1).map(e => e.feature)")
+    assert clusters and all(sum(c for _, c in f["groups"]) == f["count"] for f in clusters)
+    big = max(clusters, key=lambda f: f["count"])
+    # Its first group's colour at the middle of that group's share of the ring.
+    first_index, first_count = big["groups"][0]
+    colour = ["#38bdf8", "#f472b6", "#a3e635"][first_index]
+    assert near(page.evaluate(PIXEL, [big["id"], 0.87, 0, 180 * first_count / big["count"]]), colour)
+    ringed = [f for f in clusters if f["flags"][0] > 0]
+    assert ringed and near(page.evaluate(PIXEL, [ringed[0]["id"], 1, 2.75, 45]), "#ef4444")
+    legend = page.evaluate("() => Array.from(document.querySelectorAll('.pw-legend > div'), d => d.textContent)")
+    assert legend == ["kind", "bus", "tram", "ferry", "other", "holds alert"]
+    page.screenshot(path=str(ARTIFACTS / "donuts-real.png"))
     assert page.console_log.errors == []
