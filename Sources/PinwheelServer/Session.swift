@@ -85,6 +85,11 @@ final class Session: WorkerJob, @unchecked Sendable {
     private var closed = false
     /// Worker-only: what this session did, logged when it ends.
     private var counters = Counters()
+    /// The filter whose index this session holds in the registry (everything: none).
+    private var heldFilter = EffectiveFilter.everything
+    /// Whether the session's views are filtered: its turns then run on the workers, since taking up a
+    /// filter may build an index.
+    private let filtered = Atomic<Bool>(false)
 
     struct Counters {
         var messagesIn = 0
@@ -108,7 +113,7 @@ final class Session: WorkerJob, @unchecked Sendable {
         machine = SessionMachine(
             clock: ContinuousClock(), options: options, session: String(connection.rawValue, radix: 16),
             dataset: dataset, clusterOptions: clusterers.options,
-            clusterers: { [unowned server] in server.clusterer(for: $0) },
+            clusterers: { [unowned server] in server.clusterer(for: $0, filter: $1) },
             algorithm: configuration.algorithm)
     }
 
@@ -129,7 +134,20 @@ final class Session: WorkerJob, @unchecked Sendable {
             box.events.append(.acknowledgement(ack, bytes: text.count, receivedAt: receivedAt))
             return true
         }
-        if !waits { post(.message(text, receivedAt: receivedAt, mayBeAck: mayBeAck), onServiceThread: true) }
+        if !waits {
+            let mayBuild = filtered.load(ordering: .relaxed) || Self.mentionsFilter(text)
+            post(.message(text, receivedAt: receivedAt, mayBeAck: mayBeAck), onServiceThread: !mayBuild)
+        }
+    }
+
+    /// Whether the text holds `"filter"`: a `settings` that may make the session build an index.
+    private static func mentionsFilter(_ text: [UInt8]) -> Bool {
+        let word = Array("\"filter\"".utf8)
+        guard text.count >= word.count else { return false }
+        for start in 0...(text.count - word.count) where text[start] == word[0] {
+            if text[start..<start + word.count].elementsEqual(word) { return true }
+        }
+        return false
     }
 
     /// Queues an event and schedules the session on a worker if it is not already waiting in the
@@ -184,6 +202,7 @@ final class Session: WorkerJob, @unchecked Sendable {
         }
         // Taken back before the turn ends: once `running` is false another worker may run it.
         machine.swapScratch(&scratch)
+        holdFilter(closed ? .everything : machine.filter)
         if let servedFrom, machine.servingClusterer as? LiveClusterIndex !== servedFrom { server.retire(servedFrom) }
         let acksCanWait = !closed && actions.acknowledgementsCanWait
         let took = ContinuousClock.now - started
@@ -229,6 +248,15 @@ final class Session: WorkerJob, @unchecked Sendable {
     /// Whether the data published at version `now` may change what this session shows (see
     /// ``ServedView/needsTelling(of:previous:now:options:)``); a session that served no view yet is
     /// told. Index thread.
+    /// Keeps the registry's count of the sessions using each filtered index.
+    private func holdFilter(_ filter: EffectiveFilter) {
+        guard filter != heldFilter else { return }
+        server.filters.acquire(filter)
+        server.filters.release(heldFilter)
+        heldFilter = filter
+        filtered.store(!filter.isEverything, ordering: .relaxed)
+    }
+
     func needsTelling(
         of footprint: ChangeFootprint?, previous: UInt64, now: UInt64, options: ClusterOptions
     ) -> Bool {
