@@ -261,7 +261,8 @@ function easeOutCubic(t) {
  * Creates the layer. `url` is the server's WebSocket address (ws:// or wss://). Options:
  * `clusterIcon(feature, scale)`, `pointStyle` (object or function of the feature), `popup(feature)`,
  * `clusterPopup(feature, layer)`, `zoomOnClusterClick`, `animate`, and the client's options
- * (`rate`, `pace`, `algorithm`, `encoding`, `presence`). Fires `clusterclick` and `pointclick` `{feature, latlng}`.
+ * (`rate`, `pace`, `algorithm`, `encoding`, `presence`, `filter`; `layer.setFilter(expression)` changes
+ * the filter). Fires `clusterclick` and `pointclick` `{feature, latlng}`.
  */
 export function pinwheelLayer(url, options) {
     return new (layerClass())(url, options);
@@ -291,7 +292,7 @@ function layerClass() {
             const o = this.options;
             const clientOptions = { tileSize: LEAFLET_TILE_SIZE, presence: o.presence,
                                     canApply: () => this._map && !this._map._animatingZoom && !this._flying };
-            for (const k of ['rate', 'pace', 'algorithm', 'encoding']) if (o[k] !== undefined) clientOptions[k] = o[k];
+            for (const k of ['rate', 'pace', 'algorithm', 'encoding', 'filter']) if (o[k] !== undefined) clientOptions[k] = o[k];
             /** The stream (web/pinwheel/client.js); listen to it for anything the layer does not fire. */
             this.client = new PinwheelClient(url, clientOptions);
             this.client.state.counters.splits = 0;
@@ -417,6 +418,11 @@ function layerClass() {
 
         /** True when the map is still (no flight, zoom or pan animation) and its view has been served
          *  and applied. */
+        setFilter: function (expression) {
+            this.client.setFilter(expression);
+            return this;
+        },
+
         settled: function () {
             const map = this._map;
             return this.client.settled() && !this._flying && !(map && (map._animatingZoom || (map._panAnim && map._panAnim._inProgress)));
