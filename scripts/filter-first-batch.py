@@ -10,6 +10,7 @@ import random
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "Tests" / "support"))
@@ -28,9 +29,9 @@ def write_points(path):
             f.write(f"{rng.uniform(-60, 70):.5f},{rng.uniform(-180, 180):.5f},k{i % 10},{i % 120}\n")
 
 
-def served_session(url):
-    """A session whose view is served and applied."""
-    ws = connect(url, subprotocols=["pinwheel.v1"], max_size=None).__enter__()
+def served_session(url, stack):
+    """A session whose view is served and applied, closed with `stack`."""
+    ws = stack.enter_context(connect(url, subprotocols=["pinwheel.v1"], max_size=None))
     json.loads(ws.recv())
     ws.send(json.dumps(VIEW))
     while True:
@@ -64,13 +65,12 @@ def main():
             cold, warm = [], []
             for k in range(10):
                 expression = ["==", ["get", "kind"], f"k{k}"]
-                first, second = served_session(server.ws_url), served_session(server.ws_url)
-                ms, points = first_batch_ms(first, expression)
-                cold.append(ms)
-                warm.append(first_batch_ms(second, expression)[0])
+                with ExitStack() as stack:
+                    first, second = served_session(server.ws_url, stack), served_session(server.ws_url, stack)
+                    ms, points = first_batch_ms(first, expression)
+                    cold.append(ms)
+                    warm.append(first_batch_ms(second, expression)[0])
                 print(f"k{k}: {points} points, never seen {ms:.0f} ms, warm {warm[-1]:.1f} ms", flush=True)
-                first.close()
-                second.close()
             cold.sort()
             warm.sort()
             print(f"never seen: median {cold[5]:.0f} ms, max {cold[-1]:.0f} ms; "
