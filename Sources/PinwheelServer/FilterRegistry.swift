@@ -59,6 +59,20 @@ final class FilterRegistry: @unchecked Sendable {
         entries.withLock { e in (e.count, e.values.reduce(0) { $0 + $1.bytes }) }
     }
 
+    /// The registry's figures in Prometheus' text format, appended to `/metrics`.
+    var metricsText: String {
+        let (count, bytes) = held
+        return """
+            # HELP pinwheel_filter_indexes Indexes of filtered views held, one per effective filter.
+            # TYPE pinwheel_filter_indexes gauge
+            pinwheel_filter_indexes \(count)
+            # HELP pinwheel_filter_index_bytes Estimated bytes the indexes of filtered views hold (their arrays and their points'), against --filter-memory.
+            # TYPE pinwheel_filter_index_bytes gauge
+            pinwheel_filter_index_bytes \(bytes)
+
+            """
+    }
+
     /// A session starts using `filter`'s index (its first ask builds it).
     func acquire(_ filter: EffectiveFilter) {
         guard let expression = filter.expression else { return }

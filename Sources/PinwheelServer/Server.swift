@@ -246,7 +246,7 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
                 let text =
                     metrics.render(queuedBytes: stats.queuedBytes, deflateGuardTrips: stats.deflateGuardTrips)
                     + ((live?.log as? ChangeLogHealth)?.metricsText ?? "") + (ingest?.metricsText ?? "")
-                    + ConnectionLimitMetrics.text(transport.connectionLimits)
+                    + ConnectionLimitMetrics.text(transport.connectionLimits) + filters.metricsText
                 return HTTPResponse(contentType: "text/plain; version=0.0.4; charset=utf-8", text: text)
             },
             "/v1/changes": { [weak self] request in

@@ -8,6 +8,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
 from live_patch import TOKEN, grid_point, patch_box  # noqa: E402
+from cluster import metric  # noqa: E402
 from ingest import post_changes  # noqa: E402
 from viewer import Watcher  # noqa: E402
 
@@ -75,7 +76,7 @@ def test_a_filter_narrows_the_view_follows_live_changes_and_refuses_bad_expressi
         viewer.wait_for(lambda w: set(w.keyed()) == {f"v-{k}" for k in range(6)})
 
 
-def test_one_filter_written_three_ways_selects_the_same_points(live_server):
+def test_one_filter_written_three_ways_shares_one_index(live_server):
     post(live_server, [vehicle(k, "bus" if k < 3 else "tram", k) for k in range(6)])
     written = [["==", ["get", "kind"], "bus"], ["==", "bus", ["get", "kind"]],
                ["match", ["get", "kind"], "bus", True, False]]
@@ -86,6 +87,13 @@ def test_one_filter_written_three_ways_selects_the_same_points(live_server):
             assert next_message(viewer, "hello")["dataset"]["points"] == 3
             viewer.watch(BOX, ZOOM)
             viewer.wait_for(lambda w: set(w.keyed()) == {"v-0", "v-1", "v-2"})
+        assert metric(live_server.port, "pinwheel_filter_indexes") == 1
+        assert metric(live_server.port, "pinwheel_filter_index_bytes") > 0
+        # A fourth, different filter: a second index.
+        viewers.append(Watcher(live_server.ws_url))
+        viewers[-1].ws.send(json.dumps({"type": "settings", "filter": ["==", ["get", "kind"], "tram"]}))
+        assert next_message(viewers[-1], "hello")["dataset"]["points"] == 3
+        assert metric(live_server.port, "pinwheel_filter_indexes") == 2
     finally:
         for viewer in viewers:
             viewer.__exit__(None, None, None)
