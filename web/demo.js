@@ -168,6 +168,7 @@ const el = {
     clusters: $('hud-clusters'), adds: $('hud-adds'), removes: $('hud-removes'), updates: $('hud-updates'),
     bytes: $('hud-bytes'), encoding: $('hud-encoding'), settled: $('hud-settled'), inflight: $('hud-inflight'), capped: $('hud-capped'),
     algorithm: $('set-algorithm'), pace: $('set-pace'), paceOut: $('set-pace-out'),
+    filterKind: $('set-filter-kind'), filterCC: $('set-filter-cc'), matching: $('filter-matching'),
     rate: $('set-rate'), rateOut: $('set-rate-out'),
 };
 /** Samples of cumulative counters for the per-second rates. */
@@ -217,7 +218,23 @@ client.on('hello', (msg) => {
     const algorithms = Array.isArray(msg.algorithms) ? msg.algorithms : [msg.algorithm];
     el.algorithm.replaceChildren(...algorithms.filter(Boolean).map((a) => new Option(a, a, false, a === msg.algorithm)));
     el.algorithm.disabled = algorithms.length < 2;
+    // Each hello after a filter counts the points passing it.
+    el.matching.textContent = (d.points || 0).toLocaleString('en');
 });
+
+/** The filter box's expression (MapLibre style-spec syntax, see docs/protocol.md); null for none. */
+function filterExpression() {
+    const parts = [];
+    const kind = el.filterKind.value;
+    if (kind === 'place') parts.push(['in', ['get', 'kind'], ['literal', ['city', 'shop']]]);
+    else if (kind) parts.push(['==', ['get', 'kind'], kind]);
+    const cc = el.filterCC.value.trim().toUpperCase();
+    if (cc) parts.push(['==', ['get', 'cc'], cc]);
+    if (parts.length === 0) return null;
+    return parts.length === 1 ? parts[0] : ['all', ...parts];
+}
+el.filterKind.addEventListener('change', () => client.setFilter(filterExpression()));
+el.filterCC.addEventListener('change', () => client.setFilter(filterExpression()));
 /** The connection's state, the one live region of the page: changed only when the state does, so
  *  screen readers hear each change once (the figures above change many times a second). */
 function showConnection() {

@@ -102,8 +102,23 @@ enum DemoDataset {
         cities.ids.append(contentsOf: malls.ids.map { base + $0 })
         cities.coordinates.append(contentsOf: malls.coordinates)
         precondition(cities.properties.columns == malls.properties.columns, "demo files share their columns")
-        cities.properties.values.append(contentsOf: malls.properties.values)
+        // A `kind` of each point, for the demo page's filter (producers' movers are `vehicle`s).
+        cities.properties = Self.adding(kind: "city", to: cities.properties)
+        cities.properties.values.append(contentsOf: Self.adding(kind: "shop", to: malls.properties).values)
         return LoadedDataset(name: "geonames-cities+malls", dataset: cities)
+    }
+
+    /// The table with a last column `kind` holding `kind` in every row.
+    static func adding(kind: String, to table: PropertyTable) -> PropertyTable {
+        let width = table.columns.count
+        let rows = width == 0 ? 0 : table.values.count / width
+        var values: [PropertyValue?] = []
+        values.reserveCapacity(rows * (width + 1))
+        for r in 0..<rows {
+            values.append(contentsOf: table.values[r * width..<(r + 1) * width])
+            values.append(.string(kind))
+        }
+        return PropertyTable(columns: table.columns + ["kind"], values: values)
     }
 
     /// Reads one of the demo's own files, which have no bad rows.

@@ -41,13 +41,13 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
     /// Keeps the index following the live points; nil without live data, or with aggregates (whose
     /// index is rebuilt whole at every refresh).
     private let keeper: IndexKeeper?
+    /// The indexes of filtered views, shared by the sessions with the same filter.
+    let filters: FilterRegistry
     /// Producers' way in; nil unless a token is configured.
     let ingest: Ingest?
     let workers: Workers
     /// Wakes sessions at the times their machines asked for.
     let alarms = Alarms()
-    /// Clusterers over the points of each viewer scope in use.
-    let scoped: ScopedClusterers
     private var transport: WebSocketServer!
     private let sessions = Mutex<[ConnectionID: Session]>([:])
     /// `pinwheel.ingest.v1` connections.
@@ -93,7 +93,8 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
             // The hierarchical index is what changes are laid over, whichever algorithm is the default.
             clusterers: Clusterers(
                 dataset: loaded.dataset, options: configuration.clusterOptions, aggregates: configuration.aggregates,
-                contents: configuration.contents(of: loaded.dataset), algorithms: [configuration.algorithm, .hierarchical]),
+                contents: configuration.contents(of: loaded.dataset),
+                algorithms: [configuration.algorithm, .hierarchical]),
             live: live, logger: logger)
     }
 
@@ -112,11 +113,17 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
         self.dataset = dataset
         self.logger = logger
         current = Mutex(clusterers)
-        scoped = ScopedClusterers(options: configuration.clusterOptions, aggregates: configuration.aggregates)
         publishedVersion = clusterers.clusterer(for: configuration.algorithm).dataset.version
         refreshPacing = RefreshPacing(shortest: configuration.refreshInterval)
         firstBatches = FirstBatchTally(slowerThan: configuration.slowFirstBatch)
         self.live = live
+        let points: @Sendable () -> Dataset =
+            if let live { { live.dataset } } else { { [dataset] in dataset.dataset } }
+        filters = FilterRegistry(
+            source: FilterRegistry.Source(
+                dataset: points, live: live != nil, options: configuration.clusterOptions,
+                aggregates: live == nil ? configuration.aggregates : []),
+            budget: configuration.filterMemory)
         if let live, configuration.aggregates.isEmpty,
             let base = clusterers.clusterer(for: .hierarchical) as? ClusterIndex
         {
@@ -252,7 +259,7 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
                 let text =
                     metrics.render(queuedBytes: stats.queuedBytes)
                     + ((live?.log as? ChangeLogHealth)?.metricsText ?? "") + (ingest?.metricsText ?? "")
-                    + ConnectionLimitMetrics.text(transport.connectionLimits)
+                    + ConnectionLimitMetrics.text(transport.connectionLimits) + filters.metricsText
                 return HTTPResponse(contentType: "text/plain; version=0.0.4; charset=utf-8", text: text)
             },
         ]
@@ -415,6 +422,11 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
                     compactionPriority: .starting(coresShort: coreShortage.isShort, judged: coreShortage.hasJudged))
             else { return }
             current.withLock { $0 = $0.replacing(published.clusterers) }
+            // Before the sessions hear of it: a filtered session takes up its index's new state.
+            let points = live?.publication()
+            filters.refresh(
+                changes: published.changes, version: published.version, names: points?.names ?? [:],
+                columns: points?.columns ?? [])
             metrics.indexServes(
                 version: published.version, points: published.points, delta: published.delta,
                 took: now.duration(to: .now),
@@ -423,7 +435,9 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
             publishedVersion = published.version
             if published.compaction != nil { allocatorTrim.compacted(at: now) }
         } else if let live {
-            let data = live.datasetTakingChanges().dataset
+            let (data, changes) = live.datasetTakingChanges()
+            filters.refresh(
+                changes: changes, version: data.version, names: data.names, columns: data.properties.columns)
             guard data.version != clusterers.clusterer(for: configuration.algorithm).dataset.version else { return }
             do {
                 let next = try clusterers.rebuilt(over: data, algorithms: inUse)
@@ -492,6 +506,23 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
                 return fallback
             }
         }
+    }
+
+    /// The clusterer of an algorithm over the points `filter` lets through, built now (on the caller's
+    /// thread, a worker) when no session had it. A build that fails serves no points, never all of them.
+    func clusterer(for algorithm: Algorithm, filter: EffectiveFilter) -> any Clusterer {
+        guard !filter.isEverything else { return clusterer(for: algorithm) }
+        do {
+            return try filters.clusterer(for: algorithm, filter: filter)
+        } catch {
+            logger.error("building the index of filter \(filter.key) failed: \(error)")
+            return Self.noPoints(configuration.clusterOptions)
+        }
+    }
+
+    private static func noPoints(_ options: ClusterOptions) -> any Clusterer {
+        // An empty dataset cannot fail to build.
+        try! ClusterIndex(dataset: Dataset(ids: [], coordinates: []), options: options)
     }
 
     /// Hands a message to the transport; false when the connection is gone or was closed for

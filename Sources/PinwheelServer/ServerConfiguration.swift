@@ -93,6 +93,9 @@ public struct ServerConfiguration: Sendable {
     /// Least time between two full rebuilds (compactions) of the index while data changes; between
     /// them, changes are laid over the last build.
     public var compactionInterval: Duration = .seconds(2)
+    /// Most bytes the indexes of filtered views may hold together; an index no session uses is let go
+    /// of, least recently used first, past it (`--filter-memory`).
+    public var filterMemory: Int = 512 << 20
     /// Changes between two snapshots of the data in the change log.
     public var snapshotEvery: UInt64 = 1_000_000
 

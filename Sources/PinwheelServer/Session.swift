@@ -88,6 +88,11 @@ final class Session: WorkerJob, @unchecked Sendable {
     private var counters = Counters()
     /// Worker-only: whether the session waits for a token, and the one it has (see `Session+Auth`).
     var gate: ViewerGate
+    /// The filter whose index this session holds in the registry (everything: none).
+    private var heldFilter = EffectiveFilter.everything
+    /// Whether the session's views are filtered: its turns then run on the workers, since taking up a
+    /// filter may build an index.
+    private let filtered = Atomic<Bool>(false)
 
     struct Counters {
         var messagesIn = 0
@@ -103,8 +108,7 @@ final class Session: WorkerJob, @unchecked Sendable {
         self.host = host
         self.encoding = encoding
         let start = host.sessionStart(encoding: encoding)
-        machine = Self.machine(
-            connection: connection, start: start, clusterers: { [unowned host] in host.clusterer(for: $0) })
+        machine = Self.machine(connection: connection, start: start, scope: nil, host: host)
         if let identity = host.viewerIdentity {
             let deadline = ContinuousClock.now + identity.authDeadline
             gate = .awaiting(deadline: deadline)
@@ -117,14 +121,16 @@ final class Session: WorkerJob, @unchecked Sendable {
     /// The subprotocol the client chose, for a machine made anew at authentication.
     let encoding: WireEncoding
 
-    /// A session's machine over `clusterers`, greeting with `start.dataset`.
+    /// A session's machine over the points `scope` lets through (nil: all of them), greeting with
+    /// `start.dataset`.
     static func machine(
-        connection: ConnectionID, start: SessionStart, clusterers: @escaping @Sendable (Algorithm) -> any Clusterer
+        connection: ConnectionID, start: SessionStart, scope: FilterExpression?, host: any SessionHost
     ) -> SessionMachine<ContinuousClock> {
         SessionMachine(
             clock: ContinuousClock(), options: start.options, session: String(connection.rawValue, radix: 16),
-            dataset: start.dataset, clusterOptions: start.clusterOptions, clusterers: clusterers,
-            algorithm: start.algorithm)
+            dataset: start.dataset, clusterOptions: start.clusterOptions,
+            clusterers: { [unowned host] in host.clusterer(for: $0, filter: $1) }, algorithm: start.algorithm,
+            scope: scope)
     }
 
     /// Serves from `fresh` from now on, handing it the planning memory this turn lent the old one.
@@ -167,7 +173,27 @@ final class Session: WorkerJob, @unchecked Sendable {
             box.events.append(.acknowledgement(ack, bytes: text.count, receivedAt: receivedAt))
             return true
         }
-        if !waits { post(.message(text, receivedAt: receivedAt, mayBeAck: mayBeAck), onServiceThread: true) }
+        if !waits {
+            // A filter or a token's scope may build an index, and a token's check waits for a key: not on
+            // the service thread.
+            let mayBuild =
+                filtered.load(ordering: .relaxed) || Self.mentions(Self.filterWord, text)
+                || Self.mentions(Self.authWord, text)
+            post(.message(text, receivedAt: receivedAt, mayBeAck: mayBeAck), onServiceThread: !mayBuild)
+        }
+    }
+
+    private static let filterWord = Array(#""filter""#.utf8)
+    private static let authWord = Array(#""auth""#.utf8)
+
+    /// Whether the text holds `word`: `"filter"` (a `settings` that may make the session build an
+    /// index) or `"auth"` (a token to verify, whose scope may need one).
+    private static func mentions(_ word: [UInt8], _ text: [UInt8]) -> Bool {
+        guard text.count >= word.count else { return false }
+        for start in 0...(text.count - word.count) where text[start] == word[0] {
+            if text[start..<start + word.count].elementsEqual(word) { return true }
+        }
+        return false
     }
 
     /// Queues an event and schedules the session on a worker if it is not already waiting in the
@@ -222,6 +248,7 @@ final class Session: WorkerJob, @unchecked Sendable {
         }
         // Taken back before the turn ends: once `running` is false another worker may run it.
         machine.swapScratch(&scratch)
+        holdFilter(closed ? .everything : machine.filter)
         if let servedFrom, machine.servingClusterer as? LiveClusterIndex !== servedFrom { host.retire(servedFrom) }
         let acksCanWait = !closed && actions.acknowledgementsCanWait
         let took = ContinuousClock.now - started
@@ -271,6 +298,15 @@ final class Session: WorkerJob, @unchecked Sendable {
     /// Whether the data published at version `now` may change what this session shows (see
     /// ``ServedView/needsTelling(of:previous:now:options:)``); a session that served no view yet is
     /// told. Index thread.
+    /// Keeps the registry's count of the sessions using each filtered index.
+    private func holdFilter(_ filter: EffectiveFilter) {
+        guard filter != heldFilter else { return }
+        host.filters.acquire(filter)
+        host.filters.release(heldFilter)
+        heldFilter = filter
+        filtered.store(!filter.isEverything, ordering: .relaxed)
+    }
+
     func needsTelling(
         of footprint: ChangeFootprint?, previous: UInt64, now: UInt64, options: ClusterOptions
     ) -> Bool {

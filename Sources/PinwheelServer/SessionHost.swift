@@ -9,8 +9,10 @@ import PinwheelTransport
 protocol SessionHost: AnyObject, Sendable {
     /// How a new session whose client chose `encoding` starts.
     func sessionStart(encoding: WireEncoding) -> SessionStart
-    /// The shared clusterer of an algorithm now.
-    func clusterer(for algorithm: Algorithm) -> any Clusterer
+    /// The shared clusterer of an algorithm now, over the points `filter` lets through.
+    func clusterer(for algorithm: Algorithm, filter: EffectiveFilter) -> any Clusterer
+    /// The filtered indexes, counted by the sessions that use them.
+    var filters: FilterRegistry { get }
     /// Hands over a message encoded behind the transport's headroom; false when the connection is
     /// gone or was closed for not reading.
     func send(framed: [UInt8], binary: Bool, type: String, to connection: ConnectionID) -> Bool
@@ -20,9 +22,6 @@ protocol SessionHost: AnyObject, Sendable {
     func close(_ connection: ConnectionID, code: CloseCode, reason: String)
     /// How viewers prove who they are; nil when they are anonymous (no `--viewer-key`).
     var viewerIdentity: ViewerIdentity? { get }
-    /// What a session under `scope` is greeted with and served from.
-    /// - Throws: ``FilterError`` naming the position in the scope's filter that cannot be read.
-    func scopedView(_ scope: ViewerScope) throws(FilterError) -> Server.ScopedView
     /// Queues a session's turn for a worker.
     func schedule(_ session: Session, priority: Workers.Priority)
     /// Whether the service thread runs a turn itself now, the session's last one having taken
@@ -43,10 +42,12 @@ protocol SessionHost: AnyObject, Sendable {
     var logger: Logger { get }
 }
 
-/// The keys viewers' tokens are verified with, and how long a new session waits for its `auth`.
+/// The keys viewers' tokens are verified with, how long a new session waits for its `auth`, and the
+/// property a `tenant` claim is matched against.
 struct ViewerIdentity {
     var keys: ViewerKeys
     var authDeadline: Duration
+    var tenantColumn: String
 }
 
 /// What a session starts with.
@@ -70,7 +71,9 @@ extension Server: SessionHost {
     }
 
     var viewerIdentity: ViewerIdentity? {
-        configuration.viewerKeys.map { ViewerIdentity(keys: $0, authDeadline: configuration.authDeadline) }
+        configuration.viewerKeys.map {
+            ViewerIdentity(keys: $0, authDeadline: configuration.authDeadline, tenantColumn: configuration.tenantColumn)
+        }
     }
 
     func firstBatchSent(after latency: Duration) {

@@ -203,6 +203,12 @@ struct ServeCommand: ParsableCommand {
 
     @Option(
         help:
+            "Megabytes the indexes of filtered views may hold together; past it, indexes no session uses are let go of, least recently used first."
+    )
+    var filterMemory = 512
+
+    @Option(
+        help:
             "Simulated vehicles driving between cities, pushed through the ingest API; a temporary --data-dir is made when none is given."
     )
     var movers = 0
@@ -324,6 +330,9 @@ struct ServeCommand: ParsableCommand {
             throw ValidationError(
                 "--compaction-interval must be between 0.1 and 3600 seconds, got \(compactionInterval)")
         }
+        if !(1...1_048_576).contains(filterMemory) {
+            throw ValidationError("--filter-memory must be between 1 and 1048576 MB, got \(filterMemory)")
+        }
         if movers < 0 { throw ValidationError("--movers must be 0 or more, got \(movers)") }
         if !(moversRate > 0 && moversRate.isFinite) { throw ValidationError("--movers-rate must be positive") }
         if !(drain >= 0 && drain.isFinite) { throw ValidationError("--drain must be 0 or more seconds") }
@@ -395,6 +404,7 @@ struct ServeCommand: ParsableCommand {
         configuration.snapshotEvery = snapshotEvery
         configuration.refreshInterval = .milliseconds(refreshInterval)
         configuration.compactionInterval = .milliseconds(Int64(compactionInterval * 1000))
+        configuration.filterMemory = filterMemory << 20
         let server: Server
         if let live {
             let changeLog: any ChangeLog

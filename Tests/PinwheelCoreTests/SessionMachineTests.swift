@@ -37,7 +37,8 @@ struct SessionMachineTests {
 
         init(
             options: SessionOptions = SessionOptions(), algorithm: Algorithm = .hierarchical,
-            clusterers: @escaping @Sendable (Algorithm) -> any Clusterer = { SessionMachineTests.clusterers[$0]! }
+            clusterers: @escaping @Sendable (Algorithm) -> any Clusterer = { SessionMachineTests.clusterers[$0]! },
+            filtered: (@Sendable (Algorithm, EffectiveFilter) -> any Clusterer)? = nil
         ) {
             machine = SessionMachine(
                 clock: clock, options: options, session: "s1",
@@ -46,7 +47,7 @@ struct SessionMachineTests {
                 clusterOptions: HelloMessage.Options(
                     minZoom: 0, maxZoom: 16, minPoints: 2, radius: 40, extent: 512, spread: "adaptive",
                     maxClusters: 32),
-                clusterers: clusterers, algorithm: algorithm)
+                clusterers: filtered ?? { algorithm, _ in clusterers(algorithm) }, algorithm: algorithm)
         }
 
         /// One turn: the messages arrive together, then the machine flushes.
@@ -118,6 +119,69 @@ struct SessionMachineTests {
             SessionMachineTests.clusterers[algorithm]!.features(in: box, zoom: zoom, into: &out)
             return Set(out.map(\.id))
         }
+    }
+
+    /// The synthetic points with a boolean `even` (of the id) and a number `tens` (id % 100 / 10).
+    static let typed: Dataset = {
+        var d = dataset
+        d.properties = PropertyTable(
+            columns: ["even", "tens"],
+            values: d.ids.flatMap { id -> [PropertyValue?] in [.bool(id % 2 == 0), .number(Double(id % 100 / 10))] })
+        return d
+    }()
+
+    /// Hierarchical indexes over the points each filter lets through, built from the typed points.
+    static let filtered: @Sendable (Algorithm, EffectiveFilter) -> any Clusterer = { algorithm, filter in
+        guard let expression = filter.expression else { return clusterers[algorithm]! }
+        return try! ClustererFactory.make(algorithm, dataset: typed.filtered(by: expression))
+    }
+
+    @Test(
+        "a settings filter streams the view over the matching points as a diff, null clears it, a bad one changes nothing"
+    )
+    func filters() throws {
+        var h = Harness(filtered: Self.filtered)
+        _ = try h.opened()
+        try h.turn([h.viewport(Self.europe, zoom: 5)])
+        try h.settle()
+        let all = h.expected(Self.europe, zoom: 5)
+        #expect(Set(h.page.keys) == all)
+        let json = try JSONReader.parse(Array(#"["all", ["get", "even"], [">=", ["get", "tens"], 5]]"#.utf8))
+        let filter = try FilterExpression(json: json)
+        let replies = try h.turn([.settings(SettingsMessage(filter: .set(filter)))])
+        try h.settle()
+        var out: [Feature] = []
+        Self.filtered(.hierarchical, EffectiveFilter(requested: filter)).features(in: Self.europe, zoom: 5, into: &out)
+        #expect(Set(h.page.keys) == Set(out.map(\.id)))
+        #expect(Set(h.page.keys) != all)
+        // Again hello, counting the matching points.
+        guard case .hello(let hello)? = replies.first else {
+            Issue.record("no hello after the filter")
+            return
+        }
+        #expect(hello.dataset.points == Self.typed.filtered(by: filter).count)
+        #expect(h.machine.filter.key == filter.key)
+        // Points shown are only those passing the filter.
+        for f in h.page.values where f.count == 1 && f.id <= UInt32.max {
+            #expect(f.id % 2 == 0 && f.id % 100 / 10 >= 5)
+        }
+        let shown = h.page
+        let bad = try h.turn([])  // nothing pending
+        #expect(bad.isEmpty)
+        var actions = SessionActions<ManualClock>()
+        let text = #"{"type":"settings","filter":["all",["get","even"],[">",["get","tens"],{}]]}"#
+        _ = h.machine.received(Array(text.utf8), at: h.clock.now, actions: &actions)
+        let errors = try actions.messages.map { try ServerMessage.decode(Array($0.payload)) }
+        guard case .error(let error)? = errors.first, errors.count == 1 else {
+            Issue.record("expected one error, got \(errors)")
+            return
+        }
+        #expect(error.code == .invalidField && error.field == "filter")
+        #expect(error.message.hasPrefix("filter[2][2]: expected [\"get\", name]"), "\(error.message)")
+        #expect(h.page == shown && h.machine.filter.key == filter.key)
+        try h.turn([.settings(SettingsMessage(filter: .clear))])
+        try h.settle()
+        #expect(Set(h.page.keys) == all && h.machine.filter.isEverything)
     }
 
     @Test("the handshake is answered with hello carrying the session's limits")

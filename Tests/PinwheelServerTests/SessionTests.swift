@@ -26,6 +26,7 @@ final class InMemoryHost: SessionHost, @unchecked Sendable {
     let clusterers: Clusterers
     let dataset: LoadedDataset
     let configuration: ServerConfiguration
+    let filters: FilterRegistry
     let state = Mutex(State())
 
     init(points: Int, configure: (inout ServerConfiguration) -> Void = { _ in }) throws {
@@ -42,6 +43,10 @@ final class InMemoryHost: SessionHost, @unchecked Sendable {
         var configuration = ServerConfiguration(webRoot: "")
         configure(&configuration)
         self.configuration = configuration
+        filters = FilterRegistry(
+            source: FilterRegistry.Source(
+                dataset: { data }, live: false, options: configuration.clusterOptions, aggregates: []),
+            budget: configuration.filterMemory)
     }
 
     func sessionStart(encoding: WireEncoding) -> SessionStart {
@@ -54,7 +59,10 @@ final class InMemoryHost: SessionHost, @unchecked Sendable {
             algorithm: configuration.algorithm)
     }
 
-    func clusterer(for algorithm: Algorithm) -> any Clusterer { clusterers.clusterer(for: algorithm) }
+    func clusterer(for algorithm: Algorithm, filter: EffectiveFilter) -> any Clusterer {
+        filter.isEverything
+            ? clusterers.clusterer(for: algorithm) : try! filters.clusterer(for: algorithm, filter: filter)
+    }
 
     func send(framed: [UInt8], binary: Bool, type: String, to connection: ConnectionID) -> Bool {
         state.withLock { s in
@@ -77,11 +85,6 @@ final class InMemoryHost: SessionHost, @unchecked Sendable {
     }
 
     var viewerIdentity: ViewerIdentity? { nil }
-
-    func scopedView(_ scope: ViewerScope) throws(FilterError) -> Server.ScopedView {
-        Server.ScopedView(
-            dataset: dataset.helloInfo(aggregates: []), clusterers: { [unowned self] in clusterer(for: $0) })
-    }
 
     func schedule(_ session: Session, priority: Workers.Priority) { state.withLock { $0.queued.append(session) } }
     func runsOnServiceThread(lastTurn: Duration) -> Bool { false }

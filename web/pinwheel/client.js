@@ -125,6 +125,8 @@ export class PinwheelClient {
      *   fast as the frame budget allows.
      * @param {string} [options.algorithm] clustering algorithm to ask for.
      * @param {boolean} [options.presence] receive other sessions' viewports.
+     * @param {Array|boolean|null} [options.filter] show only the points passing this filter, a
+     *   MapLibre-style expression such as `['==', ['get', 'kind'], 'bus']` (see docs/protocol.md).
      * @param {number} [options.tileSize] pixels of a tile at the map's integer zooms (256 for
      *   Leaflet), so cluster radius means screen pixels.
      * @param {() => boolean} [options.canApply] false while the map cannot take changes (mid zoom
@@ -138,8 +140,8 @@ export class PinwheelClient {
     constructor(url, options = {}) {
         this.url = url;
         this.options = Object.assign({ rate: MAX_VIEWPORT_RATE, pace: Infinity, algorithm: null,
-                                       presence: false, tileSize: DEFAULT_TILE_SIZE, canApply: () => true,
-                                       encoding: DEFAULT_ENCODING, token: null },
+                                       presence: false, filter: null, tileSize: DEFAULT_TILE_SIZE,
+                                       canApply: () => true, encoding: DEFAULT_ENCODING, token: null },
                                      options);
         if (this.options.encoding !== 'binary' && this.options.encoding !== 'json') {
             throw new Error(`pinwheel: encoding must be 'binary' or 'json', got ${this.options.encoding}`);
@@ -551,6 +553,11 @@ export class PinwheelClient {
             this._sentAt.clear();
             this._lastViewportKey = '';
             this._setConnection('open');
+            // Before the view, so the first batch is already the filtered one (and after a reconnect
+            // the held markers are diffed against it).
+            if (this.options.filter !== null && this.options.filter !== undefined) {
+                this.send({ type: 'settings', filter: this.options.filter });
+            }
             if (wanted && wanted !== msg.algorithm && (msg.algorithms || []).includes(wanted)) {
                 this._awaitingAlgorithm = true;
                 this.send({ type: 'settings', algorithm: wanted });
@@ -635,6 +642,14 @@ export class PinwheelClient {
     setAlgorithm(name) {
         this.options.algorithm = name;
         this.send({ type: 'settings', algorithm: name });
+    }
+
+    /** Shows only the points passing `expression` (null: every point); the server re-sends the view
+     *  as a diff, and its next `hello` counts the matching points (`dataset.points`). A filter it
+     *  refuses comes back as a `server-error` naming the position, and the view stays as it was. */
+    setFilter(expression) {
+        this.options.filter = expression === undefined ? null : expression;
+        this.send({ type: 'settings', filter: this.options.filter });
     }
 
     /** Opts in or out of `presence` events. */

@@ -55,7 +55,8 @@ const EXPANSION_FLIGHT_S = 0.6;
  * `clusterIcon(feature, sizing, contents)`, `pointStyle` (object or function of the feature),
  * `pointIcon`, `headingProperty`, `popup(feature)`, `clusterPopup(feature, layer)`, `clusterList`,
  * `clusterListPageSize`, `zoomOnClusterClick`, `legend`, `groupColors`, `flagRing`, `animate`, and the
- * client's options (`rate`, `pace`, `algorithm`, `encoding`, `presence`). Fires `clusterclick`
+ * client's options (`rate`, `pace`, `algorithm`, `encoding`, `presence`, `filter`, `token`;
+ * `layer.setFilter(expression)` changes the filter). Fires `clusterclick`
  * `{feature, latlng, leaves, children}` and `pointclick` `{feature, latlng}`; see docs/client.md.
  */
 export function pinwheelLayer(url, options) {
@@ -91,7 +92,7 @@ const LayerCore = {
         const o = this.options;
         const clientOptions = { tileSize: LEAFLET_TILE_SIZE, presence: o.presence,
                                 canApply: () => this._map && !zoomAnimating(this._map) && !this._flying };
-        for (const k of ['rate', 'pace', 'algorithm', 'encoding', 'token']) if (o[k] !== undefined) clientOptions[k] = o[k];
+        for (const k of ['rate', 'pace', 'algorithm', 'encoding', 'token', 'filter']) if (o[k] !== undefined) clientOptions[k] = o[k];
         /** The stream (web/pinwheel/client.js); listen to it for anything the layer does not fire. */
         this.client = new PinwheelClient(url, clientOptions);
         this.client.state.counters.splits = 0;
@@ -196,6 +197,12 @@ const LayerCore = {
         map.removeLayer(this._group);
         map.removeLayer(this._expansionGroup);
         this.client.close();
+    },
+
+    /** Shows only the points `expression` (a filter, docs/protocol.md) matches; null shows them all. */
+    setFilter: function (expression) {
+        this.client.setFilter(expression);
+        return this;
     },
 
     /** True when the map is still (no flight, zoom or pan animation) and its view has been served

@@ -91,6 +91,9 @@ public struct ClusterDelta: Sendable {
     /// moved point counts twice).
     public var size: Int { removedCount + added.count }
 
+    /// The points the base with the changes laid over it holds.
+    public var pointCount: Int { base.dataset.count - removedCount + added.count }
+
     /// True when nothing changed since the base was built.
     public var isEmpty: Bool { removedCount == 0 && added.isEmpty }
 

@@ -17,8 +17,10 @@ public struct SessionMachine<Clock: PinwheelClock> {
     public let session: String
     private let dataset: HelloMessage.DatasetInfo
     private let clusterOptions: HelloMessage.Options
-    private let clusterers: @Sendable (Algorithm) -> any Clusterer
+    private let clusterers: @Sendable (Algorithm, EffectiveFilter) -> any Clusterer
     public private(set) var algorithm: Algorithm
+    /// The points this session's views are computed over: its scope AND the filter it set.
+    public private(set) var filter: EffectiveFilter
     private var clusterer: any Clusterer
     /// The clusterer views are served from now.
     public var servingClusterer: any Clusterer { clusterer }
@@ -65,12 +67,16 @@ public struct SessionMachine<Clock: PinwheelClock> {
     /// - Parameters:
     ///   - dataset: what `hello` says of the dataset (its `aggregates` come from the clusterer).
     ///   - clusterOptions: the clustering options `hello` announces.
-    ///   - clusterers: the clusterer of each algorithm, built once and shared by every session.
+    ///   - clusterers: the clusterer of each algorithm over the points an effective filter lets
+    ///     through, shared by every session with that filter.
     ///   - algorithm: the session's first algorithm.
+    ///   - scope: the points the session may ever see (its credentials'), ANDed with any filter it sets;
+    ///     nil for every point.
     public init(
         clock: Clock, options: SessionOptions, session: String, dataset: HelloMessage.DatasetInfo,
-        clusterOptions: HelloMessage.Options, clusterers: @escaping @Sendable (Algorithm) -> any Clusterer,
-        algorithm: Algorithm
+        clusterOptions: HelloMessage.Options,
+        clusterers: @escaping @Sendable (Algorithm, EffectiveFilter) -> any Clusterer,
+        algorithm: Algorithm, scope: FilterExpression? = nil
     ) {
         self.clock = clock
         self.options = options
@@ -79,7 +85,8 @@ public struct SessionMachine<Clock: PinwheelClock> {
         self.clusterOptions = clusterOptions
         self.clusterers = clusterers
         self.algorithm = algorithm
-        clusterer = clusterers(algorithm)
+        filter = EffectiveFilter(scope: scope)
+        clusterer = clusterers(algorithm, filter)
         context = FeatureContext(clusterer: clusterer)
         // No buffers of their own: a turn encodes into its worker thread's (``swapScratch(_:)``).
         encoder = MessageEncoder(headroom: options.headroom, capacity: 0)
@@ -161,13 +168,18 @@ public struct SessionMachine<Clock: PinwheelClock> {
             return "held"
         case .settings(let settings):
             actions.presence = settings.presence
-            guard let newAlgorithm = settings.algorithm else { return "settings" }
-            algorithm = newAlgorithm
-            adopt(clusterers(algorithm))
+            guard settings.algorithm != nil || settings.filter != nil else { return "settings" }
+            if let newAlgorithm = settings.algorithm { algorithm = newAlgorithm }
+            if let change = settings.filter {
+                // The scope stays: a viewer narrows what it sees, never widens it.
+                filter = EffectiveFilter(scope: filter.scope, requested: change.expression)
+            }
+            adopt(clusterers(algorithm, filter))
+            // Again, with the points of the filter now (`dataset.points`).
             hello(actions: &actions)
-            // Re-serve the current view with the new algorithm, diffed against what the client has,
-            // through the limiter like a viewport, so flipping algorithms costs no more than panning.
-            // A newer viewport held or released already is served with the new algorithm anyway.
+            // Re-serve the current view with the new algorithm or filter, diffed against what the client
+            // has, through the limiter like a viewport, so a switch costs no more than panning. A newer
+            // viewport held or released already is served with the new index anyway.
             if let served, due == nil, limiter.pending == nil {
                 serve(limiter.offer((served, receivedAt)), actions: &actions)
             }
@@ -253,7 +265,7 @@ public struct SessionMachine<Clock: PinwheelClock> {
     /// one turn cost one refresh; a viewport released meanwhile is served with the new data anyway.
     @_specialize(exported:true,where Clock == ContinuousClock)
     public mutating func dataChanged() {
-        adopt(clusterers(algorithm))
+        adopt(clusterers(algorithm, filter))
         refreshDue = served != nil
     }
 
@@ -268,7 +280,7 @@ public struct SessionMachine<Clock: PinwheelClock> {
     /// view a change reaches (``dataChanged()``): the view this one moves to may hold changes it was
     /// never told of.
     private mutating func takeNewerData() {
-        let newest = clusterers(algorithm)
+        let newest = clusterers(algorithm, filter)
         if newest.dataset.version != clusterer.dataset.version { adopt(newest) }
     }
 
@@ -451,6 +463,12 @@ public struct SessionMachine<Clock: PinwheelClock> {
         info.aggregates = clusterer.aggregates
         // Live data: the points now, not those loaded at start-up.
         info.points = clusterer.pointCount
+        if !filter.isEverything {
+            // A filtered view says nothing of the points it leaves out, not even where they lie.
+            info.bounds = clusterer.dataset.bounds
+            info.unlocated = 0
+            info.skipped = 0
+        }
         let limits = HelloMessage.Limits(
             viewportHz: options.viewportHz, pace: options.pace, window: options.window,
             maxMessageBytes: options.maxMessageBytes, maxFeatures: options.maxFeatures)

@@ -93,10 +93,24 @@ public struct SettingsMessage: Equatable, Sendable {
     public var algorithm: Algorithm?
     /// Opt in to (true) or out of (false) presence: other sessions' viewport outlines.
     public var presence: Bool?
+    /// Show only the points passing a filter, or (`null`) every point again.
+    public var filter: FilterSetting?
 
-    public init(algorithm: Algorithm? = nil, presence: Bool? = nil) {
+    public init(algorithm: Algorithm? = nil, presence: Bool? = nil, filter: FilterSetting? = nil) {
         self.algorithm = algorithm
         self.presence = presence
+        self.filter = filter
+    }
+}
+
+/// A `settings` message's `filter`: an expression, or `null` to clear it.
+public enum FilterSetting: Equatable, Sendable {
+    case set(FilterExpression)
+    case clear
+
+    /// The filter asked for; nil for every point.
+    public var expression: FilterExpression? {
+        if case .set(let f) = self { f } else { nil }
     }
 }
 
@@ -196,7 +210,9 @@ public enum ClientMessage: Equatable, Sendable {
             return .expand(id: try m.whole("id"))
         case "settings":
             var settings = SettingsMessage()
-            if m.has("algorithm") || !m.has("presence") {
+            // `"filter": null` is there: it clears the filter.
+            let hasFilter = m.object["filter"] != nil
+            if m.has("algorithm") || !(m.has("presence") || hasFilter) {
                 let name = try m.string("algorithm")
                 guard let algorithm = Algorithm(rawValue: name) else {
                     let known = Algorithm.allCases.map(\.rawValue).joined(separator: ", ")
@@ -206,6 +222,17 @@ public enum ClientMessage: Equatable, Sendable {
             }
             if m.has("presence") {
                 settings.presence = try m.bool("presence")
+            }
+            if let value = m.object["filter"] {
+                if value == .null {
+                    settings.filter = .clear
+                } else {
+                    do throws(FilterError) {
+                        settings.filter = .set(try FilterExpression(json: value, path: "filter"))
+                    } catch {
+                        throw WireError(.invalidField, field: "filter", message: error.description)
+                    }
+                }
             }
             return .settings(settings)
         case "held":
@@ -337,6 +364,10 @@ public enum ClientMessage: Equatable, Sendable {
             if let presence = s.presence {
                 writer.raw(",\"presence\":")
                 writer.bool(presence)
+            }
+            if let filter = s.filter {
+                writer.raw(",\"filter\":")
+                if let f = filter.expression { f.write(into: &writer) } else { writer.null() }
             }
         case .held(let h):
             writer.raw("\"held\",\"version\":")

@@ -76,9 +76,9 @@ extension Session {
     }
 
     private func authenticate(_ token: String, actions: inout SessionActions<ContinuousClock>) {
-        guard let keys = host.viewerIdentity?.keys else { return }
+        guard let identity = host.viewerIdentity else { return }
         let claims: TokenClaims
-        switch keys.verify(token) {
+        switch identity.keys.verify(token) {
         case .failure(let problem):
             return end(code: AuthClose.unauthorized, reason: problem.reason)
         case .success(let verified):
@@ -97,16 +97,17 @@ extension Session {
             }
             gate = .authenticated(scope: current, subject: subject, expires: expires)
         case .awaiting:
-            let view: Server.ScopedView
+            let expression: FilterExpression?
             do {
-                view = try host.scopedView(scope)
+                expression = try scope.expression(tenantColumn: identity.tenantColumn)
             } catch {
                 return end(code: AuthClose.forbidden, reason: "token \(error)")
             }
             gate = .authenticated(scope: scope, subject: claims.sub?.value, expires: expires)
-            var start = host.sessionStart(encoding: encoding)
-            start.dataset = view.dataset
-            replaceMachine(with: Self.machine(connection: connection, start: start, clusterers: view.clusterers))
+            replaceMachine(
+                with: Self.machine(
+                    connection: connection, start: host.sessionStart(encoding: encoding), scope: expression, host: host)
+            )
             // Before hello: the client learns its token's expiry first.
             _ = host.send(AuthMessage.accepted(expires: expires), type: "auth", to: connection)
             greet(actions: &actions)

@@ -38,6 +38,8 @@ final class IndexKeeper: @unchecked Sendable {
         /// Where the changes laid over the index happened; nil when the whole index changed (a
         /// compaction), so every view may show something new.
         var footprint: ChangeFootprint?
+        /// The changes taken since the last refresh, in order, for the filtered indexes to follow.
+        var changes: [ChangedPoint] = []
     }
 
     private let live: LiveData
@@ -142,7 +144,7 @@ final class IndexKeeper: @unchecked Sendable {
             delta: delta, version: version, names: now.names, columns: now.columns, pointCount: now.count)
         return Published(
             clusterers: published, version: version, points: now.count, delta: delta.size, compaction: installed,
-            footprint: installed == nil ? footprint : nil)
+            footprint: installed == nil ? footprint : nil, changes: taken.changes)
     }
 
     /// Takes the machine's new judgement: once it is short of cores, a compaction running on idle

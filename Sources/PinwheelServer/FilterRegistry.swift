@@ -1,0 +1,210 @@
+import Dispatch
+import Foundation
+import PinwheelCore
+import Synchronization
+
+/// The indexes of filtered views, one per effective filter (by its canonical key), shared by every
+/// session with that filter: built on demand by the first session that asks (on its worker, never the
+/// service thread: a session with a filter takes its turns on the workers), kept while sessions use
+/// them, let go of least recently used first once unused indexes hold more than the memory budget.
+///
+/// With live data each `hierarchical` index follows the changes exactly as the full index does: at
+/// every refresh the index thread lays the same changes over it (a point that stops passing the
+/// filter leaves it, one that starts passing enters it) and publishes a ``LiveClusterIndex``; once its
+/// delta grows past a quarter of its points it is built again from the points in the background. A
+/// filtered `pca-tree` is built again when a session asks for it after the data changed.
+///
+/// Any thread; the builds run outside the lock, one per filter at a time.
+final class FilterRegistry: @unchecked Sendable {
+    /// Where filtered indexes get their points: the data now, and whether it changes.
+    struct Source: Sendable {
+        var dataset: @Sendable () -> Dataset
+        var live: Bool
+        var options: ClusterOptions
+        var aggregates: [Aggregate]
+    }
+
+    private final class Entry: @unchecked Sendable {
+        let filter: FilterExpression
+        /// Guards one build at a time; sessions asking meanwhile wait for it.
+        let building = Mutex(())
+        var clusterers: [Algorithm: any Clusterer] = [:]
+        /// The live index's changes since its base (live data only).
+        var delta: ClusterDelta?
+        /// Changes the index thread handed over while a build ran, laid over the build when it ends.
+        var pending: [ChangedPoint]?
+        var sessions = 0
+        var lastUsed = ContinuousClock.now
+        /// Roughly what each algorithm's index holds.
+        var sizes: [Algorithm: Int] = [:]
+        var bytes: Int { sizes.values.reduce(0, +) }
+        var compacting = false
+
+        init(filter: FilterExpression) { self.filter = filter }
+    }
+
+    private let source: Source
+    private let budget: Int
+    private let entries = Mutex<[String: Entry]>([:])
+    /// The property columns as of the last refresh (columns only ever grow), under `entries`' lock.
+    private var columnsNow: [String] = []
+
+    init(source: Source, budget: Int) {
+        self.source = source
+        self.budget = budget
+    }
+
+    /// Filtered indexes held now, and their bytes.
+    var held: (count: Int, bytes: Int) {
+        entries.withLock { e in (e.count, e.values.reduce(0) { $0 + $1.bytes }) }
+    }
+
+    /// The registry's figures in Prometheus' text format, appended to `/metrics`.
+    var metricsText: String {
+        let (count, bytes) = held
+        return """
+            # HELP pinwheel_filter_indexes Indexes of filtered views held, one per effective filter.
+            # TYPE pinwheel_filter_indexes gauge
+            pinwheel_filter_indexes \(count)
+            # HELP pinwheel_filter_index_bytes Estimated bytes the indexes of filtered views hold (their arrays and their points'), against --filter-memory.
+            # TYPE pinwheel_filter_index_bytes gauge
+            pinwheel_filter_index_bytes \(bytes)
+
+            """
+    }
+
+    /// A session starts using `filter`'s index (its first ask builds it).
+    func acquire(_ filter: EffectiveFilter) {
+        guard let expression = filter.expression else { return }
+        entries.withLock { e in
+            let entry = e[filter.key] ?? Entry(filter: expression)
+            entry.sessions += 1
+            entry.lastUsed = .now
+            e[filter.key] = entry
+        }
+    }
+
+    /// A session stops using `filter`'s index; unused indexes past the budget are let go of.
+    func release(_ filter: EffectiveFilter) {
+        guard !filter.isEverything else { return }
+        var letGo: [Entry] = []
+        entries.withLock { e in
+            if let entry = e[filter.key] {
+                entry.sessions -= 1
+                entry.lastUsed = .now
+            }
+            letGo = evict(&e)
+        }
+        // Freed here, outside the lock.
+        letGo.removeAll()
+    }
+
+    /// The index of `algorithm` over the points `filter` lets through, built now when there is none.
+    /// - Throws: the core's build error.
+    func clusterer(for algorithm: Algorithm, filter: EffectiveFilter) throws -> any Clusterer {
+        guard let expression = filter.expression else { preconditionFailure("no filter: the full index serves") }
+        let entry = entries.withLock { e in
+            let entry = e[filter.key] ?? Entry(filter: expression)
+            entry.lastUsed = .now
+            e[filter.key] = entry
+            return entry
+        }
+        return try entry.building.withLock { _ in
+            if let built = entries.withLock({ _ in entry.clusterers[algorithm] }) { return built }
+            let built = try build(entry, algorithm: algorithm)
+            var letGo: [Entry] = []
+            entries.withLock { e in letGo = evict(&e) }
+            letGo.removeAll()
+            return built
+        }
+    }
+
+    /// Builds `entry`'s index of `algorithm` from the data now. Caller holds `entry.building`.
+    private func build(_ entry: Entry, algorithm: Algorithm) throws -> any Clusterer {
+        let tracksChanges = source.live && algorithm == .hierarchical
+        // Registered before the points are read: changes taken meanwhile are laid over the build,
+        // and those the points already hold change nothing when laid again.
+        if tracksChanges { entries.withLock { _ in entry.pending = [] } }
+        let data = source.dataset()
+        let subset = data.filtered(by: entry.filter)
+        let index = try ClustererFactory.make(
+            algorithm, dataset: subset, options: source.options, aggregates: source.aggregates)
+        entries.withLock { _ in
+            var served = index
+            if tracksChanges, let base = index as? ClusterIndex {
+                var delta = ClusterDelta(base: base)
+                let columns =
+                    columnsNow.count > data.properties.columns.count ? columnsNow : data.properties.columns
+                let bound = BoundFilter(entry.filter, columns: columns)
+                for change in entry.pending ?? [] { delta.apply(change.filtered(by: bound)) }
+                entry.pending = nil
+                entry.delta = delta
+                served = LiveClusterIndex(
+                    delta: delta, version: data.version, names: data.names, columns: data.properties.columns,
+                    pointCount: delta.pointCount)
+            }
+            entry.clusterers[algorithm] = served
+            entry.sizes[algorithm] = Self.bytes(of: index)
+        }
+        return entries.withLock { _ in entry.clusterers[algorithm]! }
+    }
+
+    /// Roughly what an index holds: its own arrays and its points' (ids, coordinates, property cells).
+    private static func bytes(of c: any Clusterer) -> Int {
+        let own = (c as? ClusterIndex)?.storedBytes ?? c.pointCount * 64
+        let d = c.dataset
+        return own + d.count * (4 + 16) + d.properties.values.count * MemoryLayout<PropertyValue?>.stride
+    }
+
+    /// Index thread: lays the changes a refresh took over every filtered index that follows them, and
+    /// publishes each anew.
+    /// - Parameters:
+    ///   - changes: the changes the full index took, in order.
+    ///   - version: the data version they bring it to.
+    ///   - names: the names of points producers named by strings, now.
+    ///   - columns: the property columns now.
+    func refresh(changes: [ChangedPoint], version: UInt64, names: [UInt32: String], columns: [String]) {
+        guard !changes.isEmpty else { return }
+        var compactions: [Entry] = []
+        entries.withLock { e in
+            columnsNow = columns
+            for entry in e.values {
+                if entry.pending != nil { entry.pending?.append(contentsOf: changes) }
+                // Rebuilt on the next ask: it does not follow changes.
+                entry.clusterers[.pcaTree] = nil
+                entry.sizes[.pcaTree] = nil
+                guard var delta = entry.delta else { continue }
+                let bound = BoundFilter(entry.filter, columns: columns)
+                for change in changes { delta.apply(change.filtered(by: bound)) }
+                entry.delta = delta
+                entry.clusterers[.hierarchical] = LiveClusterIndex(
+                    delta: delta, version: version, names: names, columns: columns, pointCount: delta.pointCount)
+                if !entry.compacting && delta.size > max(1_000, delta.base.dataset.count / 4) {
+                    entry.compacting = true
+                    compactions.append(entry)
+                }
+            }
+        }
+        for entry in compactions {
+            // The index it replaces serves, and follows the changes, until the build is in.
+            DispatchQueue.global(qos: .utility).async { [self] in
+                _ = try? build(entry, algorithm: .hierarchical)
+                entries.withLock { _ in entry.compacting = false }
+            }
+        }
+    }
+
+    /// Lets go of unused indexes, least recently used first, while all of them hold more than the budget.
+    private func evict(_ e: inout [String: Entry]) -> [Entry] {
+        var total = e.values.reduce(0) { $0 + $1.bytes }
+        guard total > budget else { return [] }
+        var letGo: [Entry] = []
+        for (key, entry) in e.sorted(by: { $0.value.lastUsed < $1.value.lastUsed }) where entry.sessions <= 0 {
+            guard total > budget else { break }
+            total -= entry.bytes
+            letGo.append(entry)
+            e[key] = nil
+        }
+        return letGo
+    }
+}

@@ -1,0 +1,99 @@
+import Foundation
+import PinwheelCore
+import Synchronization
+import Testing
+
+@testable import PinwheelServer
+
+@Suite("Filter registry")
+struct FilterRegistryTests {
+    /// Synthetic points with `even` (of the id) and `tens` (id % 100 / 10).
+    static func points(_ count: Int) -> Dataset {
+        var d = SyntheticGenerator(seed: 3).dataset(count: count)
+        d.properties = PropertyTable(
+            columns: ["even", "tens"],
+            values: d.ids.flatMap { id -> [PropertyValue?] in [.bool(id % 2 == 0), .number(Double(id % 100 / 10))] })
+        return d
+    }
+
+    static func filter(_ text: String) throws -> EffectiveFilter {
+        EffectiveFilter(requested: try FilterExpression(json: JSONReader.parse(Array(text.utf8))))
+    }
+
+    /// The points a registry reads, as a live server's table is: changed under a lock.
+    final class Points: Sendable {
+        let data: Mutex<Dataset>
+        init(_ d: Dataset) { data = Mutex(d) }
+    }
+
+    static func source(_ points: Points, live: Bool) -> FilterRegistry.Source {
+        FilterRegistry.Source(
+            dataset: { points.data.withLock { $0 } }, live: live, options: ClusterOptions(), aggregates: [])
+    }
+
+    @Test("filters written differently share one index; unused indexes go past the budget, used ones stay")
+    func sharingAndEviction() throws {
+        let data = Points(Self.points(5_000))
+        let registry = FilterRegistry(source: Self.source(data, live: false), budget: 1)
+        let a = try Self.filter(#"["==", ["get", "even"], true]"#)
+        let sameAsA = try Self.filter(#"["get", "even"]"#)
+        let b = try Self.filter(#"[">=", ["get", "tens"], 5]"#)
+        registry.acquire(a)
+        let first = try registry.clusterer(for: .hierarchical, filter: a)
+        let second = try registry.clusterer(for: .hierarchical, filter: sameAsA)
+        #expect(first.pointCount == 2_500 && (first as AnyObject) === (second as AnyObject))
+        #expect(registry.held.count == 1, "in use: kept past the budget")
+        _ = try registry.clusterer(for: .hierarchical, filter: b)
+        // b is unused and everything is over a 1-byte budget: b goes, a (in use) stays.
+        #expect(registry.held.count == 1)
+        registry.release(a)
+        #expect(registry.held.count == 0, "unused and over the budget: let go of")
+    }
+
+    @Test(
+        "a live filtered index lets in points that start passing and out those that stop, then compacts to a fresh build"
+    )
+    func liveChanges() throws {
+        let data = Points(Self.points(2_000))
+        let registry = FilterRegistry(source: Self.source(data, live: true), budget: 1 << 30)
+        let even = try Self.filter(#"["get", "even"]"#)
+        registry.acquire(even)
+        let before = try registry.clusterer(for: .hierarchical, filter: even)
+        #expect(before.pointCount == 1_000)
+        var table = PointTable(data.data.withLock { $0 })
+        var changes: [ChangedPoint] = []
+        // Odd ids become even-flagged (in), even ids become odd-flagged (out): 1,500 changes in all.
+        for id in UInt32(0)..<1_500 {
+            let position = table.coordinate(of: .number(id))!
+            table.apply(
+                .upsert(
+                    .number(id), lat: position.lat, lon: position.lon,
+                    properties: ["even": .bool(id % 2 == 1), "tens": 0]),
+                version: UInt64(id) + 1)
+            changes.append(ChangedPoint(id: id, now: table.record(ofID: id)))
+        }
+        data.data.withLock { $0 = table.dataset }
+        registry.refresh(
+            changes: changes, version: table.dataset.version, names: [:], columns: table.dataset.properties.columns)
+        let expected = table.dataset.filtered(by: even.expression!)
+        let after = try registry.clusterer(for: .hierarchical, filter: even)
+        #expect(after.pointCount == expected.count)
+        var shown: [Feature] = []
+        after.features(in: BBox(west: -180, south: -85, east: 180, north: 85), zoom: 20, into: &shown)
+        #expect(Set(shown.map { UInt32($0.id) }) == Set(expected.ids))
+        // 1,500 changes over 1,000 points: compacted in the background into a build of the points now.
+        let fresh = try ClusterIndex(dataset: expected)
+        var compacted = false
+        for _ in 0..<200 where !compacted {
+            let now = try registry.clusterer(for: .hierarchical, filter: even)
+            var a: [Feature] = []
+            var b: [Feature] = []
+            now.features(in: BBox(west: -180, south: -85, east: 180, north: 85), zoom: 3, into: &a)
+            fresh.features(in: BBox(west: -180, south: -85, east: 180, north: 85), zoom: 3, into: &b)
+            let key = { (f: Feature) in "\(f.id) \(f.count) \(f.lat) \(f.lon) \(f.parent ?? 0)" }
+            compacted = Set(a.map(key)) == Set(b.map(key))
+            if !compacted { Thread.sleep(forTimeInterval: 0.02) }
+        }
+        #expect(compacted)
+    }
+}
