@@ -240,7 +240,7 @@ def test_bad_options_are_refused_at_start_naming_the_option(tmp_path):
     data = ["--data", str(tmp_path / "points.csv"), "--port", "0"]
     cases = [
         (["--group-by", "colour"], 'cannot group by column "colour"'),
-        (["--flag", 'x=["<",["get","kind"],1]'], "--flag"),
+        (["--flag", 'x=["~",["get","kind"],1]'], "--flag"),
         (["--flag", 'x=["==",["get","speed"],1]'], 'flag x reads column "speed"'),
         (["--max-zoom", "30"], "--max-zoom must be"),
         (["--min-zoom", "5", "--max-zoom", "3"], "--max-zoom must be"),
