@@ -57,17 +57,26 @@ struct SessionStart {
     var dataset: HelloMessage.DatasetInfo
     var clusterOptions: HelloMessage.Options
     var algorithm: Algorithm
+
+    /// How a session starts on a server with `configuration`, serving `dataset`.
+    init(
+        configuration: ServerConfiguration, encoding: WireEncoding, dataset: LoadedDataset,
+        clusterOptions: HelloMessage.Options
+    ) {
+        options = SessionOptions(
+            viewportHz: configuration.viewportHz, pace: configuration.pace, window: configuration.window,
+            maxFeatures: configuration.maxFeatures, maxMessageBytes: configuration.maxMessageBytes,
+            headroom: WebSocketServer.headroom, encoding: encoding)
+        self.dataset = dataset.helloInfo(aggregates: [])
+        self.clusterOptions = clusterOptions
+        algorithm = configuration.algorithm
+    }
 }
 
 extension Server: SessionHost {
     func sessionStart(encoding: WireEncoding) -> SessionStart {
-        let options = SessionOptions(
-            viewportHz: configuration.viewportHz, pace: configuration.pace, window: configuration.window,
-            maxFeatures: configuration.maxFeatures, maxMessageBytes: configuration.maxMessageBytes,
-            headroom: WebSocketServer.headroom, encoding: encoding)
-        return SessionStart(
-            options: options, dataset: dataset.helloInfo(aggregates: []), clusterOptions: clusterers.options,
-            algorithm: configuration.algorithm)
+        SessionStart(
+            configuration: configuration, encoding: encoding, dataset: dataset, clusterOptions: clusterers.options)
     }
 
     var viewerIdentity: ViewerIdentity? {

@@ -50,13 +50,8 @@ final class InMemoryHost: SessionHost, @unchecked Sendable {
     }
 
     func sessionStart(encoding: WireEncoding) -> SessionStart {
-        let options = SessionOptions(
-            viewportHz: configuration.viewportHz, pace: configuration.pace, window: configuration.window,
-            maxFeatures: configuration.maxFeatures, maxMessageBytes: configuration.maxMessageBytes,
-            headroom: WebSocketServer.headroom, encoding: encoding)
-        return SessionStart(
-            options: options, dataset: dataset.helloInfo(aggregates: []), clusterOptions: clusterers.options,
-            algorithm: configuration.algorithm)
+        SessionStart(
+            configuration: configuration, encoding: encoding, dataset: dataset, clusterOptions: clusterers.options)
     }
 
     func clusterer(for algorithm: Algorithm, filter: EffectiveFilter) -> any Clusterer {

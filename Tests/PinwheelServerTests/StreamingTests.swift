@@ -305,26 +305,14 @@ struct StreamingTests {
         #expect(error["code"].string == "unknown-feature")
     }
 
-    @Test("settings switches the algorithm: a new hello, then the view re-served as a diff")
-    func settingsSwitchesAlgorithm() async throws {
-        let server = try TestServer { $0.algorithm = .hierarchical }
-        let driver = try WSDriver()
-        try await driver.open("a", server)
-        driver.send("a", viewport(1, europe, zoom: 5))
-        var view = ClientView()
-        try await driver.drain("a", seq: 1, into: &view)
-        driver.send("a", ["type": "settings", "algorithm": "pca-tree"])
-        let hello = try await driver.message("a", type: "hello")
-        #expect(hello["algorithm"].string == "pca-tree")
-        try await driver.drain("a", seq: 1, into: &view)
-        let expected = server.coreFeatures(bbox: europe, zoom: 5, algorithm: .pcaTree)
-        #expect(Set(view.features.keys) == Set(expected.keys))
-    }
-
-    @Test("an algorithm not built at start is built when a session first asks for it, then served")
-    func algorithmBuiltOnFirstUse() async throws {
-        let server = try TestServer(building: [.hierarchical]) { $0.algorithm = .hierarchical }
-        #expect(server.server.clusterers.built(.pcaTree) == nil)
+    /// Servers that built both algorithms at start, and one that built only its default (as `serve`
+    /// does): the other is built when a session first asks for it.
+    @Test(
+        "settings switches the algorithm: a new hello, then the view re-served as a diff",
+        arguments: [nil, Set([Algorithm.hierarchical])])
+    func settingsSwitchesAlgorithm(building: Set<Algorithm>?) async throws {
+        let server = try TestServer(building: building) { $0.algorithm = .hierarchical }
+        #expect((server.server.clusterers.built(.pcaTree) == nil) == (building != nil))
         let driver = try WSDriver()
         try await driver.open("a", server)
         driver.send("a", viewport(1, europe, zoom: 5))
