@@ -25,3 +25,10 @@ def post_changes(port, token, changes, atomic=False, raw_body=None, headers=None
         return response.status, answer, {k.lower(): v for k, v in response.getheaders()}
     finally:
         connection.close()
+
+
+def post_all_accepted(port, token, changes):
+    """Posts changes that must all be accepted; returns the version the answer names."""
+    status, answer, _ = post_changes(port, token, changes)
+    assert status == 200 and answer["accepted"] == len(changes), answer
+    return answer["version"]
