@@ -109,6 +109,7 @@ final class Session: WorkerJob, @unchecked Sendable {
         self.encoding = encoding
         let start = host.sessionStart(encoding: encoding)
         machine = Self.machine(connection: connection, start: start, scope: nil, host: host)
+        takesTokens = host.viewerIdentity != nil
         if let identity = host.viewerIdentity {
             let deadline = ContinuousClock.now + identity.authDeadline
             gate = .awaiting(deadline: deadline)
@@ -120,6 +121,8 @@ final class Session: WorkerJob, @unchecked Sendable {
 
     /// The subprotocol the client chose, for a machine made anew at authentication.
     let encoding: WireEncoding
+    /// Whether the server verifies viewers' tokens; without, no message is scanned for `auth`.
+    private let takesTokens: Bool
 
     /// A session's machine over the points `scope` lets through (nil: all of them), greeting with
     /// `start.dataset`.
@@ -178,7 +181,7 @@ final class Session: WorkerJob, @unchecked Sendable {
             // the service thread.
             let mayBuild =
                 filtered.load(ordering: .relaxed) || Self.mentions(Self.filterWord, text)
-                || Self.mentions(Self.authWord, text)
+                || (takesTokens && Self.mentions(Self.authWord, text))
             post(.message(text, receivedAt: receivedAt, mayBeAck: mayBeAck), onServiceThread: !mayBuild)
         }
     }
