@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from browser_support import post, screenshot, server_features
+from test_browser_page import dubai_mall
 
 MAPLIBRE = Path("/usr/local/share/javascript/maplibre-gl/maplibre-gl-worker.js")
 LAYERS = "['pinwheel-clusters', 'pinwheel-points']"
@@ -174,4 +175,27 @@ def test_markers_in_view_are_named_buttons_and_enter_opens_a_cluster(page, serve
     page.wait_for_function(f"() => map.getZoom() > {zoom} && !map.isMoving()")
     wait_settled(page)
     page.wait_for_function("() => document.activeElement && document.activeElement.closest('.pw-keyboard') !== null")
+    assert page.console_log.errors == []
+
+
+def test_a_same_coordinate_group_opens_as_a_spread_drawn_only_while_open(page, server):
+    # The PCA tree keeps the Dubai Mall's shops (one coordinate) as one cluster; `expand` answers
+    # with their spread.
+    lat, lon, shops = dubai_mall()
+    page.goto(f"{server.url}/examples/maplibre.html")
+    wait_settled(page)
+    page.evaluate(f"""async () => {{ markers.remove(); map.jumpTo({{center: [{lon}, {lat}], zoom: 13}});
+        const {{ pinwheelMapLibre }} = await import('/pinwheel/maplibre.js');
+        window.markers = pinwheelMapLibre(`ws://${{location.host}}/`, {{algorithm: 'pca-tree'}}).addTo(map); }}""")
+    wait_settled(page)
+    spread_layers = "() => ['pinwheel-spread-legs', 'pinwheel-spread-pins'].map(id => map.getLayoutProperty(id, 'visibility'))"
+    assert page.evaluate(spread_layers) == ["none", "none"], "no spread open: its layers are not drawn"
+    mall = page.evaluate(f"""() => Array.from(markers.client.features.values()).find(f => f.count === {shops}).id""")
+    spread = page.evaluate(f"() => markers.zoomToExpansion(markers.client.features.get({mall})).then(m => m.spread.length)")
+    assert spread == shops
+    assert page.evaluate(spread_layers) == ["visible", "visible"]
+    page.wait_for_function(f"() => map.queryRenderedFeatures({{layers: ['pinwheel-spread-pins']}}).length === {shops}")
+    screenshot(page, "maplibre-spread.png")
+    page.evaluate("() => map.zoomTo(map.getZoom() - 1, {duration: 0})")
+    assert page.evaluate(spread_layers) == ["none", "none"], "a zoom closes the spread and hides its layers"
     assert page.console_log.errors == []

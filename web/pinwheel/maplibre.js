@@ -59,10 +59,12 @@ export function defaultLayers(id, source, spread) {
         { id: id + LAYERS.points, type: 'circle', source: source, filter: ['==', ['get', 'count'], 1],
           paint: { 'circle-color': POINT_COLOR, 'circle-radius': POINT_RADIUS_PX, 'circle-stroke-color': RIM_COLOR,
                    'circle-stroke-width': 1.5 } },
+        // Hidden until a spread is shown: a layer over an empty source still costs every frame the
+        // clipping masks of its tiles.
         { id: id + LAYERS.legs, type: 'line', source: spread, filter: ['==', ['geometry-type'], 'LineString'],
-          paint: { 'line-color': '#fde68a', 'line-width': 1, 'line-opacity': 0.75 } },
+          layout: { visibility: 'none' }, paint: { 'line-color': '#fde68a', 'line-width': 1, 'line-opacity': 0.75 } },
         { id: id + LAYERS.pins, type: 'circle', source: spread, filter: ['==', ['geometry-type'], 'Point'],
-          paint: { 'circle-color': POINT_COLOR, 'circle-radius': 5, 'circle-stroke-color': RIM_COLOR,
+          layout: { visibility: 'none' }, paint: { 'circle-color': POINT_COLOR, 'circle-radius': 5, 'circle-stroke-color': RIM_COLOR,
                    'circle-stroke-width': 1.5 } },
     ];
 }
@@ -411,6 +413,7 @@ export class PinwheelMapLibre {
             features.push(toGeoJSON(f));
         }
         this.map.getSource(this.spreadSourceId).setData({ type: 'FeatureCollection', features: features });
+        this._showSpreadLayers(true);
         if (this._keyboard) this._keyboard.schedule();
     }
 
@@ -419,6 +422,16 @@ export class PinwheelMapLibre {
         this._spread = null;
         const source = this.map && this.map.getSource(this.spreadSourceId);
         if (source) source.setData(emptyCollection());
+        this._showSpreadLayers(false);
         if (this._keyboard) this._keyboard.schedule();
+    }
+
+    /** Shows or hides the default spread layers (an app's own layers are the app's to show). */
+    _showSpreadLayers(shown) {
+        if (!this.options.layers) return;
+        for (const k of ['legs', 'pins']) {
+            const id = this.options.id + LAYERS[k];
+            if (this.map.getLayer(id)) this.map.setLayoutProperty(id, 'visibility', shown ? 'visible' : 'none');
+        }
     }
 }
