@@ -179,6 +179,7 @@ def main():
                     help="a plain MapLibre map of an empty style at the same size: MapLibre's own cost here")
     ap.add_argument("--chromium-arg", action="append", default=[], help="a flag for Chromium (repeatable)")
     ap.add_argument("--json", help="also write the figures to this file")
+    ap.add_argument("--trace", help="also write the tour's Chrome trace to this file (for chrome://tracing or Perfetto)")
     args = ap.parse_args()
     page_kind = "empty" if args.maplibre_empty else args.maplibre
 
@@ -235,7 +236,10 @@ def main():
             cpu0 = {kind: chromium_cpu_ms(kind) for kind in ("gpu-process", "renderer")}
             settled, most = tour(page, args.seconds, random.Random(args.seed), page_kind)
             cpu = {kind: chromium_cpu_ms(kind) - cpu0[kind] for kind in cpu0}
-            trace = json.loads(browser.stop_tracing())["traceEvents"]
+            raw_trace = browser.stop_tracing()
+            if args.trace:
+                Path(args.trace).write_bytes(raw_trace)
+            trace = json.loads(raw_trace)["traceEvents"]
             bench = page.evaluate(f"() => ({{b: window.__bench, s: {js['state']} || null}})")
             screenshot(page, "smoothness-end.png")
             browser.close()
