@@ -18,29 +18,12 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
     /// Sessions' viewports for the sessions that opted in to presence.
     public let presence = PresenceBoard()
     let logger: Logger
-    private let current: Mutex<Clusterers>
-    /// Index thread only: the data version of the index published last.
-    private var publishedVersion: UInt64
-    /// Index thread only: whether the machine is short of cores, which makes the workers and
-    /// compactions yield.
-    private var coreShortage = CoreShortage()
-    /// Index thread only: the wait between two refreshes, longer while viewers' first batches are slow.
-    private var refreshPacing: RefreshPacing
-    /// Index thread only: when to give the allocator's free pages back after a compaction.
-    private var allocatorTrim = AllocatorTrim()
-    /// Viewports answered since the last refresh, and the slow ones among them.
-    let firstBatches: FirstBatchTally
-    /// Live indexes sessions stopped serving from since the last refresh (see ``retire(_:)``).
-    private let retired = Mutex<[LiveClusterIndex]>([])
-    /// When each algorithm was last asked for: while data changes, only those in use are rebuilt.
-    private let lastAsked = Mutex<[Algorithm: ContinuousClock.Instant]>([:])
-    /// Held while an algorithm is built on first use.
-    private let firstBuilds = Mutex(())
+    /// The clusterers sessions share.
+    let served: ServedClusterers
     /// The changing points and their log; nil when the data never changes.
     let live: LiveData?
-    /// Keeps the index following the live points; nil without live data, or with aggregates (whose
-    /// index is rebuilt whole at every refresh).
-    private let keeper: IndexKeeper?
+    /// The index thread, which keeps the index following the live points; nil without live data.
+    let publisher: IndexPublisher?
     /// The indexes of filtered views, shared by the sessions with the same filter.
     let filters: FilterRegistry
     /// Producers' way in; nil unless a token is configured.
@@ -83,8 +66,7 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
     ) throws {
         let live = try LiveData(
             log: log, initial: dataset.dataset,
-            options: LiveData.Options(
-                refreshInterval: configuration.refreshInterval, snapshotEvery: configuration.snapshotEvery),
+            options: LiveData.Options(snapshotEvery: configuration.snapshotEvery),
             logger: logger)
         var loaded = dataset
         loaded.dataset = live.dataset
@@ -112,27 +94,15 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
         self.configuration = configuration
         self.dataset = dataset
         self.logger = logger
-        current = Mutex(clusterers)
-        publishedVersion = clusterers.clusterer(for: configuration.algorithm).dataset.version
-        refreshPacing = RefreshPacing(shortest: configuration.refreshInterval)
-        firstBatches = FirstBatchTally(slowerThan: configuration.slowFirstBatch)
+        let livePoints: (@Sendable () -> Dataset)? = if let live { { live.dataset } } else { nil }
+        served = ServedClusterers(clusterers, algorithm: configuration.algorithm, points: livePoints, logger: logger)
         self.live = live
-        let points: @Sendable () -> Dataset =
-            if let live { { live.dataset } } else { { [dataset] in dataset.dataset } }
+        let points: @Sendable () -> Dataset = livePoints ?? { [dataset] in dataset.dataset }
         filters = FilterRegistry(
             source: FilterRegistry.Source(
                 dataset: points, live: live != nil, options: configuration.clusterOptions,
                 aggregates: live == nil ? configuration.aggregates : []),
             budget: configuration.filterMemory)
-        if let live, configuration.aggregates.isEmpty,
-            let base = clusterers.clusterer(for: .hierarchical) as? ClusterIndex
-        {
-            keeper = IndexKeeper(
-                live: live, base: base,
-                options: IndexKeeper.Options(compactionInterval: configuration.compactionInterval), logger: logger)
-        } else {
-            keeper = nil
-        }
         if let live, configuration.ingestToken != nil || !configuration.producerTokens.isEmpty {
             let sharing = configuration.ingestShare.map { [metrics] in
                 IngestSharing(share: $0, cost: live.ingestCost, metrics: metrics)
@@ -150,19 +120,24 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
             ingest = nil
         }
         metrics.datasetLoaded(points: dataset.dataset.count, unlocated: dataset.unlocated, skipped: dataset.skipped)
-        if live != nil {
-            metrics.dataVersionLoaded(dataset.dataset.version)
-            metrics.coresShort(false)
-            metrics.refreshPaced(every: configuration.refreshInterval)
+        let workers = Workers(count: configuration.workers, metrics: metrics)
+        self.workers = workers
+        publisher = live.map { [served, filters, metrics, logger] live in
+            IndexPublisher(
+                live: live, served: served, filters: filters, workers: workers,
+                options: IndexPublisher.Options(
+                    refreshInterval: configuration.refreshInterval, slowFirstBatch: configuration.slowFirstBatch,
+                    rebuildsWhole: !configuration.aggregates.isEmpty,
+                    compaction: IndexKeeper.Options(compactionInterval: configuration.compactionInterval)),
+                metrics: metrics, logger: logger)
         }
-        workers = Workers(count: configuration.workers, metrics: metrics)
         transport = WebSocketServer(configuration: transportConfiguration())
         ingest?.sharing?.watch { [weak self] in self?.sessions.withLock { !$0.isEmpty } ?? false }
     }
 
     /// Binds the port and starts the lws service thread.
     public func start() throws {
-        live?.start { [weak self] in self?.refreshAndJudgeCores() ?? .zero }
+        publisher?.start(telling: self)
         try transport.start(delegate: self)
         // What loading the data, replaying the log and building the index left free in the
         // allocator's arenas (see ``AllocatorTrim``).
@@ -200,7 +175,7 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
         transport.stop()
         alarms.stop()
         workers.stop()
-        live?.stop()
+        publisher?.stop()
         stopped.signal()
     }
 
@@ -355,107 +330,11 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
     }
 
     /// The clusterers sessions share now.
-    public var clusterers: Clusterers { current.withLock { $0 } }
+    public var clusterers: Clusterers { served.now }
 
-    /// Takes a live index a session stopped serving from, for the index thread to let go of at its
-    /// next refresh. The session may hold its last reference, and freeing a live index frees every
-    /// node its changes copied, milliseconds of CPU that would delay that session's viewer and the
-    /// others waiting for the same worker.
+    /// Takes a live index a session stopped serving from, for the index thread to let go of.
     func retire(_ index: LiveClusterIndex) {
-        retired.withLock { $0.append(index) }
-    }
-
-    /// Index thread: a refresh, then whether the workers and compactions should yield (``CoreShortage``).
-    /// - Returns: the least time until the next refresh (``RefreshPacing``).
-    private func refreshAndJudgeCores() -> Duration {
-        refreshIndex()
-        let (answered, slow) = firstBatches.take()
-        let before = refreshPacing.interval
-        refreshPacing.observe(answered: answered, slow: slow)
-        if refreshPacing.interval != before { metrics.refreshPaced(every: refreshPacing.interval) }
-        judgeCores()
-        if allocatorTrim.isDue(at: .now) {
-            let started = ContinuousClock.now
-            AllocatorTrim.trim()
-            logger.debug("free memory handed back to the kernel in \(ContinuousClock.now - started)")
-        }
-        return refreshPacing.interval
-    }
-
-    /// Index thread: whether the workers and compactions should yield (``CoreShortage``).
-    private func judgeCores() {
-        let now = ContinuousClock.now
-        guard coreShortage.isDue(at: now),
-            let reading = CoreShortage.Reading.now(alsoIdle: keeper?.cpuOnIdleCores ?? .zero),
-            let short = coreShortage.read(reading, at: now)
-        else { return }
-        workers.setYielding(short)
-        keeper?.coresJudged(short: short)
-        metrics.coresShort(short)
-        let idle = "\(Int((coreShortage.idleShare * 100).rounded())) % idle over \(CoreShortage.window)"
-        logger.info(
-            short
-                ? "the machine is short of cores (\(idle)): the workers and compactions yield to the index thread"
-                : "the machine has cores to spare (\(idle)): the workers run at the process's priority, compactions on idle cores"
-        )
-    }
-
-    /// Index thread: brings the index up to the data, swaps it in and tells every session, which
-    /// refreshes its view.
-    private func refreshIndex() {
-        // Taken out under the lock and let go of outside it: the last reference frees the index here.
-        var letGo = retired.withLock { taken in
-            defer { taken = [] }
-            return taken
-        }
-        letGo.removeAll()
-        let now = ContinuousClock.now
-        let inUse = lastAsked.withLock { asked in
-            Set(asked.filter { now - $0.value < .seconds(60) }.keys).union([configuration.algorithm])
-        }
-        var footprint: ChangeFootprint?
-        let previous = publishedVersion
-        if let keeper {
-            guard
-                let published = keeper.refresh(
-                    inUse: inUse,
-                    compactionPriority: .starting(coresShort: coreShortage.isShort, judged: coreShortage.hasJudged))
-            else { return }
-            current.withLock { $0 = $0.replacing(published.clusterers) }
-            // Before the sessions hear of it: a filtered session takes up its index's new state.
-            let points = live?.publication()
-            filters.refresh(
-                changes: published.changes, version: published.version, names: points?.names ?? [:],
-                columns: points?.columns ?? [])
-            metrics.indexServes(
-                version: published.version, points: published.points, delta: published.delta,
-                took: now.duration(to: .now),
-                rebuilt: published.compaction)
-            footprint = published.footprint
-            publishedVersion = published.version
-            if published.compaction != nil { allocatorTrim.compacted(at: now) }
-        } else if let live {
-            let (data, changes) = live.datasetTakingChanges()
-            filters.refresh(
-                changes: changes, version: data.version, names: data.names, columns: data.properties.columns)
-            guard data.version != clusterers.clusterer(for: configuration.algorithm).dataset.version else { return }
-            do {
-                let next = try clusterers.rebuilt(over: data, algorithms: inUse)
-                current.withLock { $0 = next }
-                publishedVersion = data.version
-            } catch {
-                logger.error("rebuilding the index at version \(data.version) failed: \(error)")
-                return
-            }
-            let took = now.duration(to: .now)
-            metrics.indexServes(version: data.version, points: data.count, delta: 0, took: took, rebuilt: took)
-            allocatorTrim.compacted(at: now)
-        }
-        let options = configuration.clusterOptions
-        for session in sessions.withLock({ Array($0.values) })
-        where session.needsTelling(of: footprint, previous: previous, now: publishedVersion, options: options) {
-            session.post(.dataChanged)
-        }
+        publisher?.retire(index)
     }
 
     /// A producer's socket: kept when the server takes changes and the token is right, else closed
@@ -476,42 +355,10 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
 
     // MARK: For sessions (any thread)
 
-    /// The shared clusterer of an algorithm now; the first session asking for one not built yet
-    /// waits while it is built.
-    func clusterer(for algorithm: Algorithm) -> any Clusterer {
-        if live != nil { lastAsked.withLock { $0[algorithm] = .now } }
-        if let built = clusterers.built(algorithm) { return built }
-        return builtOnFirstUse(algorithm)
-    }
-
-    /// Builds an algorithm's clusterer over the points now, once, however many sessions ask at the
-    /// same time; with live data the compactions keep it up to the changes from then on.
-    private func builtOnFirstUse(_ algorithm: Algorithm) -> any Clusterer {
-        firstBuilds.withLock { _ in
-            let now = clusterers
-            if let built = now.built(algorithm) { return built }
-            let started = ContinuousClock.now
-            let fallback = now.clusterer(for: configuration.algorithm)
-            do {
-                let points = live?.dataset ?? fallback.dataset
-                let built = try now.build(algorithm, over: points)
-                current.withLock { $0 = $0.replacing([algorithm: built]) }
-                logger.info(
-                    "\(algorithm.rawValue) built on first use: \(points.count) points in \(ContinuousClock.now - started)"
-                )
-                return built
-            } catch {
-                logger.error(
-                    "building \(algorithm.rawValue) failed: \(error); serving \(configuration.algorithm.rawValue)")
-                return fallback
-            }
-        }
-    }
-
     /// The clusterer of an algorithm over the points `filter` lets through, built now (on the caller's
     /// thread, a worker) when no session had it. A build that fails serves no points, never all of them.
     func clusterer(for algorithm: Algorithm, filter: EffectiveFilter) -> any Clusterer {
-        guard !filter.isEverything else { return clusterer(for: algorithm) }
+        guard !filter.isEverything else { return served.clusterer(for: algorithm) }
         do {
             return try filters.clusterer(for: algorithm, filter: filter)
         } catch {
@@ -580,5 +427,17 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
     /// thread only.
     func runOnServiceThread(_ session: Session) {
         session.turn(scratch: &serviceScratch, onServiceThread: true)
+    }
+}
+
+/// The sessions hear of each index the index thread publishes.
+extension Server: IndexListeners {
+    /// Index thread: posts `dataChanged` to each session whose served view the changes reach.
+    func indexPublished(footprint: ChangeFootprint?, previous: UInt64, now: UInt64) {
+        let options = configuration.clusterOptions
+        for session in sessions.withLock({ Array($0.values) })
+        where session.needsTelling(of: footprint, previous: previous, now: now, options: options) {
+            session.post(.dataChanged)
+        }
     }
 }

@@ -87,6 +87,6 @@ extension Server: SessionHost {
 
     func firstBatchSent(after latency: Duration) {
         metrics.firstBatch(after: latency)
-        if live != nil { firstBatches.record(latency) }
+        publisher?.firstBatches.record(latency)
     }
 }
