@@ -4,14 +4,13 @@ import PinwheelCore
 import PinwheelTransport
 import Synchronization
 
-/// The Pinwheel server: the lws transport, one ``Session`` per WebSocket, the worker threads that
-/// cluster and diff, the shared clusterers, and the HTTP routes (`/`, `/vendor/leaflet/`, `/pinwheel/`,
-/// `/healthz`, `/metrics`, `/v1/admission`).
-///
-/// The transport's delegate methods run on the lws service thread and hand events to sessions;
-/// clustering and diffing run on ``Workers``, or on the service thread itself while it has time to
-/// spare and the data never changes (``ServiceThreadTurns``).
-public final class Server: WebSocketServerDelegate, @unchecked Sendable {
+/// The Pinwheel server, a composition of parts with one job each (docs/architecture.md#threads):
+/// the lws transport with the static mounts (`/`, `/vendor/leaflet/`, `/pinwheel/`), the
+/// ``SessionHub`` (its delegate, on the service thread: one ``Session`` per WebSocket), the
+/// ``Workers`` that cluster and diff, the ``Alarms``, the ``ServedClusterers`` sessions share, the
+/// ``IndexPublisher`` (the index thread, with live data) and the ``HTTPRoutes``. It is every session's
+/// ``SessionHost`` (SessionHost.swift), and starts and stops the parts.
+public final class Server: @unchecked Sendable {
     public let configuration: ServerConfiguration
     public let dataset: LoadedDataset
     public let metrics = ServerMetrics()
@@ -31,17 +30,12 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
     let workers: Workers
     /// Wakes sessions at the times their machines asked for.
     let alarms = Alarms()
-    private var transport: WebSocketServer!
-    private let sessions = Mutex<[ConnectionID: Session]>([:])
-    /// `pinwheel.ingest.v1` connections.
-    private let producers = Mutex<[ConnectionID: IngestConnection]>([:])
+    /// The sessions and producers' sockets by connection: the transport's delegate.
+    private(set) var hub: SessionHub!
+    let routes: HTTPRoutes
+    private(set) var transport: WebSocketServer!
     private let stopped = DispatchSemaphore(value: 0)
     private let stopping = Atomic<Bool>(false)
-    /// Set by ``drain()``: `/healthz` answers 503 so a load balancer sends new sessions elsewhere.
-    private let draining = Atomic<Bool>(false)
-    /// Service thread only: whether it runs turns itself, and the planning memory they use.
-    private var serviceTurns = ServiceThreadTurns()
-    private var serviceScratch = PlanScratch()
 
     /// Builds the configured algorithm's clusterer (the others are built when a session first asks for
     /// them) and binds nothing yet.
@@ -131,14 +125,22 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
                     compaction: IndexKeeper.Options(compactionInterval: configuration.compactionInterval)),
                 metrics: metrics, logger: logger)
         }
+        routes = HTTPRoutes(
+            metrics: metrics, logger: logger, ingest: ingest, live: live, filters: filters,
+            policy: OriginPolicy(
+                allowedOrigins: configuration.allowedOrigins, secure: configuration.tlsCertificate != nil))
+        hub = SessionHub(
+            host: self, maxSessions: configuration.maxSessions, clusterOptions: configuration.clusterOptions,
+            ingest: ingest, metrics: metrics, workers: workers, live: live != nil)
         transport = WebSocketServer(configuration: transportConfiguration())
-        ingest?.sharing?.watch { [weak self] in self?.sessions.withLock { !$0.isEmpty } ?? false }
+        routes.transport = transport
+        ingest?.sharing?.watch { [weak hub] in (hub?.count ?? 0) > 0 }
     }
 
     /// Binds the port and starts the lws service thread.
     public func start() throws {
-        publisher?.start(telling: self)
-        try transport.start(delegate: self)
+        publisher?.start(telling: hub)
+        try transport.start(delegate: hub)
         // What loading the data, replaying the log and building the index left free in the
         // allocator's arenas (see ``AllocatorTrim``).
         AllocatorTrim.trim()
@@ -154,9 +156,7 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
     public var port: Int { transport.port }
 
     /// Which web pages may open a WebSocket here.
-    public var originPolicy: OriginPolicy {
-        OriginPolicy(allowedOrigins: configuration.allowedOrigins, secure: configuration.tlsCertificate != nil)
-    }
+    public var originPolicy: OriginPolicy { routes.policy }
 
     /// The address and port the kernel bound, e.g. "127.0.0.1:8080" or "[::1]:8080".
     public var listeningAddress: String { transport.listeningAddress }
@@ -165,7 +165,7 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
     /// checks take this node out and send new sessions to the others; the sessions open now keep
     /// being served until ``stop()`` closes them with 1001 and their pages reconnect elsewhere.
     public func drain() {
-        draining.store(true, ordering: .releasing)
+        routes.drain()
     }
 
     /// Closes every session with 1001, stops the transport and the workers; any thread, idempotent.
@@ -189,7 +189,7 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
     public var transportStats: TransportStats { transport.stats }
 
     /// Sessions open now.
-    public var sessionCount: Int { sessions.withLock { $0.count } }
+    public var sessionCount: Int { hub.count }
 
     private func transportConfiguration() -> WebSocketServerConfiguration {
         var c = WebSocketServerConfiguration()
@@ -218,44 +218,17 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
             c.staticMounts.append(
                 StaticMount(urlPath: "/pinwheel", directory: modules, defaultFile: "client.js", crossOrigin: true))
         }
-        c.routes = [
-            "/healthz": { [weak self] _ in
-                guard let self, !draining.load(ordering: .acquiring) else {
-                    return HTTPResponse(status: 503, text: "draining\n")
-                }
-                // A node that cannot keep changes (a full disk, or a replicated log that lost its
-                // server) is out of a load balancer's rotation; its open sessions go on being served.
-                if let problem = live?.log.appendProblem { return HTTPResponse(status: 503, text: "\(problem)\n") }
-                return HTTPResponse(text: "ok\n")
-            },
-            "/metrics": { [weak self] _ in
-                guard let self else { return HTTPResponse(status: 503, text: "stopping\n") }
-                let stats = transport.stats
-                let text =
-                    metrics.render(queuedBytes: stats.queuedBytes)
-                    + ((live?.log as? ChangeLogHealth)?.metricsText ?? "") + (ingest?.metricsText ?? "")
-                    + ConnectionLimitMetrics.text(transport.connectionLimits) + filters.metricsText
-                return HTTPResponse(contentType: "text/plain; version=0.0.4; charset=utf-8", text: text)
-            },
-        ]
-        // Answered once the log has the changes durably; no thread waits for it meanwhile.
-        c.deferredRoutes["/v1/changes"] = { [weak self] request, respond in
-            guard let self else { return respond(HTTPResponse(status: 503, text: "stopping\n")) }
-            answerChanges(request, respond: respond)
-        }
-        // A producer without the token is refused before its body is read.
-        c.routeGuards["/v1/changes"] = { [weak self] request in self?.refuseChanges(request) }
+        routes.install(into: &c)
         c.maxRequestBodyBytes = configuration.maxIngestBodyBytes
         c.httpDeadline = configuration.httpDeadline
         c.httpMinimumBodyRate = configuration.httpMinimumBodyRate
-        let policy = originPolicy
+        let policy = routes.policy
         let refusals = RefusalLog(logger: logger)
         c.allowedOrigins = .checkedBy { origin, host in
             guard case .refused(let reason) = policy.allows(origin: origin, host: host) else { return nil }
             refusals.note("refused origin: \(reason) (an upgrade gets 403, a module request no CORS header)")
             return reason
         }
-        c.routes[Admission.path] = { request in Admission.answer(request, policy: policy) }
         c.maxMessageBytes = configuration.maxMessageBytes
         // SIGTERM must end the process within 2 s: clients that do not answer the Close in a second
         // are dropped.
@@ -274,170 +247,6 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
         return c
     }
 
-    // MARK: Transport delegate (lws service thread only)
-
-    public func webSocketServer(_ server: WebSocketServer, didOpen connection: ConnectionInfo) {
-        if connection.subprotocol == IngestConnection.subprotocol {
-            return openProducer(connection, server)
-        }
-        let session = Session(
-            connection: connection.id, host: self, encoding: WireEncoding(rawValue: connection.subprotocol) ?? .json)
-        let admitted = sessions.withLock { table -> Bool in
-            guard table.count < configuration.maxSessions else { return false }
-            table[connection.id] = session
-            return true
-        }
-        guard admitted else {
-            server.close(connection.id, code: .tryAgainLater, reason: "too many sessions")
-            return
-        }
-        metrics.sessionOpened()
-        session.post(.opened)
-    }
-
-    public func webSocketServer(_ server: WebSocketServer, didReceive text: [UInt8], from connection: ConnectionID) {
-        if let producer = producers.withLock({ $0[connection] }) {
-            let accepted = producer.receive(text) { [weak self] answer in
-                _ = self?.send(answer, type: "ack", to: connection)
-            }
-            if !accepted {
-                let limit = IngestConnection.maxPendingFrames
-                server.close(connection, code: .policyViolation, reason: "more than \(limit) frames unanswered")
-            }
-            return
-        }
-        guard let session = sessions.withLock({ $0[connection] }) else { return }
-        if case .close(let code, let reason) = session.recordMessage() {
-            server.close(connection, code: CloseCode(rawValue: code), reason: reason)
-            return
-        }
-        session.received(text, at: .now)
-    }
-
-    public func webSocketServer(
-        _ server: WebSocketServer, didClose connection: ConnectionID, code: CloseCode, reason: String
-    ) {
-        if producers.withLock({ $0.removeValue(forKey: connection) }) != nil {
-            metrics.closed(code: Int(code.rawValue))
-            return
-        }
-        guard let session = sessions.withLock({ $0.removeValue(forKey: connection) }) else {
-            metrics.closed(code: Int(code.rawValue))
-            return
-        }
-        metrics.sessionClosed(code: Int(code.rawValue))
-        session.post(.closed)
-    }
-
     /// The clusterers sessions share now.
     public var clusterers: Clusterers { served.now }
-
-    /// Takes a live index a session stopped serving from, for the index thread to let go of.
-    func retire(_ index: LiveClusterIndex) {
-        publisher?.retire(index)
-    }
-
-    /// A producer's socket: kept when the server takes changes and the token is right, else closed
-    /// with 1008 and the reason. Lws service thread.
-    private func openProducer(_ connection: ConnectionInfo, _ server: WebSocketServer) {
-        guard let ingest else {
-            return server.close(connection.id, code: .policyViolation, reason: "this server takes no changes")
-        }
-        guard let grant = ingest.grant(for: connection.authorization) else {
-            return server.close(
-                connection.id, code: .policyViolation, reason: "a valid token is needed: Authorization: Bearer <token>")
-        }
-        producers.withLock {
-            $0[connection.id] = IngestConnection(
-                id: connection.id, ingest: ingest, peer: connection.peerAddress, tenant: grant.tenant)
-        }
-    }
-
-    // MARK: For sessions (any thread)
-
-    /// The clusterer of an algorithm over the points `filter` lets through, built now (on the caller's
-    /// thread, a worker) when no session had it. A build that fails serves no points, never all of them.
-    func clusterer(for algorithm: Algorithm, filter: EffectiveFilter) -> any Clusterer {
-        guard !filter.isEverything else { return served.clusterer(for: algorithm) }
-        do {
-            return try filters.clusterer(for: algorithm, filter: filter)
-        } catch {
-            logger.error("building the index of filter \(filter.key) failed: \(error)")
-            return Self.noPoints(configuration.clusterOptions)
-        }
-    }
-
-    private static func noPoints(_ options: ClusterOptions) -> any Clusterer {
-        // An empty dataset cannot fail to build.
-        try! ClusterIndex(dataset: Dataset(ids: [], coordinates: []), options: options)
-    }
-
-    /// Hands a message to the transport; false when the connection is gone or was closed for
-    /// not reading (the transport closes it with 1008 then).
-    func send(_ text: [UInt8], type: String, to connection: ConnectionID) -> Bool {
-        counted(transport.send(text, to: connection), type: type, bytes: text.count)
-    }
-
-    /// Hands over a message encoded behind the transport's headroom (see ``SessionOptions/headroom``),
-    /// without copying it; `binary` sends it as a binary frame.
-    func send(framed: [UInt8], binary: Bool, type: String, to connection: ConnectionID) -> Bool {
-        counted(
-            transport.send(framed: framed, binary: binary, to: connection), type: type,
-            bytes: framed.count - WebSocketServer.headroom)
-    }
-
-    private func counted(_ result: SendResult, type: String, bytes: Int) -> Bool {
-        switch result {
-        case .queued:
-            metrics.sent(type: type, bytes: bytes)
-            return true
-        case .overCapacity, .notConnected:
-            return false
-        }
-    }
-
-    /// Closes one connection with a code and a reason.
-    func close(_ connection: ConnectionID, code: CloseCode, reason: String) {
-        transport.close(connection, code: code, reason: reason)
-    }
-
-    /// Posts a `tick` to a session at `deadline`.
-    func wake(_ session: Session, at deadline: ContinuousClock.Instant) {
-        alarms.wake(session, at: deadline)
-    }
-
-    /// Drops a closed session's pending ticks, which would hold it until they rang.
-    func cancelWakes(of session: Session) {
-        alarms.cancel(session)
-    }
-
-    /// Queues a session for the workers.
-    func schedule(_ session: Session, priority: Workers.Priority) {
-        workers.submit(session, priority: priority)
-    }
-
-    /// Whether the service thread runs a session's turn itself now (``ServiceThreadTurns``);
-    /// never with live data. Service thread only.
-    /// - Parameter lastTurn: how long the session's previous turn took.
-    func runsOnServiceThread(lastTurn: Duration) -> Bool {
-        live == nil && serviceTurns.runsHere(workersWaiting: workers.waiting, lastTurn: lastTurn)
-    }
-
-    /// Runs a session's turn on the service thread, with that thread's planning memory. Service
-    /// thread only.
-    func runOnServiceThread(_ session: Session) {
-        session.turn(scratch: &serviceScratch, onServiceThread: true)
-    }
-}
-
-/// The sessions hear of each index the index thread publishes.
-extension Server: IndexListeners {
-    /// Index thread: posts `dataChanged` to each session whose served view the changes reach.
-    func indexPublished(footprint: ChangeFootprint?, previous: UInt64, now: UInt64) {
-        let options = configuration.clusterOptions
-        for session in sessions.withLock({ Array($0.values) })
-        where session.needsTelling(of: footprint, previous: previous, now: now, options: options) {
-            session.post(.dataChanged)
-        }
-    }
 }
