@@ -87,6 +87,82 @@ extension Server: SessionHost {
 
     func firstBatchSent(after latency: Duration) {
         metrics.firstBatch(after: latency)
-        if live != nil { firstBatches.record(latency) }
+        publisher?.firstBatches.record(latency)
+    }
+
+    /// Takes a live index a session stopped serving from, for the index thread to let go of.
+    func retire(_ index: LiveClusterIndex) {
+        publisher?.retire(index)
+    }
+
+    /// The clusterer of an algorithm over the points `filter` lets through, built now (on the caller's
+    /// thread, a worker) when no session had it. A build that fails serves no points, never all of them.
+    func clusterer(for algorithm: Algorithm, filter: EffectiveFilter) -> any Clusterer {
+        guard !filter.isEverything else { return served.clusterer(for: algorithm) }
+        do {
+            return try filters.clusterer(for: algorithm, filter: filter)
+        } catch {
+            logger.error("building the index of filter \(filter.key) failed: \(error)")
+            return Self.noPoints(configuration.clusterOptions)
+        }
+    }
+
+    private static func noPoints(_ options: ClusterOptions) -> any Clusterer {
+        // An empty dataset cannot fail to build.
+        try! ClusterIndex(dataset: Dataset(ids: [], coordinates: []), options: options)
+    }
+
+    /// Hands a message to the transport; false when the connection is gone or was closed for
+    /// not reading (the transport closes it with 1008 then).
+    func send(_ text: [UInt8], type: String, to connection: ConnectionID) -> Bool {
+        counted(transport.send(text, to: connection), type: type, bytes: text.count)
+    }
+
+    /// Hands over a message encoded behind the transport's headroom (see ``SessionOptions/headroom``),
+    /// without copying it; `binary` sends it as a binary frame.
+    func send(framed: [UInt8], binary: Bool, type: String, to connection: ConnectionID) -> Bool {
+        counted(
+            transport.send(framed: framed, binary: binary, to: connection), type: type,
+            bytes: framed.count - WebSocketServer.headroom)
+    }
+
+    private func counted(_ result: SendResult, type: String, bytes: Int) -> Bool {
+        switch result {
+        case .queued:
+            metrics.sent(type: type, bytes: bytes)
+            return true
+        case .overCapacity, .notConnected:
+            return false
+        }
+    }
+
+    /// Closes one connection with a code and a reason.
+    func close(_ connection: ConnectionID, code: CloseCode, reason: String) {
+        transport.close(connection, code: code, reason: reason)
+    }
+
+    /// Posts a `tick` to a session at `deadline`.
+    func wake(_ session: Session, at deadline: ContinuousClock.Instant) {
+        alarms.wake(session, at: deadline)
+    }
+
+    /// Drops a closed session's pending ticks, which would hold it until they rang.
+    func cancelWakes(of session: Session) {
+        alarms.cancel(session)
+    }
+
+    /// Queues a session for the workers.
+    func schedule(_ session: Session, priority: Workers.Priority) {
+        workers.submit(session, priority: priority)
+    }
+
+    /// Whether the service thread runs a session's turn itself now (``SessionHub``). Service thread only.
+    func runsOnServiceThread(lastTurn: Duration) -> Bool {
+        hub.runsOnServiceThread(lastTurn: lastTurn)
+    }
+
+    /// Runs a session's turn on the service thread. Service thread only.
+    func runOnServiceThread(_ session: Session) {
+        hub.runOnServiceThread(session)
     }
 }

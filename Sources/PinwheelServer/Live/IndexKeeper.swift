@@ -42,8 +42,11 @@ final class IndexKeeper: @unchecked Sendable {
         var changes: [ChangedPoint] = []
     }
 
-    private let live: LiveData
     private let options: Options
+    /// Where the index thread's share of what changes cost is counted.
+    private let cost: IngestCost
+    /// Wakes the index thread when a compaction finished.
+    private let wake: @Sendable () -> Void
     private let logger: Logger
     private let clusterOptions: ClusterOptions
     private var delta: ClusterDelta
@@ -75,10 +78,17 @@ final class IndexKeeper: @unchecked Sendable {
         var cpu: Duration = .zero
     }
 
-    /// - Parameter base: the full build of the points `live` holds now.
-    init(live: LiveData, base: ClusterIndex, options: Options, logger: Logger) {
-        self.live = live
+    /// - Parameters:
+    ///   - base: the full build of the points now.
+    ///   - cost: where laying changes is counted (``IngestCost/Stage/index``).
+    ///   - wake: wakes the index thread; called on a compaction's thread when it finished.
+    init(
+        base: ClusterIndex, options: Options, cost: IngestCost, logger: Logger,
+        wake: @escaping @Sendable () -> Void
+    ) {
         self.options = options
+        self.cost = cost
+        self.wake = wake
         self.logger = logger
         clusterOptions = base.options
         delta = ClusterDelta(base: base)
@@ -86,15 +96,24 @@ final class IndexKeeper: @unchecked Sendable {
         pcaVersion = version
     }
 
-    /// Index thread: takes the changes applied since the last refresh, lays them over the base (the
-    /// new base, when a compaction finished), and starts a compaction when one is due.
-    /// - Parameters:
-    ///   - inUse: the algorithms sessions asked for lately.
-    ///   - compactionPriority: a new compaction's (``CompactionPriority/starting(coresShort:judged:)``).
-    /// - Returns: what to publish; nil when nothing changed.
-    func refresh(inUse: Set<Algorithm>, compactionPriority: CompactionPriority) -> Published? {
-        var published: [Algorithm: any Clusterer] = [:]
+    /// What one refresh starts from: a compaction installed, and whether a new one is due.
+    struct Round {
+        /// A compaction's build time, when this round installed one.
         var installed: Duration?
+        /// Rebuilt whole by the compaction installed.
+        var pcaTree: (any Clusterer)?
+        /// Whether a compaction is due: the changes are then taken with the points they bring the
+        /// data to, for ``compact(_:pcaTree:priority:)``.
+        var compacts: Bool
+    }
+
+    /// Index thread: the first step of a refresh. Installs a compaction that finished (its build with
+    /// the changes taken since laid over it) and says whether the next is due.
+    /// - Parameter inUse: the algorithms sessions asked for lately.
+    /// - Returns: nil when a compaction failed: its changes stay in the delta, a later one tries
+    ///   again, and this round publishes nothing.
+    func beginRound(inUse: Set<Algorithm>) -> Round? {
+        var round = Round(compacts: false)
         if let done = compacted.withLock({ $0.take() }) {
             let rest = sinceCompaction.withLock { taken in
                 defer { taken = nil }
@@ -104,7 +123,6 @@ final class IndexKeeper: @unchecked Sendable {
             lastCompactionEnd = .now
             lastCompactionCPU = done.cpu
             guard var next = done.delta else {
-                // Nothing to install: the changes stay in the delta, and a later compaction tries again.
                 logger.error("compacting the index failed: \(done.failure ?? "unknown error")")
                 return nil
             }
@@ -112,39 +130,48 @@ final class IndexKeeper: @unchecked Sendable {
             logger.debug(
                 "compaction installed: \(done.took) (\(done.cpu) of CPU), \(rest.count) changes laid at install")
             delta = next
-            installed = done.took
+            round.installed = done.took
             if let tree = done.pcaTree {
-                published[.pcaTree] = tree
+                round.pcaTree = tree
                 pcaVersion = next.base.dataset.version
             }
         }
         let pcaStale = inUse.contains(.pcaTree) && pcaVersion < version
         let wait = max(options.compactionInterval, lastCompactionCPU * 2)
-        let due =
+        round.compacts =
             !compacting && (!delta.isEmpty || pcaStale)
             && (ContinuousClock.now - lastCompactionEnd >= wait || delta.size >= options.largestDelta)
-        let taken: (version: UInt64, changes: [ChangedPoint])
-        if due {
-            let (data, changes) = live.datasetTakingChanges()
-            taken = (data.version, changes)
-            compact(data, pcaTree: inUse.contains(.pcaTree), priority: compactionPriority)
-        } else {
-            taken = live.takeChanges()
-        }
+        return round
+    }
+
+    /// Index thread: the last step of a refresh. Lays the changes taken over the delta and makes the
+    /// index to publish.
+    /// - Parameters:
+    ///   - changes: the changes applied since the last refresh, in order.
+    ///   - version: the data version they bring the points to.
+    ///   - round: what ``beginRound(inUse:)`` said; when it compacts, ``compact(_:pcaTree:priority:)``
+    ///     was started on the points these changes bring the data to.
+    ///   - points: what the live index publishes of the points beyond its delta.
+    /// - Returns: what to publish; nil when nothing changed.
+    func lay(
+        _ changes: [ChangedPoint], version taken: UInt64, round: Round,
+        points: (names: [UInt32: String], columns: [String], count: Int)
+    ) -> Published? {
+        var published: [Algorithm: any Clusterer] = [:]
+        if let tree = round.pcaTree { published[.pcaTree] = tree }
         var footprint = ChangeFootprint()
         let cpuAtStart = ThreadCPUClock.now()
-        for change in taken.changes { delta.apply(change, footprint: &footprint) }
-        live.ingestCost.record(.index, cpu: ThreadCPUClock.now() - cpuAtStart, changes: taken.changes.count)
-        // A compaction that starts now builds from points that include these changes already.
-        if compacting && !due { sinceCompaction.withLock { $0?.append(contentsOf: taken.changes) } }
-        guard installed != nil || !taken.changes.isEmpty || !published.isEmpty else { return nil }
-        version = max(version, taken.version)
-        let now = live.publication()
+        for change in changes { delta.apply(change, footprint: &footprint) }
+        cost.record(.index, cpu: ThreadCPUClock.now() - cpuAtStart, changes: changes.count)
+        // A compaction started this round builds from points that include these changes already.
+        if compacting && !round.compacts { sinceCompaction.withLock { $0?.append(contentsOf: changes) } }
+        guard round.installed != nil || !changes.isEmpty || !published.isEmpty else { return nil }
+        version = max(version, taken)
         published[.hierarchical] = LiveClusterIndex(
-            delta: delta, version: version, names: now.names, columns: now.columns, pointCount: now.count)
+            delta: delta, version: version, names: points.names, columns: points.columns, pointCount: points.count)
         return Published(
-            clusterers: published, version: version, points: now.count, delta: delta.size, compaction: installed,
-            footprint: installed == nil ? footprint : nil, changes: taken.changes)
+            clusterers: published, version: version, points: points.count, delta: delta.size,
+            compaction: round.installed, footprint: round.installed == nil ? footprint : nil, changes: changes)
     }
 
     /// Takes the machine's new judgement: once it is short of cores, a compaction running on idle
@@ -163,9 +190,9 @@ final class IndexKeeper: @unchecked Sendable {
     /// thread.
     var cpuOnIdleCores: Duration { idleCompaction.withLock { $0.spent } }
 
-    /// Starts a full build of `data` on a thread of its own, which then lays over it the changes taken
-    /// meanwhile; the next refresh after it installs it.
-    private func compact(_ data: Dataset, pcaTree: Bool, priority: CompactionPriority) {
+    /// Index thread: starts a full build of `data` on a thread of its own, which then lays over it the
+    /// changes taken meanwhile; the first round after it finished installs it.
+    func compact(_ data: Dataset, pcaTree: Bool, priority: CompactionPriority) {
         compacting = true
         sinceCompaction.withLock { $0 = [] }
         let options = clusterOptions
@@ -209,7 +236,7 @@ final class IndexKeeper: @unchecked Sendable {
             result.took = started.duration(to: .now)
             result.cpu = ThreadCPUClock.now() - cpuAtStart
             compacted.withLock { [result] in $0 = result }
-            live.wakeIndexThread()
+            wake()
         }
         thread.name = "pinwheel-compaction"
         thread.start()

@@ -4,21 +4,15 @@ import Logging
 import PinwheelCore
 import Synchronization
 
-/// The points of a server whose data changes: the table producers edit, the change log that keeps
-/// every accepted change, and the thread that keeps the index following the table.
+/// The points of a server whose data changes: the table producers edit and the change log that keeps
+/// every accepted change.
 ///
 /// Every applied change is also kept as a ``ChangedPoint`` until the index thread takes it
-/// (``takeChanges()``). That thread runs `refresh` as soon as changes arrived and the last run
-/// started at least the interval it returned ago (at first `refreshInterval`), so a burst of changes
-/// costs one refresh, and at least every `idleWake` otherwise (a background compaction may be due or
-/// done). Every `snapshotEvery` changes the table is written to the log as a snapshot, so a restart
-/// replays at most that many.
+/// (``takeChanges()``, by ``IndexPublisher``), which is told of each applied record
+/// (``whenApplied(_:)``). Every `snapshotEvery` changes the table is written to the log as a
+/// snapshot, so a restart replays at most that many.
 final class LiveData: @unchecked Sendable {
     struct Options: Sendable {
-        /// Least time between the starts of the first two refreshes of the index.
-        var refreshInterval: Duration = .milliseconds(100)
-        /// Longest time the index thread sleeps without changes.
-        var idleWake: Duration = .milliseconds(250)
         /// Changes between two snapshots.
         var snapshotEvery: UInt64 = 1_000_000
     }
@@ -32,10 +26,9 @@ final class LiveData: @unchecked Sendable {
     /// Changes dropped because the point held a newer observation.
     private let stale = Mutex(StaleVersions())
     private let logger: Logger
-    /// Signalled when a change was applied, a compaction finished, or at stop.
-    private let wake = DispatchSemaphore(value: 0)
+    /// Told on the log thread when a record was applied.
+    private let applied = Mutex<(@Sendable () -> Void)?>(nil)
     private let stopping = Atomic<Bool>(false)
-    private let finished = DispatchSemaphore(value: 0)
     private let snapshots = DispatchQueue(label: "pinwheel-snapshot")
     /// Index thread only: the version of the last snapshot asked for.
     private var snapshotVersion: UInt64 = 0
@@ -89,7 +82,12 @@ final class LiveData: @unchecked Sendable {
             return dropped
         }
         if !dropped.isEmpty { stale.withLock { s in for v in dropped { s.record(v) } } }
-        wake.signal()
+        applied.withLock { $0 }?()
+    }
+
+    /// Has `tell` called, on the log thread, each time a record was applied.
+    func whenApplied(_ tell: @escaping @Sendable () -> Void) {
+        applied.withLock { $0 = tell }
     }
 
     /// How many changes with versions in `range` were dropped as older than the point's newest
@@ -125,9 +123,6 @@ final class LiveData: @unchecked Sendable {
         state.withLock { ($0.table.dataset.names, $0.table.dataset.properties.columns, $0.table.count) }
     }
 
-    /// Wakes the index thread (a compaction finished).
-    func wakeIndexThread() { wake.signal() }
-
     /// The value of `column` of the point with `key` now: nil when no point has the key, `.some(nil)`
     /// when it has no such property.
     func value(of key: PointKey, column: String) -> PropertyValue?? {
@@ -143,41 +138,19 @@ final class LiveData: @unchecked Sendable {
         state.withLock { $0.table.problem(with: change) }
     }
 
-    /// Starts the index thread, which runs `refresh` when changes arrived or a while passed.
-    /// - Parameter refresh: returns the least time from its start to the next one's.
-    func start(refresh: @escaping @Sendable () -> Duration) {
-        let thread = Thread { [self] in
-            indexLoop(refresh: refresh)
-            finished.signal()
-        }
-        thread.name = "pinwheel-index"
-        thread.start()
-    }
-
-    /// Stops the index thread and closes the log (committing what was appended).
+    /// Closes the log (committing what was appended) once the snapshot being written is; after the
+    /// index thread stopped.
     func stop() {
         guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        wake.signal()
-        finished.wait()
         snapshots.sync {}
         log.close()
     }
 
-    private func indexLoop(refresh: @Sendable () -> Duration) {
-        var interval = options.refreshInterval
-        var lastStart = ContinuousClock.now - interval
-        while true {
-            _ = wake.wait(timeout: .now() + .nanoseconds(Int(options.idleWake.nanoseconds)))
-            if stopping.load(ordering: .acquiring) { return }
-            let due = lastStart + interval
-            if due > .now { Thread.sleep(forTimeInterval: Double((due - .now).nanoseconds) / 1e9) }
-            // Signals that arrived meanwhile are covered by this refresh.
-            while wake.wait(timeout: .now()) == .success {}
-            lastStart = .now
-            interval = refresh()
-            let version = state.withLock { $0.table.dataset.version }
-            if version >= snapshotVersion + options.snapshotEvery { snapshot() }
-        }
+    /// Index thread: writes the table as a snapshot when `snapshotEvery` changes were applied since
+    /// the last one.
+    func snapshotIfDue() {
+        let version = state.withLock { $0.table.dataset.version }
+        if version >= snapshotVersion + options.snapshotEvery { snapshot() }
     }
 
     /// Writes the table as a snapshot, off the index thread; one at a time.

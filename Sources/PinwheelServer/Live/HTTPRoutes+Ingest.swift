@@ -2,7 +2,7 @@ import PinwheelCore
 import PinwheelTransport
 
 /// `POST /v1/changes`: producers' changes over HTTP (see docs/protocol.md).
-extension Server {
+extension HTTPRoutes {
     /// Answers one ingest request through `respond`, once the accepted changes are durable: a route
     /// handler's thread checks the request and hands it to the log, and the log's thread answers.
     func answerChanges(_ request: HTTPRequest, respond: @escaping @Sendable (HTTPResponse) -> Void) {
