@@ -259,7 +259,8 @@ public final class Server: WebSocketServerDelegate, @unchecked Sendable {
                 let text =
                     metrics.render(queuedBytes: stats.queuedBytes)
                     + ((live?.log as? ChangeLogHealth)?.metricsText ?? "") + (ingest?.metricsText ?? "")
-                    + ConnectionLimitMetrics.text(transport.connectionLimits) + filters.metricsText
+                    + ConnectionLimitMetrics.text(transport.connectionLimits)
+                    + filters.metricsText(full: clusterer(for: configuration.algorithm))
                 return HTTPResponse(contentType: "text/plain; version=0.0.4; charset=utf-8", text: text)
             },
         ]
