@@ -46,6 +46,22 @@ struct LoadClient {
 
     var figures = ClientFigures()
 
+    /// Filtered mode: the filter this client views through, and whether the server took it (its
+    /// `hello` for the filter came).
+    var filter: LoadFilters.Filter?
+    var filterStage = FilterStage.none
+    /// The probe viewer's never-seen filters (`--probes`): how many it set, and the one it waits for.
+    var probe: Probe?
+
+    enum FilterStage { case none, asked, set }
+
+    struct Probe {
+        var total: Int
+        var period: Duration
+        var sent = 0
+        var waiting: (since: ContinuousClock.Instant, helloSeen: Bool)?
+    }
+
     init(index: Int, connectAt: ContinuousClock.Instant) {
         self.index = index
         self.connectAt = connectAt
@@ -88,6 +104,10 @@ struct LoadClient {
             if !first.sawBatch {
                 inFlight[0].sawBatch = true
                 if keepsSamples { figures.firstBatchMicros.append(Self.micros(now - first.sentAt)) }
+                // After the client's first answered view its filter's index is surely built: warm.
+                if keepsSamples, filter != nil, answeredSeq > 0 {
+                    figures.warmFirstBatchMicros.append(Self.micros(now - first.sentAt))
+                }
             }
             if scanned.done {
                 if keepsSamples { figures.doneMicros.append(Self.micros(now - first.sentAt)) }
@@ -152,6 +172,18 @@ struct ClientFigures: Sendable, Codable {
     /// the producer's requests when the report is made (the producer may run in another process of the
     /// tool), each change of those versions is a staleness sample.
     var newerData: [Arrival] = []
+    /// Filtered mode: first batches of viewports sent once the client's filter was in use.
+    var warmFirstBatchMicros: [UInt32] = []
+    /// The probe's never-seen filters: from `settings` to the first batch of the filtered view.
+    var probeMicros: [UInt32] = []
+    /// Points (features of count 1) received in batches and checked against the client's filter,
+    /// and those that failed it.
+    var pointsChecked = 0
+    var scopeViolations = 0
+    /// Points the server counted under the client's filter (its `hello` after `settings`).
+    var filteredPoints: Int?
+    /// The canonical key of the client's filter.
+    var filterKey: String?
 
     struct Arrival: Codable {
         /// The version the client had before.

@@ -42,6 +42,7 @@ final class LoadGroup: WebSocketClientDelegate, @unchecked Sendable {
     /// Each open connection's binary decoder, whose running state spans its frames.
     private var decoders: [ConnectionID: BinaryDecoder] = [:]
     private var ackWriter = JSONWriter(capacity: 64)
+    private var settingsWriter = JSONWriter(capacity: 256)
 
     /// - Parameters:
     ///   - indices: the global indices of this group's clients.
@@ -49,9 +50,12 @@ final class LoadGroup: WebSocketClientDelegate, @unchecked Sendable {
     ///   - keepsSamples: keep every latency sample for the report (false for bots that run for hours).
     ///   - still: views of still viewers, one per index, each sent once and never moved from: the
     ///     clients all connect at `start`.
+    ///   - filters: filtered mode: client k views through filter k mod their count.
+    ///   - probe: with `still`, the clients are probes setting `options.probes` never-seen filters,
+    ///     one every `probe` over the tour.
     init(
         indices: [Int], options: LoadOptions, origin: String?, start: ContinuousClock.Instant,
-        keepsSamples: Bool = true, still: [TourViewport]? = nil
+        keepsSamples: Bool = true, still: [TourViewport]? = nil, filters: LoadFilters? = nil, probe: Duration? = nil
     ) {
         self.options = options
         self.keepsSamples = keepsSamples
@@ -59,7 +63,13 @@ final class LoadGroup: WebSocketClientDelegate, @unchecked Sendable {
         period = options.viewportHz > 0 ? .nanoseconds(Int64(1e9 / options.tickHz)) : nil
         let step = options.clients > 1 && still == nil ? options.ramp / Double(options.clients - 1) : .zero
         var clients = indices.map { LoadClient(index: $0, connectAt: start + step * Double($0)) }
-        for k in clients.indices { clients[k].still = still?[k] }
+        for k in clients.indices {
+            clients[k].still = still?[k]
+            if let filters, !filters.filters.isEmpty {
+                clients[k].filter = filters.filters[clients[k].index % filters.filters.count]
+            }
+            if let probe { clients[k].probe = LoadClient.Probe(total: options.probes, period: probe) }
+        }
         state = Mutex(State(clients: clients))
         var configuration = WebSocketClientConfiguration()
         configuration.eventLoop = options.eventLoop
@@ -176,11 +186,19 @@ final class LoadGroup: WebSocketClientDelegate, @unchecked Sendable {
         c.nextTick = c.nextTick + period
         // A ticker that fell behind skips ticks rather than bursting to catch up.
         if c.nextTick < now { c.nextTick = now + period }
+        if c.probe != nil, c.nextSeq > 1 {
+            // The probe's view is sent; once it is served, the probes.
+            guard c.answeredSeq > 0 else {
+                c.nextTick = now + .milliseconds(20)
+                return nil
+            }
+            return probeTick(&c, connection: connection, now: now, writer: &writer)
+        }
         let viewport: TourViewport?
         if let still = c.still {
-            // A still viewer sends its view once and is not rescheduled.
+            // A still viewer sends its view once and is not rescheduled; a probe then probes.
             viewport = c.nextSeq == 1 ? still : nil
-            c.nextTick = scheduled
+            if c.probe == nil { c.nextTick = scheduled }
         } else {
             viewport = c.tour?.next()
         }
@@ -190,6 +208,44 @@ final class LoadGroup: WebSocketClientDelegate, @unchecked Sendable {
         c.nextSeq += 1
         c.figures.viewportsSent += 1
         return (connection, writer.bytes)
+    }
+
+    /// A probe's tick once its view is served: the next never-seen filter when the last one was
+    /// answered and its time has come.
+    private func probeTick(
+        _ c: inout LoadClient, connection: ConnectionID, now: ContinuousClock.Instant, writer: inout JSONWriter
+    ) -> (ConnectionID, [UInt8])? {
+        guard var probe = c.probe, probe.sent < probe.total else { return nil }
+        guard probe.waiting == nil else {
+            // Looked at again soon: the answer is on its way.
+            c.nextTick = now + .milliseconds(20)
+            return nil
+        }
+        let filter = LoadFilters.probe(probe.sent)
+        probe.sent += 1
+        probe.waiting = (now, false)
+        c.probe = probe
+        c.filter = filter
+        c.figures.filterKey = filter.expression.key
+        c.nextTick = now + probe.period
+        return (connection, Self.settings(filter, writer: &writer))
+    }
+
+    /// `{"type":"settings","filter":…}`.
+    static func settings(_ filter: LoadFilters.Filter, writer: inout JSONWriter) -> [UInt8] {
+        writer.reset()
+        writer.raw(#"{"type":"settings","filter":"#)
+        filter.expression.write(into: &writer)
+        writer.byte(UInt8(ascii: "}"))
+        return writer.bytes
+    }
+
+    /// Counts the points of a batch that fall outside the client's filter.
+    private static func check(_ batch: BatchMessage, against filter: LoadFilters.Filter, _ f: inout ClientFigures) {
+        for feature in [batch.add, batch.update].joined() where feature.count == 1 {
+            f.pointsChecked += 1
+            if !filter.bound.matches(NamedProperties(feature.properties)) { f.scopeViolations += 1 }
+        }
     }
 
     // MARK: Delegate, lws service thread only
@@ -220,12 +276,22 @@ final class LoadGroup: WebSocketClientDelegate, @unchecked Sendable {
                 : scanner.scan(bytes)
         }
         var ack: Int?
-        var hello: (bounds: BBox, session: String)?
+        var hello: (bounds: BBox, session: String, points: Int)?
+        var settings: [UInt8]?
+        var received: BatchMessage?
         var presence: [String]?
         if scanned && scanner.kind == .hello {
             hello = Self.readHello(text)
         } else if scanned && scanner.kind == .presence {
             presence = Self.readPresence(text)
+        }
+        if scanned && scanner.kind == .batch && (options.filters > 0 || options.probes > 0) {
+            // Every point is checked against the filter: the batch read whole.
+            if binary {
+                received = scanner.batchMessage
+            } else if case .batch(let b)? = try? ServerMessage.decode(text) {
+                received = b
+            }
         }
         state.withLock { s in
             guard let k = s.byConnection[connection] else { return }
@@ -236,6 +302,21 @@ final class LoadGroup: WebSocketClientDelegate, @unchecked Sendable {
             switch scanner.kind {
             case .batch:
                 ack = s.clients[k].apply(scanner, bytes: text.count, at: now, keepsSamples: keepsSamples)
+                // A probe's batches between its `settings` and the `hello` answering it are the old filter's.
+                let inUse = s.clients[k].probe.map { $0.waiting == nil || $0.waiting!.helloSeen } ?? true
+                if let filter = s.clients[k].filter, s.clients[k].filterStage == .set || s.clients[k].probe != nil,
+                    inUse
+                {
+                    if let received {
+                        Self.check(received, against: filter, &s.clients[k].figures)
+                    } else {
+                        s.clients[k].figures.count(error: "batch not read whole")
+                    }
+                }
+                if let waiting = s.clients[k].probe?.waiting, waiting.helloSeen {
+                    s.clients[k].figures.probeMicros.append(LoadClient.micros(now - waiting.since))
+                    s.clients[k].probe?.waiting = nil
+                }
                 if s.clients[k].tour == nil { s.clients[k].figures.count(error: "batch before hello") }
             case .hello:
                 guard let hello else {
@@ -243,6 +324,27 @@ final class LoadGroup: WebSocketClientDelegate, @unchecked Sendable {
                     return
                 }
                 s.clients[k].session = hello.session
+                if s.clients[k].probe?.waiting != nil {
+                    // The probe's filter is in use: its view follows.
+                    s.clients[k].probe?.waiting?.helloSeen = true
+                    s.clients[k].figures.filteredPoints = hello.points
+                    return
+                }
+                if let filter = s.clients[k].filter, s.clients[k].probe == nil {
+                    switch s.clients[k].filterStage {
+                    case .none:
+                        // The filter first; the tour starts over the points it lets through.
+                        s.clients[k].filterStage = .asked
+                        s.clients[k].figures.filterKey = filter.expression.key
+                        settings = Self.settings(filter, writer: &settingsWriter)
+                        return
+                    case .asked:
+                        s.clients[k].filterStage = .set
+                        s.clients[k].figures.filteredPoints = hello.points
+                    case .set:
+                        break
+                    }
+                }
                 if s.clients[k].tour == nil {
                     startTour(&s.clients[k], bounds: hello.bounds, now: now)
                     if period != nil { s.ticks.insert(Tick(at: s.clients[k].nextTick, client: k)) }
@@ -256,6 +358,7 @@ final class LoadGroup: WebSocketClientDelegate, @unchecked Sendable {
                 break
             }
         }
+        if let settings { client.send(settings, to: connection) }
         if let ack {
             // What a quick page spends: a fixed cost plus a little per marker.
             let ms = ((0.2 + 0.01 * Double(ack)) * 100).rounded() / 100
@@ -301,16 +404,27 @@ final class LoadGroup: WebSocketClientDelegate, @unchecked Sendable {
 
     /// The session id and dataset bounds of a `hello`; nil for an empty dataset or a message that is
     /// not a valid `hello`.
-    static func readHello(_ text: [UInt8]) -> (bounds: BBox, session: String)? {
+    static func readHello(_ text: [UInt8]) -> (bounds: BBox, session: String, points: Int)? {
         guard case .hello(let hello) = try? ServerMessage.decode(text), let bounds = hello.dataset.bounds else {
             return nil
         }
-        return (bounds, hello.session)
+        return (bounds, hello.session, hello.dataset.points)
     }
 
     /// The session ids a `presence` message shows.
     static func readPresence(_ text: [UInt8]) -> [String]? {
         guard case .presence(let viewports) = try? ServerMessage.decode(text) else { return nil }
         return viewports.map(\.session)
+    }
+}
+
+/// A point feature's properties as a bound filter reads them, by ``LoadFilters/columns``.
+struct NamedProperties: FilterRow {
+    let properties: [String: PropertyValue]
+
+    init(_ properties: [String: PropertyValue]) { self.properties = properties }
+
+    func value(column: Int) -> PropertyValue? {
+        column >= 0 && column < LoadFilters.columns.count ? properties[LoadFilters.columns[column]] : nil
     }
 }

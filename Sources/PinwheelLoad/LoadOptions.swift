@@ -64,6 +64,18 @@ public struct LoadOptions: Sendable, Codable {
     /// the producer's changes land and never moves.
     public var still: Int = 0
 
+    /// Distinct filters the clients view through (``LoadFilters``), client k through the (k mod
+    /// `filters`)-th, each set with `settings` before its first viewport: the shared filtered indexes
+    /// a server builds for them; 0 for unfiltered clients. Every point a filtered client receives is
+    /// checked against its filter.
+    public var filters: Int = 0
+    /// Tenants the server's points are spread over (`serve --synthetic-tenants`), which the filters
+    /// select among; 0 for filters over `speed` alone.
+    public var tenants: Int = 0
+    /// Never-seen filters a probe viewer sets one after another over the tour, each matching about
+    /// 10 % of the points (``LoadFilters/probe(_:)``): the first batch of a filter no session had.
+    public var probes: Int = 0
+
     public init(url: String) {
         self.url = url
     }
@@ -130,6 +142,15 @@ public struct LoadOptions: Sendable, Codable {
         }
         if still > 0 && ingestRate == 0 {
             throw .invalidOption(name: "still", value: String(still), expected: "0 without --ingest-rate")
+        }
+        if !(0...10_000).contains(filters) {
+            throw .invalidOption(name: "filters", value: String(filters), expected: "0 to 10000")
+        }
+        if !(0...1_000_000).contains(tenants) {
+            throw .invalidOption(name: "tenants", value: String(tenants), expected: "0 to 1000000")
+        }
+        if !(0...10_000).contains(probes) {
+            throw .invalidOption(name: "probes", value: String(probes), expected: "0 to 10000")
         }
         if ingestBatch < 1 {
             throw .invalidOption(name: "ingest-batch", value: String(ingestBatch), expected: "at least 1")

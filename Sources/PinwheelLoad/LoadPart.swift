@@ -25,6 +25,8 @@ struct LoadPart: Codable {
     /// The producer's acknowledgements, from the part that ran it: every part's clients' arrivals of
     /// newer data are set against them.
     var acknowledgements: [AckLog.Entry]?
+    /// The probe viewer's figures (`--probes`), from the part that ran it.
+    var probe: ClientFigures?
 
     /// Seconds the rates count: from the first sample to the last.
     var steadySeconds: Double {
@@ -54,6 +56,7 @@ struct LoadPart: Codable {
             clients: parts.flatMap(\.clients).sorted { $0.index < $1.index }, samples: samples,
             wireBytes: parts.reduce(0) { $0 + $1.wireBytes }, elapsed: parts.map(\.elapsed).max() ?? .zero,
             tool: tools.isEmpty ? nil : ToolUsage.together(tools), ingest: parts.lazy.compactMap(\.ingest).first,
-            acknowledgements: parts.lazy.compactMap(\.acknowledgements).first)
+            acknowledgements: parts.lazy.compactMap(\.acknowledgements).first,
+            probe: parts.lazy.compactMap(\.probe).first)
     }
 }

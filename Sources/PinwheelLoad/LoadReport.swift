@@ -165,7 +165,38 @@ public struct LoadReport: Codable, Sendable {
         /// The server's median and p99 of viewport → first batch over the run, ms, read from its histogram.
         public var firstBatchP50Ms: Double?
         public var firstBatchP99Ms: Double?
+        /// Read after the tour, the clients still connected: the indexes of filtered views held, their
+        /// estimated bytes and points, and the full index's, estimated the same way.
+        public var filterIndexes: Double?
+        public var filterIndexBytes: Double?
+        public var filterIndexPoints: Double?
+        public var indexBytes: Double?
+        public var indexPoints: Double?
         public var error: String?
+    }
+
+    /// Filtered mode (`--filters`, `--probes`): what viewers with filters saw.
+    public struct Filtered: Codable, Sendable {
+        /// Distinct filters the clients viewed through, and the clients.
+        public var filters: Int
+        public var viewers: Int
+        /// Smallest and largest share of the points a filter let through, by the servers' `hello`s.
+        public var shareMin: Double?
+        public var shareMax: Double?
+        /// Viewport → first batch once each client's filter was in use (its first view left out).
+        public var warmFirstBatchMs: Summary
+        /// A never-seen filter (about 10 % of the points) set by the probe → the first batch of its view.
+        public var neverSeenFirstBatchMs: Summary
+        public var probesSent: Int
+        /// Points received and checked against the viewer's filter, and those outside it (must be 0).
+        public var pointsChecked: Int
+        public var scopeViolations: Int
+        /// The filtered indexes' estimated bytes (`pinwheel_filter_index_bytes`) against their share of
+        /// the full index's (their points ÷ its points × `pinwheel_index_bytes`) plus 1 MB each.
+        public var indexBytes: Double?
+        public var allowedBytes: Double?
+        /// Errors of the probe viewer.
+        public var probeErrors: [String: Int]
     }
 
     /// The load tool's own CPU over the steady part of the run, and the machine's idle share: when the
@@ -214,6 +245,7 @@ public struct LoadReport: Codable, Sendable {
     public var tool: Tool?
     /// The producer's side and the viewers' staleness, when the run pushed changes.
     public var ingest: Ingest?
+    public var filtered: Filtered?
     public var clients: [Client]
 
     /// Every error counted, including failed connects, closes during the run and unanswered viewports.

@@ -99,6 +99,38 @@ struct LoadReportBuilder {
             closes: closes, closesDuringRun: closesDuringRun, errors: errors, server: server, clients: perClient)
     }
 
+    /// What the filtered viewers and the probe measured, with the server's filtered indexes.
+    static func filtered(
+        clients: [LoadPart.Client], probe: ClientFigures?, options: LoadOptions, server: LoadReport.ServerSide?
+    ) -> LoadReport.Filtered {
+        var warm = latencyHistogram()
+        var neverSeen = latencyHistogram()
+        var checked = 0
+        var violations = 0
+        var viewers = 0
+        var shares: [Double] = []
+        let total = server?.indexPoints
+        for f in clients.map(\.figures) + [probe].compactMap({ $0 }) {
+            for v in f.warmFirstBatchMicros { _ = warm.record(UInt64(v)) }
+            for v in f.probeMicros { _ = neverSeen.record(UInt64(v)) }
+            checked += f.pointsChecked
+            violations += f.scopeViolations
+            if f.filterKey != nil && f.probeMicros.isEmpty { viewers += 1 }
+            if let points = f.filteredPoints, let total, total > 0 { shares.append(Double(points) / total) }
+        }
+        var allowed: Double?
+        if let s = server, let bytes = s.indexBytes, let points = s.indexPoints, points > 0,
+            let held = s.filterIndexPoints, let indexes = s.filterIndexes
+        {
+            allowed = held / points * bytes + indexes * 1_048_576
+        }
+        return LoadReport.Filtered(
+            filters: options.filters, viewers: viewers, shareMin: shares.min(), shareMax: shares.max(),
+            warmFirstBatchMs: .init(warm, divisor: 1000), neverSeenFirstBatchMs: .init(neverSeen, divisor: 1000),
+            probesSent: probe?.probeMicros.count ?? 0, pointsChecked: checked, scopeViolations: violations,
+            indexBytes: server?.filterIndexBytes, allowedBytes: allowed, probeErrors: probe?.errors ?? [:])
+    }
+
     /// Microseconds from 1 µs to 10 minutes, three significant digits.
     static func latencyHistogram() -> Histogram<UInt64> {
         Histogram(highestTrackableValue: 600_000_000, numberOfSignificantValueDigits: .three)

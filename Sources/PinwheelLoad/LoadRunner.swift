@@ -1,4 +1,5 @@
 import Foundation
+import PinwheelCore
 import PinwheelTransport
 
 import struct Histogram.Histogram
@@ -49,10 +50,11 @@ public final class LoadRunner: Sendable {
         let mine = Array(stride(from: options.share.index, to: options.clients, by: options.share.count))
         let threads = min(options.threads, mine.count)
         let acks = options.ingestRate > 0 ? AckLog() : nil
+        let filters = options.filters > 0 ? LoadFilters(count: options.filters, tenants: options.tenants) : nil
         let groups = (0..<threads).map { g in
             LoadGroup(
                 indices: stride(from: g, to: mine.count, by: threads).map { mine[$0] }, options: options,
-                origin: origin, start: start)
+                origin: origin, start: start, filters: filters)
         }
         // Still viewers run beside the producer, whose changes they are set against.
         var stillOptions = options
@@ -67,10 +69,26 @@ public final class LoadRunner: Sendable {
             : LoadGroup(
                 indices: Array(stillViews.indices), options: stillOptions, origin: origin, start: start,
                 still: stillViews)
-        for group in groups + [stillGroup].compactMap({ $0 }) {
+        // The probe arrives once the ramp is over, its view Europe at zoom 4, and spreads its
+        // never-seen filters over the tour.
+        var probeOptions = options
+        probeOptions.viewportHz = 10
+        probeOptions.pacing = .steady
+        let probeGroup =
+            options.probes > 0 && options.share.index == 0
+            ? LoadGroup(
+                indices: [0], options: probeOptions, origin: origin, start: start + options.ramp,
+                still: [
+                    TourViewport(
+                        x: Mercator.x(lon: 10), y: Mercator.y(lat: 48), zoom: 4, width: options.width,
+                        height: options.height)
+                ], probe: options.duration / Double(options.probes + 1))
+            : nil
+        for group in groups + [stillGroup, probeGroup].compactMap({ $0 }) {
             do { try group.start() } catch {
                 for started in groups { started.stop() }
                 stillGroup?.stop()
+                probeGroup?.stop()
                 throw .clientFailed("\(error)")
             }
         }
@@ -115,13 +133,15 @@ public final class LoadRunner: Sendable {
         let elapsed = ContinuousClock.now - start
         for group in groups { group.stop() }
         stillGroup?.stop()
+        probeGroup?.stop()
 
         let clients = groups.flatMap { g in g.state.withLock { $0.clients } }
             .map { LoadPart.Client(index: $0.index, session: $0.session, figures: $0.figures) }
             .sorted { $0.index < $1.index }
         return LoadPart(
             clients: clients, samples: samples, wireBytes: groups.reduce(0) { $0 + $1.wireBytes }, elapsed: elapsed,
-            tool: tool, ingest: ingest, acknowledgements: acks?.recorded)
+            tool: tool, ingest: ingest, acknowledgements: acks?.recorded,
+            probe: probeGroup?.state.withLock { $0.clients.first?.figures })
     }
 
     /// The report of what `part` measured, with the server's side and the producer's: each arrival of
@@ -132,6 +152,10 @@ public final class LoadRunner: Sendable {
             elapsed: part.elapsed, steadySeconds: part.steadySeconds, rates: part.rates, server: server,
             wireBytes: part.wireBytes)
         report.tool = part.tool
+        if options.filters > 0 || options.probes > 0 {
+            report.filtered = LoadReportBuilder.filtered(
+                clients: part.clients, probe: part.probe, options: options, server: server)
+        }
         report.ingest = part.ingest.map { summary in
             let acks = AckLog(entries: part.acknowledgements ?? [])
             var staleness = LoadReportBuilder.latencyHistogram()

@@ -18,6 +18,10 @@ public enum LoadTable {
         out += row("connect (ms)", report.latency.connect, digits: 2)
         out += row("first batch (ms)", report.latency.firstBatch, digits: 2)
         out += row("done (ms)", report.latency.done, digits: 2)
+        if let f = report.filtered {
+            out += row("  warm filter (ms)", f.warmFirstBatchMs, digits: 2)
+            out += row("  never seen (ms)", f.neverSeenFirstBatchMs, digits: 2)
+        }
         if let staleness = report.ingest?.staleness { out += row("staleness (ms)", staleness, digits: 2) }
         if let still = report.ingest?.stillStaleness { out += row("  still (ms)", still, digits: 2) }
         if let answers = report.ingest?.answerMs { out += row("ingest answer (ms)", answers, digits: 2) }
@@ -49,6 +53,7 @@ public enum LoadTable {
                 out += "\(undelivered) changes never shown\n"
             }
         }
+        if let f = report.filtered { out += filtered(f) }
         if let s = report.server {
             out += "server      " + server(s) + "\n"
             if let latency = serverLatency(s) { out += "            " + latency + "\n" }
@@ -58,6 +63,23 @@ public enum LoadTable {
             out += "\(fixed(tool.busiestThreadPercent, 1)) %; machine \(fixed(tool.machineIdlePercent, 1)) % idle "
             out += "(\(tool.cores) cores)\n"
             for warning in tool.warnings { out += "WARNING     \(warning)\n" }
+        }
+        return out
+    }
+
+    /// The filtered mode's lines: filters, the scope check, the filtered indexes' bytes.
+    private static func filtered(_ f: LoadReport.Filtered) -> String {
+        var out = "filters     \(f.filters) distinct over \(f.viewers) viewers"
+        if let low = f.shareMin, let high = f.shareMax {
+            out += ", each letting \(fixed(low * 100, 1)) to \(fixed(high * 100, 1)) % of the points through"
+        }
+        out += "; \(f.probesSent) never-seen filters probed"
+        out += f.probeErrors.isEmpty ? "\n" : " (probe errors: \(codes(f.probeErrors)))\n"
+        out += "scope       \(f.pointsChecked) points received checked against their viewer's filter, "
+        out += "\(f.scopeViolations) outside it\n"
+        if let bytes = f.indexBytes, let allowed = f.allowedBytes {
+            out += "filter mem  \(compact(bytes))B in the filtered indexes; their share of the full index's plus "
+            out += "1 MB each: \(compact(allowed))B (\(bytes <= allowed ? "within" : "OVER"))\n"
         }
         return out
     }

@@ -25,6 +25,8 @@ struct MessageScanner {
     private(set) var updateCount = 0
     /// The `code` of an `error` message.
     private(set) var errorCode = ""
+    /// The whole batch a binary frame held (binary frames are decoded whole anyway).
+    private(set) var batchMessage: BatchMessage?
 
     /// Reads one binary frame (`pinwheel.v1+bin`) with the connection's decoder: only batches count
     /// (kind `.other` for an expansion). Its bytes are shared evenly by the markers it carries, as a
@@ -37,9 +39,11 @@ struct MessageScanner {
         addCount = 0
         updateCount = 0
         errorCode = ""
+        batchMessage = nil
         guard let message = try? decoder.decode(bytes) else { return false }
         guard case .batch(let b) = message else { return true }
         kind = .batch
+        batchMessage = b
         seq = Int(b.seq)
         batch = Int(b.batch)
         done = b.done

@@ -70,6 +70,11 @@ struct ServerSideReader {
         let firstBatch = "pinwheel_viewport_first_batch_seconds"
         side.firstBatchP50Ms = after.quantile(0.5, of: firstBatch, since: before).map { $0 * 1000 }
         side.firstBatchP99Ms = after.quantile(0.99, of: firstBatch, since: before).map { $0 * 1000 }
+        side.filterIndexes = after.value("pinwheel_filter_indexes")
+        side.filterIndexBytes = after.value("pinwheel_filter_index_bytes")
+        side.filterIndexPoints = after.value("pinwheel_filter_index_points")
+        side.indexBytes = after.value("pinwheel_index_bytes")
+        side.indexPoints = after.value("pinwheel_index_points")
         if side.cpuSeconds == nil || side.rssBeforeBytes == nil {
             side.error = "the server's /metrics has no process_cpu_seconds_total or process_resident_memory_bytes"
         }

@@ -39,8 +39,8 @@ public enum DatasetSource: Sendable {
     case demo
     /// A CSV, GeoJSON or NDJSON file, its format told by its extension.
     case file(String)
-    /// N generated points (deterministic).
-    case synthetic(Int)
+    /// N generated points (deterministic), with `tenant` and `speed` columns when `tenants` is above 0.
+    case synthetic(Int, tenants: Int = 0)
 
     /// Reads the points.
     /// - Parameter badRows: what a bad row in a file does: stop the load, or be left out and counted.
@@ -55,8 +55,10 @@ public enum DatasetSource: Sendable {
             return LoadedDataset(
                 name: name, dataset: parsed.dataset, unlocated: parsed.unlocated, skipped: parsed.skipped,
                 skippedErrors: parsed.errors)
-        case .synthetic(let count):
-            return LoadedDataset(name: "synthetic-\(count)", dataset: SyntheticGenerator().dataset(count: count))
+        case .synthetic(let count, let tenants):
+            var generator = SyntheticGenerator()
+            generator.tenants = tenants
+            return LoadedDataset(name: "synthetic-\(count)", dataset: generator.dataset(count: count))
         }
     }
 }

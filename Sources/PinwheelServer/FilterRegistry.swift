@@ -59,9 +59,15 @@ final class FilterRegistry: @unchecked Sendable {
         entries.withLock { e in (e.count, e.values.reduce(0) { $0 + $1.bytes }) }
     }
 
-    /// The registry's figures in Prometheus' text format, appended to `/metrics`.
-    var metricsText: String {
+    /// The registry's figures in Prometheus' text format, appended to `/metrics`, with the full index's
+    /// estimated bytes (`full`) to weigh a filtered index against its share of them.
+    func metricsText(full: any Clusterer) -> String {
         let (count, bytes) = held
+        let points = entries.withLock { e in
+            e.values.reduce(0) { total, entry in
+                total + ((entry.clusterers[.hierarchical] ?? entry.clusterers[.pcaTree])?.pointCount ?? 0)
+            }
+        }
         return """
             # HELP pinwheel_filter_indexes Indexes of filtered views held, one per effective filter.
             # TYPE pinwheel_filter_indexes gauge
@@ -69,6 +75,15 @@ final class FilterRegistry: @unchecked Sendable {
             # HELP pinwheel_filter_index_bytes Estimated bytes the indexes of filtered views hold (their arrays and their points'), against --filter-memory.
             # TYPE pinwheel_filter_index_bytes gauge
             pinwheel_filter_index_bytes \(bytes)
+            # HELP pinwheel_filter_index_points Points the indexes of filtered views hold.
+            # TYPE pinwheel_filter_index_points gauge
+            pinwheel_filter_index_points \(points)
+            # HELP pinwheel_index_bytes Estimated bytes the full index holds, as a filtered view's are estimated.
+            # TYPE pinwheel_index_bytes gauge
+            pinwheel_index_bytes \(full.estimatedBytes)
+            # HELP pinwheel_index_points Points the full index holds.
+            # TYPE pinwheel_index_points gauge
+            pinwheel_index_points \(full.pointCount)
 
             """
     }
@@ -144,16 +159,9 @@ final class FilterRegistry: @unchecked Sendable {
                     pointCount: delta.pointCount)
             }
             entry.clusterers[algorithm] = served
-            entry.sizes[algorithm] = Self.bytes(of: index)
+            entry.sizes[algorithm] = index.estimatedBytes
         }
         return entries.withLock { _ in entry.clusterers[algorithm]! }
-    }
-
-    /// Roughly what an index holds: its own arrays and its points' (ids, coordinates, property cells).
-    private static func bytes(of c: any Clusterer) -> Int {
-        let own = (c as? ClusterIndex)?.storedBytes ?? c.pointCount * 64
-        let d = c.dataset
-        return own + d.count * (4 + 16) + d.properties.values.count * MemoryLayout<PropertyValue?>.stride
     }
 
     /// Index thread: lays the changes a refresh took over every filtered index that follows them, and

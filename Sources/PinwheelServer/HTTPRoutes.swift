@@ -13,6 +13,8 @@ final class HTTPRoutes: @unchecked Sendable {
     let ingest: Ingest?
     private let live: LiveData?
     private let filters: FilterRegistry
+    /// The full index, whose bytes `/metrics` sets the filtered indexes' against.
+    private let served: ServedClusterers
     let policy: OriginPolicy
     /// Set by ``drain()``: `/healthz` answers 503 so a load balancer sends new sessions elsewhere.
     private let draining = Atomic<Bool>(false)
@@ -21,13 +23,14 @@ final class HTTPRoutes: @unchecked Sendable {
 
     init(
         metrics: ServerMetrics, logger: Logger, ingest: Ingest?, live: LiveData?, filters: FilterRegistry,
-        policy: OriginPolicy
+        served: ServedClusterers, policy: OriginPolicy
     ) {
         self.metrics = metrics
         self.logger = logger
         self.ingest = ingest
         self.live = live
         self.filters = filters
+        self.served = served
         self.policy = policy
     }
 
@@ -53,7 +56,8 @@ final class HTTPRoutes: @unchecked Sendable {
             let text =
                 metrics.render(queuedBytes: stats.queuedBytes)
                 + ((live?.log as? ChangeLogHealth)?.metricsText ?? "") + (ingest?.metricsText ?? "")
-                + ConnectionLimitMetrics.text(transport.connectionLimits) + filters.metricsText
+                + ConnectionLimitMetrics.text(transport.connectionLimits)
+                + filters.metricsText(full: served.clusterer(for: served.algorithm))
             return HTTPResponse(contentType: "text/plain; version=0.0.4; charset=utf-8", text: text)
         }
         // Answered once the log has the changes durably; no thread waits for it meanwhile.

@@ -126,7 +126,7 @@ public final class Server: @unchecked Sendable {
                 metrics: metrics, logger: logger)
         }
         routes = HTTPRoutes(
-            metrics: metrics, logger: logger, ingest: ingest, live: live, filters: filters,
+            metrics: metrics, logger: logger, ingest: ingest, live: live, filters: filters, served: served,
             policy: OriginPolicy(
                 allowedOrigins: configuration.allowedOrigins, secure: configuration.tlsCertificate != nil))
         hub = SessionHub(

@@ -60,6 +60,21 @@ struct BenchCommand: ParsableCommand {
         help: "Count every cluster's points per value of this column, and measure what that costs.")
     var groupBy: String?
 
+    @Option(
+        help: """
+            Give synthetic points `tenant` (t0 … tN-1, equally common) and `speed` (0 to 99.9) columns, \
+            as `serve --synthetic-tenants` does.
+            """)
+    var tenants = 0
+
+    @Option(
+        help: """
+            Measure what a never-seen filter costs instead of viewport queries: selecting its points, \
+            copying them and building their index, each round; and its index's bytes against its share \
+            of the full index's. A filter expression as JSON, e.g. '["<",["get","speed"],10]'.
+            """)
+    var filter: String?
+
     static let zooms = [2, 5, 8, 11, 14, 17]
 
     func validate() throws {
@@ -74,6 +89,12 @@ struct BenchCommand: ParsableCommand {
             throw ValidationError("--live-changes must be 0 or more and --changes-per-refresh at least 1")
         }
         if groupBy != nil && json { throw ValidationError("--group-by measures in text") }
+        if tenants < 0 || tenants > 1_000_000 {
+            throw ValidationError("--tenants must be 0...1000000, got \(tenants)")
+        }
+        if filter != nil && (json || liveChanges > 0 || groupBy != nil) {
+            throw ValidationError("--filter measures in text, without --live-changes or --group-by")
+        }
         if categories < 0 || categories > 255 {
             throw ValidationError("--categories must be 0...255, got \(categories)")
         }
@@ -99,6 +120,11 @@ struct BenchCommand: ParsableCommand {
         let items = statistics?.itemsPerZoom ?? [:]
         let totalItems = items.values.reduce(0, +)
         let bytesPerItem = totalItems > 0 ? Double(statistics?.storedBytes ?? 0) / Double(totalItems) : 0
+        if let filter {
+            print("dataset: \(source), \(dataset.count) points; full index \(fixed(buildTime.ms, 1)) ms")
+            try measureFilter(filter, dataset: dataset, full: clusterer)
+            return
+        }
         let results = measureQueries(clusterer, dataset)
 
         if json {
@@ -186,7 +212,9 @@ struct BenchCommand: ParsableCommand {
         if let synthetic {
             var generator = SyntheticGenerator(seed: seed)
             generator.categories = categories
-            let kinds = categories > 0 ? ", \(categories) kinds" : ""
+            generator.tenants = tenants
+            let kinds =
+                (categories > 0 ? ", \(categories) kinds" : "") + (tenants > 0 ? ", \(tenants) tenants" : "")
             return (generator.dataset(count: synthetic), "synthetic (seed \(seed)\(kinds))", nil)
         }
         let path = data!

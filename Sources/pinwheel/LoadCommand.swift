@@ -116,6 +116,21 @@ struct LoadCommand: ParsableCommand {
     )
     var still = 0
 
+    @Option(
+        help:
+            "Filtered mode: give the clients this many distinct filters over the points' `tenant` and `speed` (serve --synthetic-tenants), matching 1 % to 50 % of the points, client k the (k mod N)-th, each set with `settings` before its first viewport; every point received is checked against its viewer's filter."
+    )
+    var filters = 0
+
+    @Option(help: "Tenants the server's points are spread over (its --synthetic-tenants); the filters pick among them.")
+    var tenants = 0
+
+    @Option(
+        help:
+            "A probe viewer sets this many never-seen filters (each about 10 % of the points) one after another over the tour; the report gives their first batch."
+    )
+    var probes = 0
+
     func run() throws {
         if let partOptions, let partFile {
             try LoadProcesses.runPart(options: LoadProcesses.readPartOptions(partOptions), writingTo: partFile)
@@ -125,6 +140,9 @@ struct LoadCommand: ParsableCommand {
         options.ingestRate = ingestRate
         options.ingestBatch = ingestBatch
         options.still = still
+        options.filters = filters
+        options.tenants = tenants
+        options.probes = probes
         if let ingestTokenFile {
             options.ingestToken = try String(contentsOfFile: ingestTokenFile, encoding: .utf8)
                 .trimmingCharacters(in: .whitespacesAndNewlines)

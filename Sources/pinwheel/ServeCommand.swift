@@ -32,6 +32,12 @@ struct ServeCommand: ParsableCommand {
 
     @Option(
         help:
+            "With --synthetic: give the points a `tenant` column of this many tenants (t0, t1 …, equally common) and a `speed` column (0 to 99.9), for filtered and scoped views."
+    )
+    var syntheticTenants = 0
+
+    @Option(
+        help:
             "Address to listen on: IPv4 or IPv6 (0.0.0.0 every IPv4 interface, :: every IPv6 one), or a name resolved at start to its first IPv4 address (localhost: 127.0.0.1)."
     )
     var host = "127.0.0.1"
@@ -241,6 +247,12 @@ struct ServeCommand: ParsableCommand {
     func validate() throws {
         if data != nil && synthetic != nil { throw ValidationError("--data and --synthetic exclude each other") }
         if let n = synthetic, n < 0 { throw ValidationError("--synthetic must be 0 or more, got \(n)") }
+        if syntheticTenants < 0 || syntheticTenants > 1_000_000 {
+            throw ValidationError("--synthetic-tenants must be 0...1000000, got \(syntheticTenants)")
+        }
+        if syntheticTenants > 0 && synthetic == nil {
+            throw ValidationError("--synthetic-tenants needs --synthetic N")
+        }
         if !(0...65_535).contains(port) { throw ValidationError("--port must be 0...65535, got \(port)") }
         if maxSessions < 1 { throw ValidationError("--max-sessions must be at least 1, got \(maxSessions)") }
         if bots < 0 || bots >= maxSessions {
@@ -383,7 +395,7 @@ struct ServeCommand: ParsableCommand {
         if let data {
             source = .file(data)
         } else if let synthetic {
-            source = .synthetic(synthetic)
+            source = .synthetic(synthetic, tenants: syntheticTenants)
         } else {
             source = .demo
         }

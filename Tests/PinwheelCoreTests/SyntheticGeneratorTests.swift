@@ -53,3 +53,35 @@ struct SyntheticGeneratorTests {
         #expect(SameCoordinateGroups(dataset: forty).rows.count == 2)
     }
 }
+
+@Suite("Synthetic fleet columns")
+struct SyntheticFleetTests {
+    @Test("tenants are about equally common, speeds uniform tenths, each drawn from the id alone")
+    func fleet() {
+        var generator = SyntheticGenerator(seed: 9)
+        generator.tenants = 20
+        generator.categories = 3
+        let data = generator.dataset(count: 100_000)
+        #expect(data.properties.columns == ["kind", "tenant", "speed"])
+        var perTenant: [String: Int] = [:]
+        var slow = 0
+        for row in 0..<data.count {
+            guard case .string(let tenant)? = data.properties.value(row: row, column: 1),
+                case .number(let speed)? = data.properties.value(row: row, column: 2)
+            else {
+                Issue.record("row \(row) lacks a tenant or a speed")
+                return
+            }
+            perTenant[tenant, default: 0] += 1
+            if speed < 10 { slow += 1 }
+            #expect((speed * 10).rounded() == speed * 10 && speed >= 0 && speed < 100)
+            let again = generator.fleetProperties(id: data.ids[row])
+            #expect(again.tenant == tenant && again.speed == speed)
+        }
+        #expect(perTenant.count == 20)
+        #expect(perTenant.values.allSatisfy { (4_500...5_500).contains($0) })
+        #expect((9_500...10_500).contains(slow))
+        // The positions do not change with the columns.
+        #expect(data.coordinates == SyntheticGenerator(seed: 9).dataset(count: 100_000).coordinates)
+    }
+}

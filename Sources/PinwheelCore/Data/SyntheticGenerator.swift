@@ -15,6 +15,11 @@ public struct SyntheticGenerator: Sendable {
     /// Values of a `kind` property column (`kind-0`, `kind-1` …, the first the most common, each next
     /// about 0.7 times as common); 0 (the default) for points without properties.
     public var categories: Int = 0
+    /// Tenants of a fleet: when above 0 every point gets a `tenant` column (`t0` … `t{tenants-1}`, each
+    /// about as common) and a `speed` column (a number 0 ..< 100 with one decimal, uniform), both drawn
+    /// from the point's id alone (``fleetProperties(id:)``), so a producer can upsert a point with the
+    /// properties it had. Columns a filtered view can select 1 % to 100 % of the points by.
+    public var tenants: Int = 0
 
     public init(
         seed: UInt64 = 1, groupedFraction: Double = 0.05, groupSizes: ClosedRange<Int> = 2...50,
@@ -97,7 +102,38 @@ public struct SyntheticGenerator: Sendable {
         }
         var dataset = Dataset(ids: (0..<count).map { UInt32($0) }, coordinates: coordinates)
         if categories > 0 { dataset.properties = kinds(count: count) }
+        if tenants > 0 { dataset.properties = withFleet(dataset.properties, count: count) }
         return dataset
+    }
+
+    /// The `tenant` and `speed` a point with `id` has (``tenants`` above 0): a hash of the seed and the id.
+    public func fleetProperties(id: UInt32) -> (tenant: String, speed: Double) {
+        let (tenant, speed) = fleet(id: id)
+        return ("t\(tenant)", speed)
+    }
+
+    private func fleet(id: UInt32) -> (tenant: Int, speed: Double) {
+        var rng = SplitMix64(seed: seed ^ 0x666C_6565_7400_0000 ^ (UInt64(id) &* 0xD6E8_FEB8_6659_FD93))
+        let tenant = Int(rng.next() % UInt64(max(1, tenants)))
+        // Tenths, so every speed a filter names is held exactly.
+        let speed = Double(rng.next() % 1000) / 10
+        return (tenant, speed)
+    }
+
+    /// `table` with the `tenant` and `speed` columns after its own.
+    private func withFleet(_ table: PropertyTable, count: Int) -> PropertyTable {
+        let width = table.columns.count
+        var values: [PropertyValue?] = []
+        values.reserveCapacity(count * (width + 2))
+        // Tenant names made once: each row's cell shares its string.
+        let names = (0..<tenants).map { PropertyValue.string("t\($0)") }
+        for row in 0..<count {
+            values.append(contentsOf: table.values[row * width..<(row + 1) * width])
+            let (tenant, speed) = fleet(id: UInt32(row))
+            values.append(names[tenant])
+            values.append(.number(speed))
+        }
+        return PropertyTable(columns: table.columns + ["tenant", "speed"], values: values)
     }
 
     /// The `kind` column: geometric weights, from a stream of its own so positions stay as they were.

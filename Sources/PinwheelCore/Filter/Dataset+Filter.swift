@@ -14,22 +14,28 @@ extension Dataset {
     /// The points that pass `filter`, each with its id, position, properties, name and revision: the
     /// dataset a server loaded with just those points would hold (an index orders points by id, so the
     /// row order does not matter).
-    /// - Complexity: O(points × size of the filter).
+    /// - Complexity: O(points × size of the filter), the selection over the cores.
     public func filtered(by filter: FilterExpression) -> Dataset {
         let bound = BoundFilter(filter, columns: properties.columns)
+        let rows = FilterScan.rows(passing: bound, table: properties, count: count)
         let width = properties.columns.count
         var ids: [UInt32] = []
         var coordinates: [Double] = []
         var values: [PropertyValue?] = []
         var kept: [UInt32] = []
-        for row in 0..<count {
-            let cells = properties.values[row * width..<(row + 1) * width]
-            guard bound.matches(PropertyCells(cells)) else { continue }
-            ids.append(self.ids[row])
-            coordinates.append(lon(row))  // x at 2i
-            coordinates.append(lat(row))  // y at 2i+1
-            values.append(contentsOf: cells)
-            if !revisions.isEmpty { kept.append(revisions[row]) }
+        ids.reserveCapacity(rows.count)
+        coordinates.reserveCapacity(2 * rows.count)
+        values.reserveCapacity(width * rows.count)
+        if !revisions.isEmpty { kept.reserveCapacity(rows.count) }
+        properties.values.withUnsafeBufferPointer { cells in
+            for row in rows {
+                ids.append(self.ids[row])
+                coordinates.append(lon(row))  // x at 2i
+                coordinates.append(lat(row))  // y at 2i+1
+                // A row short of cells (a column added after it) reads nil there.
+                for c in 0..<width { values.append(row * width + c < cells.count ? cells[row * width + c] : nil) }
+                if !revisions.isEmpty { kept.append(revisions[row]) }
+            }
         }
         var subset = Dataset(
             ids: ids, coordinates: coordinates,
@@ -48,5 +54,25 @@ extension ChangedPoint {
     public func filtered(by filter: BoundFilter) -> ChangedPoint {
         guard let now, filter.matches(PropertyCells(now.values[...])) else { return ChangedPoint(id: id, now: nil) }
         return self
+    }
+}
+
+extension Dataset {
+    /// The rows that pass `filter`, in order: the selection ``filtered(by:)`` copies.
+    /// - Complexity: O(points × leaves of the filter), over the cores.
+    public func rows(passing filter: FilterExpression) -> [Int] {
+        FilterScan.rows(passing: BoundFilter(filter, columns: properties.columns), table: properties, count: count)
+    }
+}
+
+extension Clusterer {
+    /// Roughly the bytes the index holds: its own arrays, and its points' ids, coordinates and property
+    /// cells. What a server counts against its filter memory, and how a filtered index is compared
+    /// with the full one.
+    public var estimatedBytes: Int {
+        // A live index is its last full build plus a delta, small beside it.
+        let built = (self as? ClusterIndex) ?? (self as? LiveClusterIndex)?.delta.base
+        let own = built?.storedBytes ?? pointCount * 64
+        return own + dataset.count * (4 + 16) + dataset.properties.values.count * MemoryLayout<PropertyValue?>.stride
     }
 }

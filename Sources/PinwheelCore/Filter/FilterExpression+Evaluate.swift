@@ -63,7 +63,7 @@ public struct BoundFilter: Sendable {
     /// - Complexity: O(size of the expression), with `in` and `match` lists scanned.
     public func matches<Row: FilterRow>(_ row: Row) -> Bool { Self.holds(root, row) }
 
-    private static func holds<Row: FilterRow>(_ node: Node, _ row: Row) -> Bool {
+    static func holds<Row: FilterRow>(_ node: Node, _ row: Row) -> Bool {
         switch node {
         case .constant(let b): return b
         case .has(let c): return c >= 0 && row.value(column: c) != nil

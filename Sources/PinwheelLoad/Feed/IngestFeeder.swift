@@ -38,7 +38,8 @@ final class IngestFeeder: @unchecked Sendable {
         let thread = Thread { [self] in
             defer { done.signal() }
             let points = (try? MetricsScrape.fetch(host: url.host, port: url.port))?.value("pinwheel_dataset_points")
-            var mix = PlacedChanges(ChangeMix(points: Int(points ?? 1000), seed: options.seed))
+            var mix = PlacedChanges(
+                ChangeMix(points: Int(points ?? 1000), seed: options.seed, tenants: options.tenants))
             defer { placed = mix.placed }
             do {
                 try producer.run(source: &mix, until: until, inFlight: Self.inFlight) { [self] ack in
