@@ -21,6 +21,7 @@ public enum LoadTable {
         if let staleness = report.ingest?.staleness { out += row("staleness (ms)", staleness, digits: 2) }
         if let still = report.ingest?.stillStaleness { out += row("  still (ms)", still, digits: 2) }
         if let answers = report.ingest?.answerMs { out += row("ingest answer (ms)", answers, digits: 2) }
+        if let leaves = report.leaves { out += row("leaves page (ms)", leaves.pageMs, digits: 2) }
         out += row("viewports/s", report.rates.viewports, digits: nil)
         out += row("batches/s", report.rates.batches, digits: nil)
         out += row("markers/s", report.rates.markers, digits: nil)
@@ -48,6 +49,10 @@ public enum LoadTable {
                 out += "still       longest wait for an update while a change waited \(fixed(gap, 0)) ms, "
                 out += "\(undelivered) changes never shown\n"
             }
+        }
+        if let l = report.leaves, !l.refused.isEmpty || l.error != nil {
+            out += "leaves      refused: \(l.refused.isEmpty ? "none" : codes(l.refused))"
+            out += "\(l.error.map { "; stopped: \($0)" } ?? "")\n"
         }
         if let s = report.server {
             out += "server      " + server(s) + "\n"
