@@ -63,6 +63,8 @@ public struct LoadOptions: Sendable, Codable {
     /// Still viewers beside the clients (``StillStaleness``), with a producer: each sets one view where
     /// the producer's changes land and never moves.
     public var still: Int = 0
+    /// Runs a ``LeavesProbe`` beside the clients over the steady part of the run.
+    public var leavesProbe = false
 
     /// Distinct filters the clients view through (``LoadFilters``), client k through the (k mod
     /// `filters`)-th, each set with `settings` before its first viewport: the shared filtered indexes

@@ -40,6 +40,8 @@ public struct LoadProcesses: Sendable {
         defer { try? FileManager.default.removeItem(at: folder) }
         var server = ServerSideReader(url: url, enabled: options.scrapeMetrics)
         server.readBefore()
+        // The probe beside the parts, in this process: the parts' start lags by their launch alone.
+        let probe = LeavesProbe.start(options)
 
         let files = (0..<count).map { folder.appendingPathComponent("part-\($0).json").path }
         var parts: [Process] = []
@@ -94,7 +96,9 @@ public struct LoadProcesses: Sendable {
             }
             measured.append(read)
         }
-        return LoadRunner(options: options).report(LoadPart.merged(measured), server: server.report())
+        var report = LoadRunner(options: options).report(LoadPart.merged(measured), server: server.report())
+        report.leaves = probe?.finish()
+        return report
     }
 
     /// Runs one part (`options.share`) as `run` starts it: tours, keeping its running totals in a file

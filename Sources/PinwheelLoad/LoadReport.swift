@@ -212,6 +212,16 @@ public struct LoadReport: Codable, Sendable {
         public var warnings: [String]
     }
 
+    /// The member pages a probe beside the clients asked for (`--leaves-probe`, ``LeavesProbe``).
+    public struct Leaves: Codable, Sendable {
+        /// From each first page of 100's request to its answer, ms.
+        public var pageMs: Summary
+        /// Requests the server turned away, by error code (`rate-limited` ones were asked again).
+        public var refused: [String: Int]
+        /// Why the probe stopped early, if it did.
+        public var error: String?
+    }
+
     /// One client's figures.
     public struct Client: Codable, Sendable {
         public var index: Int
@@ -246,6 +256,8 @@ public struct LoadReport: Codable, Sendable {
     /// The producer's side and the viewers' staleness, when the run pushed changes.
     public var ingest: Ingest?
     public var filtered: Filtered?
+    /// The member-page probe's figures, when the run had one.
+    public var leaves: Leaves?
     public var clients: [Client]
 
     /// Every error counted, including failed connects, closes during the run and unanswered viewports.

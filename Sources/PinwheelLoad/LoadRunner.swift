@@ -21,8 +21,11 @@ public final class LoadRunner: Sendable {
         let url = try Self.url(options)
         var server = ServerSideReader(url: url, enabled: options.scrapeMetrics)
         server.readBefore()
+        let probe = LeavesProbe.start(options)
         let part = try tour(url: url, progress: progress) { server.readAfter() }
-        return report(part, server: server.report())
+        var report = report(part, server: server.report())
+        report.leaves = probe?.finish()
+        return report
     }
 
     /// Runs this process's share of the clients (`options.share`) and returns what it measured, for

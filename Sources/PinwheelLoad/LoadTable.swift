@@ -25,6 +25,7 @@ public enum LoadTable {
         if let staleness = report.ingest?.staleness { out += row("staleness (ms)", staleness, digits: 2) }
         if let still = report.ingest?.stillStaleness { out += row("  still (ms)", still, digits: 2) }
         if let answers = report.ingest?.answerMs { out += row("ingest answer (ms)", answers, digits: 2) }
+        if let leaves = report.leaves { out += row("leaves page (ms)", leaves.pageMs, digits: 2) }
         out += row("viewports/s", report.rates.viewports, digits: nil)
         out += row("batches/s", report.rates.batches, digits: nil)
         out += row("markers/s", report.rates.markers, digits: nil)
@@ -54,6 +55,10 @@ public enum LoadTable {
             }
         }
         if let f = report.filtered { out += filtered(f) }
+        if let l = report.leaves, !l.refused.isEmpty || l.error != nil {
+            out += "leaves      refused: \(l.refused.isEmpty ? "none" : codes(l.refused))"
+            out += "\(l.error.map { "; stopped: \($0)" } ?? "")\n"
+        }
         if let s = report.server {
             out += "server      " + server(s) + "\n"
             if let latency = serverLatency(s) { out += "            " + latency + "\n" }

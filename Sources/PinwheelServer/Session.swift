@@ -31,7 +31,8 @@ final class Session: WorkerJob, @unchecked Sendable {
         var priority: Workers.Priority {
             switch self {
             case .opened, .closed: .request
-            case .message(_, _, let mayBeAck): mayBeAck ? .flow : .request
+            case .message(let bytes, _, let mayBeAck):
+                mayBeAck ? .flow : ClientMessage.mayBeLookup(bytes) ? .lookup : .request
             case .acknowledgement: .flow
             case .tick: .flow
             case .dataChanged: .refresh

@@ -25,6 +25,10 @@ final class Workers: Sendable {
     /// Which line a job waits in; a thread takes the first job of the most urgent line that has any,
     /// or every other time an overdue one.
     enum Priority: Int, Comparable, CaseIterable {
+        /// A viewer waits for a small answer: a cluster's children or a page of its points, read
+        /// from the index in microseconds and rate-limited per session; behind viewports it would
+        /// wait for all of theirs.
+        case lookup
         /// A viewer waits for the answer: a viewport, an expansion, the connection opening.
         case request
         /// Keeps batches flowing: a client's ack, a timer the session asked for.
@@ -40,7 +44,7 @@ final class Workers: Sendable {
         /// of one more is the most it waits for viewports before it gets every other turn.
         var slack: Duration {
             switch self {
-            case .request: .zero
+            case .lookup, .request: .zero
             case .flow: .milliseconds(10)
             case .refresh: .milliseconds(50)
             }

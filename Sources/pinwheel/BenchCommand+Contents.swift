@@ -4,24 +4,41 @@ import PinwheelCore
 /// What counting every cluster's points per value (`--group-by`) costs: the build against one
 /// without, the binary bytes it adds per cluster, and a page of 100 of a cluster's points.
 extension BenchCommand {
-    func printContentCosts(
-        _ clusterer: any Clusterer, _ dataset: Dataset, withContentsMs: Double, withContentsCPUMs: Double
-    ) {
+    /// Builds compared: this many without and with, alternately, after the run's first build, so both
+    /// meet a warm heap and the same spells of a shared machine's load.
+    static let contentBuildPairs = 3
+
+    func printContentCosts(_ clusterer: any Clusterer, _ dataset: Dataset) {
         let clock = ContinuousClock()
-        let started = clock.now
-        let cpuStarted = BenchCommand.processCPUSeconds()
-        guard
-            let bare = try? ClustererFactory.make(
-                algorithm, dataset: dataset, options: ClusterOptions(maxClusters: maxClusters))
-        else { return }
-        let bareMs = (clock.now - started).ms
-        let bareCPUMs = (BenchCommand.processCPUSeconds() - cpuStarted) * 1000
+        var bare: (any Clusterer)?
+        var wall: [[Double]] = [[], []]
+        var cpu: [[Double]] = [[], []]
+        for _ in 0..<Self.contentBuildPairs {
+            for with in [false, true] {
+                let started = clock.now
+                let cpuStarted = BenchCommand.processCPUSeconds()
+                // Choosing the values is part of the build with them: the server does it once, at start.
+                let contents =
+                    with ? (try? ClusterContents.choosing(groupBy: groupBy, flags: [], from: dataset)) ?? .none : .none
+                let built = try? ClustererFactory.make(
+                    algorithm, dataset: dataset, options: ClusterOptions(maxClusters: maxClusters), contents: contents)
+                wall[with ? 1 : 0].append((clock.now - started).ms)
+                cpu[with ? 1 : 0].append((BenchCommand.processCPUSeconds() - cpuStarted) * 1000)
+                if !with { bare = built }
+            }
+        }
+        guard let bare else { return }
+        func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+        let (bareMs, withMs) = (median(wall[0]), median(wall[1]))
+        let (bareCPUMs, withCPUMs) = (median(cpu[0]), median(cpu[1]))
         print(
-            "contents (group by \(clusterer.contents.column ?? "-"), \(clusterer.contents.values.count) values + other): "
-                + "build \(fixed(withContentsMs, 1)) ms (CPU \(fixed(withContentsCPUMs, 1))) against "
+            "contents (group by \(clusterer.contents.column ?? "-"), \(clusterer.contents.values.count) values + other), "
+                + "median of \(Self.contentBuildPairs) builds each, alternately: "
+                + "build \(fixed(withMs, 1)) ms (CPU \(fixed(withCPUMs, 1))) against "
                 + "\(fixed(bareMs, 1)) ms (CPU \(fixed(bareCPUMs, 1))) without: "
-                + "\(fixed(withContentsCPUMs / max(bareCPUMs, 0.001), 2))× of CPU, "
-                + "\(fixed(withContentsMs / max(bareMs, 0.001), 2))× of wall time")
+                + "\(fixed(withCPUMs / max(bareCPUMs, 0.001), 2))× of CPU, "
+                + "\(fixed(withMs / max(bareMs, 0.001), 2))× of wall time; "
+                + "load average \(fixed(BenchCommand.loadAverage(), 2))")
 
         var rng = SplitMix64(seed: seed ^ 0xC0_47E7)
         let centres = (0..<queries).map { _ in Int(rng.next() % UInt64(dataset.count)) }

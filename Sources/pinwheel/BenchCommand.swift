@@ -175,7 +175,7 @@ struct BenchCommand: ParsableCommand {
                     + pad(String(r.featuresMedian), 19) + pad(r.panCPUMedianUs.map { fixed($0, 2) } ?? "—", 17))
         }
         if !contents.isEmpty, dataset.count > 0 {
-            printContentCosts(clusterer, dataset, withContentsMs: buildTime.ms, withContentsCPUMs: buildCPUMs)
+            printContentCosts(clusterer, dataset)
         }
         if liveChanges > 0, let base = clusterer as? ClusterIndex, dataset.count > 0 {
             let live = measureRefreshes(base: base, changes: liveChanges, changesEach: changesPerRefresh)

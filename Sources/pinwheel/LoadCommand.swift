@@ -131,6 +131,12 @@ struct LoadCommand: ParsableCommand {
     )
     var probes = 0
 
+    @Flag(
+        help:
+            "One more viewer beside the clients, over the steady part of the run, opening clusters' member lists: first pages of 100 (`leaves`), up to five clusters of each view, one after another; the report gives each page's time from request to answer."
+    )
+    var leavesProbe = false
+
     func run() throws {
         if let partOptions, let partFile {
             try LoadProcesses.runPart(options: LoadProcesses.readPartOptions(partOptions), writingTo: partFile)
@@ -143,6 +149,7 @@ struct LoadCommand: ParsableCommand {
         options.filters = filters
         options.tenants = tenants
         options.probes = probes
+        options.leavesProbe = leavesProbe
         if let ingestTokenFile {
             options.ingestToken = try String(contentsOfFile: ingestTokenFile, encoding: .utf8)
                 .trimmingCharacters(in: .whitespacesAndNewlines)

@@ -67,6 +67,39 @@ struct ClusterContentsTests {
         #expect(coder.code([]) == 12 | 1 << 10)
     }
 
+    @Test("a whole table's codes, in one part or two, equal each row's, with texts, numbers, booleans and blanks")
+    func tableCodes() throws {
+        let rows = 70_000
+        var random = SplitMix64(seed: 9)
+        // 20 texts (more than the short list counted apart while choosing), a number whose label is a
+        // listed text's, a boolean and blanks.
+        let pool: [PropertyValue?] =
+            (0..<20).map { .string("t\($0)") } + [.number(1), .string("1"), .bool(true), nil]
+        var values: [PropertyValue?] = []
+        for _ in 0..<rows {
+            // Skewed, so the choice of the 12 listed values is clear-cut.
+            let k = Int(random.next() % UInt64(pool.count))
+            values += [.number(Double(k)), pool[Int(random.next() % UInt64(k + 1))]]
+        }
+        let table = PropertyTable(columns: ["n", "kind"], values: values)
+        let data = Dataset(
+            ids: (0..<UInt32(rows)).map { $0 }, coordinates: [Double](repeating: 0, count: 2 * rows), properties: table)
+        let flags = [try FlagRule(parsing: #"big=[">",["get","n"],10]"#)]
+        let contents = try ClusterContents.choosing(groupBy: "kind", flags: flags, from: data)
+        // The choice matches a plain count of every row's label.
+        var counts: [String: Int] = [:]
+        for row in 0..<rows {
+            if let v = values[2 * row + 1] { counts[ClusterContents.label(v), default: 0] += 1 }
+        }
+        let expected = counts.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }.prefix(12)
+        #expect(contents.values == expected.map(\.key))
+        let coder = contents.coder(columns: table.columns)
+        let each = (0..<rows).map { coder.code(values[2 * $0..<2 * $0 + 2]) }
+        #expect(coder.codes(of: table, rows: rows, concurrently: true) == each)
+        #expect(coder.codes(of: table, rows: rows, concurrently: false) == each)
+        #expect(Set(each.map { $0 & 0xFF }).count == 13, "every listed value and other")
+    }
+
     @Test("a group-by column or flag column the dataset lacks is refused by name")
     func unknownColumns() throws {
         let data = Self.dataset(seed: 3, count: 100)

@@ -78,7 +78,8 @@ struct ClusterMembersTests {
         let request = ClientMessage.leaves(LeavesRequest(id: 77, req: 3, limit: 50, after: 1234))
         #expect(try ClientMessage.decode(request.json) == request)
         #expect(
-            throws: WireError(.invalidField, field: "cursor", message: #"cursor is not a cursor of this server: "12""#)
+            throws: WireError(
+                .invalidField, field: "cursor", message: #"cursor is not a cursor of this server: "12""#, req: 1)
         ) {
             try ClientMessage.decode(#"{"type":"leaves","id":1,"req":1,"cursor":"12"}"#)
         }
@@ -86,12 +87,37 @@ struct ClusterMembersTests {
         do {
             _ = try ClientMessage.decode(#"{"type":"leaves","id":1,"req":1,"limit":501}"#)
         } catch {
-            #expect(error.field == "limit" && error.code == .invalidField)
+            #expect(error.field == "limit" && error.code == .invalidField && error.req == 1)
         }
         #expect(
             try ClientMessage.decode(#"{"type":"leaves","id":1,"req":2}"#)
                 == .leaves(LeavesRequest(id: 1, req: 2, limit: 100, after: nil)))
         #expect(try ClientMessage.decode(#"{"type":"children","id":9,"req":4}"#) == .children(id: 9, req: 4))
+    }
+
+    @Test("a refused children or leaves request names its req, and one whose req cannot be read names none")
+    func refusalsNameTheRequest() {
+        func refusal(_ text: String) -> WireError? {
+            do {
+                _ = try ClientMessage.decode(text)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        #expect(
+            refusal(#"{"type":"children","req":12}"#)
+                == WireError(.missingField, field: "id", message: #"children needs "id""#, req: 12))
+        #expect(refusal(#"{"type":"leaves","id":1,"req":13,"limit":0}"#)?.req == 13)
+        #expect(refusal(#"{"type":"leaves","id":-1,"req":14}"#)?.req == 14)
+        #expect(refusal(#"{"type":"leaves","id":1,"req":-1}"#).map { $0.req == nil && $0.field == "req" } == true)
+        #expect(refusal(#"{"type":"expand","id":-1}"#).map { $0.req == nil } == true)
+        // The answer's JSON carries it, and a client reads it back.
+        var encoder = MessageEncoder()
+        encoder.error(WireError(.rateLimited, field: "type", message: "slow down", retryMs: 40, req: 2 << 40))
+        let decoded = try? ServerMessage.decode(Array(encoder.message))
+        #expect(
+            decoded == .error(WireError(.rateLimited, field: "type", message: "slow down", retryMs: 40, req: 2 << 40)))
     }
 
     @Test("a session answers children and leaves with the request's req, and unknown ids with unknown-feature")
@@ -117,7 +143,7 @@ struct ClusterMembersTests {
         #expect(page.req == 8 && page.total == Int(cluster.count) && page.points.count == 10)
         #expect(page.points.map(\.id) == page.points.map(\.id).sorted())
         #expect(page.next == LeavesRequest.cursor(after: UInt32(page.points.last!.id)))
-        #expect(unknown.code == .unknownFeature && unknown.field == "id")
+        #expect(unknown.code == .unknownFeature && unknown.field == "id" && unknown.req == 9)
     }
 
     @Test("children and leaves past the rate are refused with when to retry, then taken again")
@@ -131,6 +157,8 @@ struct ClusterMembersTests {
             return nil
         }
         #expect(answers.count == 6 && refused.count == 2)
+        // Each refusal names the request it turns away: the two past the burst.
+        #expect(refused.map(\.req) == [4, 5])
         #expect(refused.allSatisfy { ($0.retryMs ?? 0) > 0 && ($0.retryMs ?? 0) <= 400 })
         h.clock.advance(by: .milliseconds(refused[0].retryMs!))
         let later = try h.turn([.children(id: 3, req: 9)])

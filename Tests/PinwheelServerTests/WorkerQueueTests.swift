@@ -71,6 +71,19 @@ struct WorkerQueueTests {
         #expect(order == ["viewport 1", "viewport 2", "ack 1", "ack 2", "refresh 1", "refresh 2"])
     }
 
+    @Test("children and leaves requests run ahead of viewports queued before them, which still get every other turn")
+    func lookupsGoFirst() throws {
+        let now = ContinuousClock.now
+        let ahead = now + .seconds(60)
+        let order = try runOrder([
+            ("viewport 1", .request, now), ("viewport 2", .request, now), ("leaves 1", .lookup, ahead),
+            ("viewport 3", .request, ahead), ("leaves 2", .lookup, ahead), ("leaves 3", .lookup, ahead),
+        ])
+        // Viewports 1 and 2 are overdue (their line has no slack) and alternate with lookups; viewport 3,
+        // stamped later, waits for every lookup though it was queued before two of them.
+        #expect(order == ["viewport 1", "leaves 1", "viewport 2", "leaves 2", "leaves 3", "viewport 3"])
+    }
+
     @Test("refreshes that waited past their slack take every other turn from the viewports until they ran")
     func overdueRefreshesTakeTurns() throws {
         let now = ContinuousClock.now

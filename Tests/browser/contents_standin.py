@@ -55,7 +55,9 @@ def answer(msg, state):
     if kind in ("leaves", "children") and msg["id"] == SILENT_ID:
         return []
     if kind in ("leaves", "children") and msg["id"] != A["id"]:
-        return [{"type": "error", "code": "unknown-feature", "field": "id", "message": f"no feature {msg['id']}"}]
+        # As the server does, the error names the request it refuses.
+        return [{"type": "error", "code": "unknown-feature", "field": "id", "message": f"no feature {msg['id']}",
+                 "req": msg["req"]}]
     if kind == "children":
         return [{"type": "children", "req": msg["req"], "id": msg["id"], "features": CHILDREN}]
     if kind == "leaves":

@@ -213,12 +213,16 @@ def test_requests_past_their_limits_are_refused_by_field(tmp_path):
     try:
         session = Session(server.ws_url)
         cluster = max(session.view(3).values(), key=lambda f: f["count"])
+        # Each refusal names the request's req, so a client settles exactly that request.
         over = session.ask({"type": "leaves", "id": cluster["id"], "req": 1, "limit": 501})
-        assert over["code"] == "invalid-field" and over["field"] == "limit", over
+        assert over["code"] == "invalid-field" and over["field"] == "limit" and over["req"] == 1, over
         bad = session.ask({"type": "leaves", "id": cluster["id"], "req": 2, "cursor": "nonsense"})
-        assert bad["code"] == "invalid-field" and bad["field"] == "cursor", bad
+        assert bad["code"] == "invalid-field" and bad["field"] == "cursor" and bad["req"] == 2, bad
         unknown = session.ask({"type": "children", "id": 5 * 2**32 + 4_000_000, "req": 3})
-        assert unknown["code"] == "unknown-feature" and unknown["field"] == "id", unknown
+        assert unknown["code"] == "unknown-feature" and unknown["field"] == "id" and unknown["req"] == 3, unknown
+        # A req that cannot be read is named by field, with no req.
+        no_req = session.ask({"type": "leaves", "id": cluster["id"], "req": -1})
+        assert no_req["code"] == "invalid-field" and no_req["field"] == "req" and "req" not in no_req, no_req
         # Default page: 100 points.
         page = session.ask({"type": "leaves", "id": cluster["id"], "req": 4})
         assert len(page["points"]) == min(100, cluster["count"])
@@ -229,6 +233,8 @@ def test_requests_past_their_limits_are_refused_by_field(tmp_path):
         limited = [a for a in answers if a["type"] == "error"]
         assert all(a["code"] == "rate-limited" and a["retryMs"] > 0 for a in limited), answers
         assert 1 <= len(limited) <= 9
+        # Answered and refused, every req comes back exactly once.
+        assert sorted(a["req"] for a in answers) == list(range(10, 20)), answers
         session.close()
     finally:
         server.stop()
@@ -251,3 +257,22 @@ def test_bad_options_are_refused_at_start_naming_the_option(tmp_path):
                               timeout=60)
         assert done.returncode != 0, extra
         assert needle in done.stderr + done.stdout, (extra, done.stderr)
+
+
+def test_the_load_tool_times_member_pages_beside_the_tour(tmp_path):
+    write_points(tmp_path / "points.csv", n=20000)
+    report_file = tmp_path / "load.json"
+    server = PinwheelServer(pinwheel_binary(), ["--data", str(tmp_path / "points.csv"), "--group-by", "kind"]).start()
+    try:
+        done = subprocess.run(
+            [pinwheel_binary(), "load", "--url", server.ws_url, "--clients", "10", "--duration", "5s", "--ramp",
+             "1s", "--quiet", "--leaves-probe", "--json", str(report_file)],
+            capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr + done.stdout
+        leaves = json.loads(report_file.read_text())["leaves"]
+        assert "error" not in leaves, leaves
+        assert leaves["pageMs"]["count"] >= 5 and 0 < leaves["pageMs"]["p99"] < 10_000, leaves
+        assert "leaves page (ms)" in done.stdout, done.stdout
+    finally:
+        server.stop()
+        server.log.close()

@@ -733,12 +733,17 @@ export class PinwheelClient {
         this._emit(msg.type, msg);
     }
 
-    /** An error that names a waiting request's `req` settles it; one that names none is taken as the
-     *  answer to the oldest request still waiting (the server answers one session in order). A
+    /** An error naming a waiting request's `req` settles that request. One naming none settles no
+     *  request, except `unknown-type` from a server older than these requests, which is taken as the
+     *  answer to the oldest request still waiting (such a server answers one session in order). A
      *  `rate-limited` request is sent again after the `retryMs` it was told, up to REQUEST_RETRIES times. */
     _onRequestError(msg) {
         if (!REQUEST_ERRORS.has(msg.code) || this._requests.size === 0) return;
-        const req = msg.req !== undefined ? msg.req : this._requests.keys().next().value;
+        let req = msg.req;
+        if (req === undefined) {
+            if (msg.code !== 'unknown-type') return;
+            req = this._requests.keys().next().value;
+        }
         const r = this._requests.get(req);
         if (!r) return;
         if (msg.code === 'rate-limited' && r.tries < REQUEST_RETRIES) {

@@ -68,12 +68,33 @@ public struct ClusterContents: Equatable, Sendable {
             throw .invalidContents(reason: "cannot group by column \"\(column)\": the dataset has columns \(columns)")
         }
         var counts: [String: Int] = [:]
-        for row in 0..<dataset.count {
-            if let value = dataset.properties.value(row: row, column: c) { counts[Self.label(value), default: 0] += 1 }
+        // The first few texts met are counted in a short list compared as text, which a category
+        // column's every row then finds in a few comparisons; other values are hashed.
+        var few: [(label: String, count: Int)] = []
+        let width = columns.count
+        dataset.properties.values.withUnsafeBufferPointer { cells in
+            rows: for row in 0..<dataset.count {
+                guard let value = cells[row * width + c] else { continue }
+                if case .string(let text) = value {
+                    for k in few.indices where few[k].label == text {
+                        few[k].count += 1
+                        continue rows
+                    }
+                    if few.count < Self.fewValues {
+                        few.append((text, 1))
+                        continue
+                    }
+                }
+                counts[Self.label(value), default: 0] += 1
+            }
         }
+        for (label, count) in few { counts[label, default: 0] += count }
         let top = counts.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }.prefix(maxValues)
         return ClusterContents(column: column, values: top.map(\.key), flags: flags)
     }
+
+    /// Texts counted apart from the hashed rest while choosing values.
+    static let fewValues = 16
 
     /// How a value is listed in a breakdown: a string as it is, a number or a boolean as JSON writes it.
     public static func label(_ value: PropertyValue) -> String {
@@ -89,12 +110,16 @@ public struct ClusterContents: Equatable, Sendable {
     /// Turns a point's cells into its ``Code``.
     public struct Coder: Sendable {
         let column: Int?
+        /// The values listed, most common first: a text cell is compared with them in turn, which
+        /// finds most rows' value in a few comparisons, cheaper than hashing it.
+        let labels: [String]
         let valueIndex: [String: UInt16]
         let other: UInt16
         let flags: [BoundFilter]
 
         init(contents: ClusterContents, columns: [String]) {
             column = contents.column.flatMap { columns.firstIndex(of: $0) }
+            labels = contents.values
             valueIndex = Dictionary(
                 contents.values.enumerated().map { ($1, UInt16($0)) }, uniquingKeysWith: { first, _ in first })
             other = UInt16(contents.values.count)
@@ -105,13 +130,49 @@ public struct ClusterContents: Equatable, Sendable {
         public func code(_ cells: ArraySlice<PropertyValue?>) -> Code {
             let row = PropertyCells(cells)
             var code: Code = 0
-            if let column {
-                code = row.value(column: column).flatMap { valueIndex[ClusterContents.label($0)] } ?? other
-            }
+            if let column { code = valueCode(row.value(column: column)) }
             for (k, flag) in flags.enumerated() where flag.matches(row) {
                 code |= 1 << (8 + k)
             }
             return code
+        }
+
+        /// The value index of one cell of the grouped column.
+        @inline(__always)
+        func valueCode(_ value: PropertyValue?) -> Code {
+            guard let value else { return other }
+            if case .string(let text) = value {
+                // The first listed label equal to the text, as the dictionary (which keeps the first) has it.
+                for k in labels.indices where labels[k] == text { return Code(k) }
+                return other
+            }
+            return valueIndex[ClusterContents.label(value)] ?? other
+        }
+
+        /// Every row's code, in row order, for a table of `rows` rows in the columns the coder was made
+        /// for; in two parts on two threads when `concurrently` and the table is large.
+        func codes(of properties: PropertyTable, rows: Int, concurrently: Bool) -> [Code] {
+            var codes = [Code](repeating: 0, count: rows)
+            let width = properties.columns.count
+            let parts = rows >= Parallel.minimumItems ? 2 : 1
+            codes.withUnsafeMutableBufferPointer { out in
+                properties.values.withUnsafeBufferPointer { cells in
+                    let shared = UncheckedSendable((out: out, cells: cells))
+                    Parallel.run(parts, concurrently: concurrently) { part in
+                        let (out, cells) = shared.value
+                        for row in (part * rows / parts)..<((part + 1) * rows / parts) {
+                            var code: Code = 0
+                            if let column { code = valueCode(cells[row * width + column]) }
+                            if !flags.isEmpty {
+                                let row = PropertyCells(properties.values[row * width..<(row + 1) * width])
+                                for (k, flag) in flags.enumerated() where flag.matches(row) { code |= 1 << (8 + k) }
+                            }
+                            out[row] = code
+                        }
+                    }
+                }
+            }
+            return codes
         }
     }
 }

@@ -109,9 +109,9 @@ public final class ClusterIndex: Clusterer {
             order = nil
             tally = nil
         } else {
-            let order = HierarchyOrder(levels: levels, groups: groups, rowCount: n, keepingFrom: 0)
-            tally = ContentTally(contents: contents, codes: ClusterIndex.codes(of: dataset, contents, order: order))
-            self.order = order
+            (order, tally) = ClusterIndex.tally(
+                contents, of: dataset, levels: levels, groups: groups, parts: n >= parallelFrom ? 2 : 1,
+                concurrently: concurrently)
         }
         self.cells = levels.map(CellDirectory.init)
         self.pointValues = pointValues
@@ -125,20 +125,29 @@ public final class ClusterIndex: Clusterer {
             + groups.starts.count * 4 + groups.centers.count * 16 + (tally?.storedBytes ?? 0)
     }
 
-    /// Each point's contents code, at its position in `order`.
-    static func codes(of dataset: Dataset, _ contents: ClusterContents, order: HierarchyOrder)
-        -> [ClusterContents.Code]
-    {
-        let coder = contents.coder(columns: dataset.properties.columns)
-        let width = dataset.properties.columns.count
-        var codes = [ClusterContents.Code](repeating: 0, count: order.rawItemAtPosition.count)
-        let values = dataset.properties.values
-        for row in 0..<dataset.count {
-            let position = Int(order.positionOfRow[row])
-            guard position >= 0 else { continue }
-            codes[position] = coder.code(values[row * width..<(row + 1) * width])
+    /// The hierarchy order of `levels` and every point's contents code at its position in it. In two
+    /// parts, one thread orders while the other codes the rows, which need nothing of the order.
+    static func tally(
+        _ contents: ClusterContents, of dataset: Dataset, levels: [ZoomLevel], groups: SameCoordinateGroups,
+        parts: Int, concurrently: Bool
+    ) -> (HierarchyOrder, ContentTally) {
+        var made: HierarchyOrder?
+        var byRow: [ClusterContents.Code] = []
+        Parallel.run(parts, concurrently: concurrently) { part in
+            if part == 0 { made = HierarchyOrder(levels: levels, groups: groups, ids: dataset.ids, keepingFrom: 0) }
+            if part == 1 || parts == 1 {
+                byRow = contents.coder(columns: dataset.properties.columns).codes(
+                    of: dataset.properties, rows: dataset.count, concurrently: false)
+            }
         }
-        return codes
+        let order = made!
+        var codes = [ClusterContents.Code](repeating: 0, count: order.rawItemAtPosition.count)
+        codes.withUnsafeMutableBufferPointer { codes in
+            order.positionOfRow.withUnsafeBufferPointer { positions in
+                for row in 0..<byRow.count where positions[row] >= 0 { codes[Int(positions[row])] = byRow[row] }
+            }
+        }
+        return (order, ContentTally(contents: contents, codes: codes))
     }
 
     /// The level a map zoom reads: the floor, clamped to minZoom ... maxZoom + 1.

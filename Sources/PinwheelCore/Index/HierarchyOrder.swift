@@ -7,19 +7,22 @@ struct HierarchyOrder: Sendable {
     let positionOfRow: [Int32]
     /// The raw item holding the row at each position.
     let rawItemAtPosition: [Int32]
-    /// The row at each position.
-    let rowAtPosition: [Int32]
+    /// The id of the point at each position: a cluster's member page reads its run of them in order,
+    /// where reading rows and then their ids would jump about the dataset.
+    let idAtPosition: [UInt32]
     /// The first position of each item of the levels from `firstKept` on; empty for the others.
     private let firstPositions: [[Int32]]
 
     /// Orders the rows of `index`.
     /// - Parameter firstKept: the coarsest level whose items' runs ``run(level:item:count:)`` answers.
     init(_ index: ClusterIndex, keepingFrom firstKept: Int) {
-        self.init(levels: index.levels, groups: index.groups, rowCount: index.dataset.count, keepingFrom: firstKept)
+        self.init(levels: index.levels, groups: index.groups, ids: index.dataset.ids, keepingFrom: firstKept)
     }
 
     /// Orders the rows of an index's levels, before the index exists.
-    init(levels: [ZoomLevel], groups: SameCoordinateGroups, rowCount: Int, keepingFrom firstKept: Int) {
+    /// - Parameter ids: the dataset's ids, one per row.
+    init(levels: [ZoomLevel], groups: SameCoordinateGroups, ids: [UInt32], keepingFrom firstKept: Int) {
+        let rowCount = ids.count
         var kept = [[Int32]](repeating: [], count: levels.count)
         var total: Int32 = 0
         var starts = levels[0].meta.map { meta in
@@ -33,7 +36,7 @@ struct HierarchyOrder: Sendable {
         if levels.count - 1 >= firstKept { kept[levels.count - 1] = starts }
         var positionOfRow = [Int32](repeating: -1, count: rowCount)
         var rawItemAtPosition = [Int32](repeating: -1, count: Int(total))
-        var rowAtPosition = [Int32](repeating: -1, count: Int(total))
+        var idAtPosition = [UInt32](repeating: 0, count: Int(total))
         let raw = levels[levels.count - 1]
         for item in 0..<raw.count {
             let meta = raw.meta[item]
@@ -42,19 +45,19 @@ struct HierarchyOrder: Sendable {
             if ItemMeta.tag(meta) == 0 {
                 positionOfRow[payload] = Int32(position)
                 rawItemAtPosition[position] = Int32(item)
-                rowAtPosition[position] = Int32(payload)
+                idAtPosition[position] = ids[payload]
                 continue
             }
             for row in groups.rows(of: payload) {
                 positionOfRow[Int(row)] = Int32(position)
                 rawItemAtPosition[position] = Int32(item)
-                rowAtPosition[position] = row
+                idAtPosition[position] = ids[Int(row)]
                 position += 1
             }
         }
         self.positionOfRow = positionOfRow
         self.rawItemAtPosition = rawItemAtPosition
-        self.rowAtPosition = rowAtPosition
+        self.idAtPosition = idAtPosition
         firstPositions = kept
     }
 

@@ -85,21 +85,18 @@ public final class LiveClusterIndex: Clusterer {
         let count = Int(ItemMeta.count(base.levels[li].meta[item]))
         var selector = MemberPage.Selector(after: after, limit: limit)
         var total = 0
-        // Tags: a base row, or for a joined point the top bit set (its id is the key).
-        base.dataset.ids.withUnsafeBufferPointer { ids in
-            order.rowAtPosition.withUnsafeBufferPointer { rows in
-                for p in order.run(level: li, item: item, count: count) where !delta.removed.contains(p) {
-                    let row = rows[p]
-                    selector.offer(id: ids[Int(row)], tag: UInt32(row))
-                    total += 1
-                }
+        // Tags: 0 for a base point, 1 for a changed point that joined (the id is the key of both).
+        order.idAtPosition.withUnsafeBufferPointer { ids in
+            for p in order.run(level: li, item: item, count: count) where !delta.removed.contains(p) {
+                selector.offer(id: ids[p], tag: 0)
+                total += 1
             }
         }
         for joined in delta.joinedIDs(level: li, item: item) {
-            selector.offer(id: joined, tag: 1 << 31)
+            selector.offer(id: joined, tag: 1)
             total += 1
         }
-        let points = selector.page.map { $0.tag == 1 << 31 ? point($0.id, parent: nil) : base.leaf(row: Int($0.tag)) }
+        let points = selector.page.map { $0.tag == 1 ? point($0.id, parent: nil) : base.leaf(ofID: $0.id) }
         return MemberPage(total: total, points: points, next: selector.next)
     }
 

@@ -57,6 +57,33 @@ public struct MemberPage: Sendable {
             page.insert((id, tag), at: lo)
         }
 
+        /// Offers the ids at positions `run` of `ids`, each tagged 0: the common case, a run of ids
+        /// most of which are compared once against the page's largest and go no further.
+        public mutating func offer(_ ids: [UInt32], run: Range<Int>) {
+            // Every id above `after`: as a wider number, so "no cursor" needs no test per id.
+            let floor = after.map(Int64.init) ?? -1
+            ids.withUnsafeBufferPointer { ids in
+                var p = run.lowerBound
+                // Until the page is full, every id above the floor goes in.
+                while p < run.upperBound && page.count < limit {
+                    if Int64(ids[p]) > floor { offer(id: ids[p], tag: 0) }
+                    p += 1
+                }
+                guard p < run.upperBound, var largest = page.last?.id else { return }
+                while p < run.upperBound {
+                    let id = ids[p]
+                    p += 1
+                    guard Int64(id) > floor else { continue }
+                    rest += 1
+                    guard id < largest else { continue }
+                    // `offer` counts it again as it pushes the largest out.
+                    rest -= 1
+                    offer(id: id, tag: 0)
+                    largest = page[page.count - 1].id
+                }
+            }
+        }
+
         /// The id the next page starts after; nil when this page holds the last id.
         public var next: UInt32? { rest > 0 ? page.last?.id : nil }
     }

@@ -133,9 +133,10 @@ public struct SessionMachine<Clock: PinwheelClock> {
         _ message: ClientMessage, at receivedAt: Clock.Instant, actions: inout SessionActions<Clock>
     ) -> String {
         // Only runs of viewports coalesce: anything else is answered after the viewports before it.
-        // A ping's answer says only that the session is alive, so it waits for nothing.
+        // A ping's answer says only that the session is alive, and a `children` or `leaves` answer
+        // names its cluster and its `req`, so they wait for nothing.
         switch message {
-        case .viewport, .ping: break
+        case .viewport, .ping, .children, .leaves: break
         default: flush(actions: &actions)
         }
         switch message {
@@ -189,23 +190,23 @@ public struct SessionMachine<Clock: PinwheelClock> {
             actions.send("pong", encoder)
             return "ping"
         case .children(let id, let req):
-            guard admitContentRequest(actions: &actions) else { return "children" }
+            guard admitContentRequest(req: req, actions: &actions) else { return "children" }
             takeNewerData()
             guard let children = clusterer.children(of: id) else {
-                unknownFeature(id, actions: &actions)
+                unknownFeature(id, req: req, actions: &actions)
                 return "children"
             }
             encoder.children(req: req, id: id, children, context: context)
             actions.send("children", encoder)
             return "children"
         case .leaves(let request):
-            guard admitContentRequest(actions: &actions) else { return "leaves" }
+            guard admitContentRequest(req: request.req, actions: &actions) else { return "leaves" }
             takeNewerData()
             guard
                 let page = clusterer.memberPage(
                     of: request.id, zoom: served?.indexZoom ?? 0, after: request.after, limit: request.limit)
             else {
-                unknownFeature(request.id, actions: &actions)
+                unknownFeature(request.id, req: request.req, actions: &actions)
                 return "leaves"
             }
             encoder.leaves(
@@ -220,8 +221,9 @@ public struct SessionMachine<Clock: PinwheelClock> {
     /// and a first page) before the rate applies.
     static var contentBurst: Int { 4 }
 
-    /// Counts a `children` or `leaves` request against its rate; past it, answers `rate-limited`.
-    private mutating func admitContentRequest(actions: inout SessionActions<Clock>) -> Bool {
+    /// Counts a `children` or `leaves` request against its rate; past it, answers `rate-limited`
+    /// naming the request's `req`.
+    private mutating func admitContentRequest(req: UInt64, actions: inout SessionActions<Clock>) -> Bool {
         guard let from = contentLimiter.admit() else { return true }
         let wait = clock.now.duration(to: from)
         let ms = Int((Double(wait.components.seconds) * 1e3 + Double(wait.components.attoseconds) * 1e-15).rounded(.up))
@@ -229,13 +231,14 @@ public struct SessionMachine<Clock: PinwheelClock> {
             WireError(
                 .rateLimited, field: "type",
                 message: "children and leaves are limited to \(options.viewportHz) a second; retry in \(ms) ms",
-                retryMs: ms))
+                retryMs: ms, req: req))
         actions.send("error", encoder)
         return false
     }
 
-    private mutating func unknownFeature(_ id: FeatureID, actions: inout SessionActions<Clock>) {
-        encoder.error(WireError(.unknownFeature, field: "id", message: "no feature has id \(id)"))
+    /// Answers an id no feature has; `req` is the request's, for `children` and `leaves`.
+    private mutating func unknownFeature(_ id: FeatureID, req: UInt64? = nil, actions: inout SessionActions<Clock>) {
+        encoder.error(WireError(.unknownFeature, field: "id", message: "no feature has id \(id)", req: req))
         actions.send("error", encoder)
     }
 

@@ -249,22 +249,16 @@ public enum ClientMessage: Equatable, Sendable {
             return .held(HeldMessage(version: version, features: held))
         case "ping":
             return .ping(id: try m.whole("id"))
-        case "children":
-            return .children(id: try m.whole("id"), req: try m.whole("req"))
-        case "leaves":
-            let limit = m.has("limit") ? Int(try m.whole("limit", in: 1...Double(LeavesRequest.maxLimit))) : nil
-            var after: UInt32?
-            if m.has("cursor") {
-                let text = try m.string("cursor")
-                guard let id = LeavesRequest.id(ofCursor: text) else {
-                    throw MessageFields.invalid("cursor", "is not a cursor of this server: \"\(text)\"")
-                }
-                after = id
+        case "children", "leaves":
+            // Read first, so an error about any other field names the request it refuses.
+            let req = try m.whole("req")
+            do throws(WireError) {
+                return try request(m, req: req)
+            } catch {
+                var refused = error
+                refused.req = req
+                throw refused
             }
-            return .leaves(
-                LeavesRequest(
-                    id: try m.whole("id"), req: try m.whole("req"), limit: limit ?? LeavesRequest.defaultLimit,
-                    after: after))
         default:
             throw WireError(
                 .unknownType, field: "type",
@@ -272,6 +266,22 @@ public enum ClientMessage: Equatable, Sendable {
                     "unknown message type \"\(m.type)\"; expected viewport, ack, expand, settings, held, ping, children or leaves"
             )
         }
+    }
+
+    /// A `children` or `leaves` request's fields besides `req`.
+    private static func request(_ m: MessageFields, req: UInt64) throws(WireError) -> ClientMessage {
+        let id = try m.whole("id")
+        guard m.type == "leaves" else { return .children(id: id, req: req) }
+        let limit = m.has("limit") ? Int(try m.whole("limit", in: 1...Double(LeavesRequest.maxLimit))) : nil
+        var after: UInt32?
+        if m.has("cursor") {
+            let text = try m.string("cursor")
+            guard let cursorID = LeavesRequest.id(ofCursor: text) else {
+                throw MessageFields.invalid("cursor", "is not a cursor of this server: \"\(text)\"")
+            }
+            after = cursorID
+        }
+        return .leaves(LeavesRequest(id: id, req: req, limit: limit ?? LeavesRequest.defaultLimit, after: after))
     }
 
     /// A viewport from its checked fields: the tile size one of those the index serves, the box
@@ -315,6 +325,27 @@ public enum ClientMessage: Equatable, Sendable {
                     return true
                 }
                 start += 1
+            }
+            return false
+        }
+    }
+
+    /// Whether a message may be a `children` or `leaves` request, from its bytes alone (the word in
+    /// quotes, in a message short enough to be one), so a server can take it ahead of viewports; a
+    /// message it wrongly takes for one is only served early.
+    public static func mayBeLookup(_ bytes: [UInt8]) -> Bool {
+        guard bytes.count <= 256 else { return false }
+        return contains(#""leaves""#, in: bytes) || contains(#""children""#, in: bytes)
+    }
+
+    private static func contains(_ word: StaticString, in bytes: [UInt8]) -> Bool {
+        let w = UnsafeBufferPointer(start: word.utf8Start, count: word.utf8CodeUnitCount)
+        guard bytes.count >= w.count else { return false }
+        return bytes.withUnsafeBufferPointer { b in
+            for start in 0...(b.count - w.count) where b[start] == w[0] && b[start + 1] == w[1] {
+                var k = 2
+                while k < w.count && b[start + k] == w[k] { k += 1 }
+                if k == w.count { return true }
             }
             return false
         }

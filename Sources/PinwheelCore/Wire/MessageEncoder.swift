@@ -243,6 +243,10 @@ public struct MessageEncoder: Sendable {
             writer.raw(",\"retryMs\":")
             writer.integer(retry)
         }
+        if let req = e.req {
+            writer.raw(",\"req\":")
+            writer.integer(req)
+        }
         writer.byte(UInt8(ascii: "}"))
     }
 

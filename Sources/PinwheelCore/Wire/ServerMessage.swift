@@ -211,7 +211,8 @@ public enum ServerMessage: Equatable, Sendable {
             }
             let field = m.has("field") ? try m.string("field") : nil
             let retry = m.has("retryMs") ? Int(try m.whole("retryMs")) : nil
-            return .error(WireError(code, field: field, message: try m.string("message"), retryMs: retry))
+            let req = m.has("req") ? try m.whole("req") : nil
+            return .error(WireError(code, field: field, message: try m.string("message"), retryMs: retry, req: req))
         case "presence":
             return .presence(try presenceViewports(m.array("viewports")))
         case "pong":

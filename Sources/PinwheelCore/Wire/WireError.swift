@@ -23,12 +23,16 @@ public struct WireError: Error, Equatable, Sendable, CustomStringConvertible {
     public var message: String
     /// For `rate-limited`: milliseconds until the request would be taken.
     public var retryMs: Int?
+    /// The `req` of the `children` or `leaves` request refused, so a client settles exactly that one;
+    /// nil for other messages, and for a request whose `req` could not be read.
+    public var req: UInt64?
 
-    public init(_ code: Code, field: String? = nil, message: String, retryMs: Int? = nil) {
+    public init(_ code: Code, field: String? = nil, message: String, retryMs: Int? = nil, req: UInt64? = nil) {
         self.code = code
         self.field = field
         self.message = message
         self.retryMs = retryMs
+        self.req = req
     }
 
     public var description: String { "\(code.rawValue)\(field.map { " (\($0))" } ?? ""): \(message)" }
