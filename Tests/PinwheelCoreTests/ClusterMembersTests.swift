@@ -146,6 +146,24 @@ struct ClusterMembersTests {
         #expect(unknown.code == .unknownFeature && unknown.field == "id" && unknown.req == 9)
     }
 
+    @Test("a leaves request is answered before a viewport that came before it in the same turn")
+    func leavesAheadOfViewport() throws {
+        var h = SessionMachineTests.Harness()
+        _ = try h.opened()
+        try h.turn([h.viewport(SessionMachineTests.europe, zoom: 4)])
+        let cluster = h.page.values.filter { $0.id >> 32 != 0 }.max { $0.count < $1.count }!
+        h.clock.advance(by: .seconds(1))
+        let answers = try h.turn([
+            h.viewport(SessionMachineTests.europe, zoom: 5), .leaves(LeavesRequest(id: cluster.id, req: 3, limit: 5)),
+        ])
+        guard case .leaves(let page)? = answers.first else {
+            Issue.record("answers: \(answers)")
+            return
+        }
+        #expect(page.req == 3 && page.total == Int(cluster.count) && page.points.count == 5)
+        #expect(answers.dropFirst().contains { if case .batch = $0 { true } else { false } })
+    }
+
     @Test("children and leaves past the rate are refused with when to retry, then taken again")
     func rateLimited() throws {
         var h = SessionMachineTests.Harness()
