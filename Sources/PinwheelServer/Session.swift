@@ -40,42 +40,9 @@ final class Session: WorkerJob, @unchecked Sendable {
         }
     }
 
-    private struct Inbox {
-        var events: [Event] = []
-        /// The array the last turn took its events in, emptied: the next turn's take leaves it here
-        /// for arrivals, so no turn allocates one.
-        var spareEvents: [Event] = []
-        /// True while a worker runs the session's turn.
-        var running = false
-        /// The most urgent of the workers' queues the session waits in. A stale entry in another (its
-        /// events taken by a turn started from this one) finds nothing to do.
-        var queued: Workers.Priority?
-        /// Set by a turn's end, from ``SessionActions/acknowledgementsCanWait``; false while a turn runs.
-        var acksCanWait = false
-        /// How long the last turn took: a long one runs the next on a worker (``ServiceThreadTurns``).
-        var lastTurn: Duration = .zero
-
-        /// The waiting events, leaving the spare array in their place.
-        mutating func takeEvents() -> [Event] {
-            let taken = events
-            events = spareEvents
-            spareEvents = []
-            return taken
-        }
-
-        /// Marks the session queued for its waiting events; the queue it must be submitted to, or nil
-        /// when it already waits in one at least as urgent (or runs).
-        mutating func enqueue() -> Workers.Priority? {
-            guard !running, let needed = events.lazy.map(\.priority).min() else { return nil }
-            if let queued, queued <= needed { return nil }
-            queued = needed
-            return needed
-        }
-    }
-
     let connection: ConnectionID
     let host: any SessionHost
-    private let inbox = Mutex(Inbox())
+    private let inbox = Mutex(SessionInbox())
     /// Counts messages as they arrive on the service thread, so a flood is judged by arrival time.
     private let flood = Mutex(FloodDetector(clock: ContinuousClock()))
     /// The view last served and the data version it was read at, for the index thread to skip the
@@ -174,7 +141,7 @@ final class Session: WorkerJob, @unchecked Sendable {
             guard mayBeAck, box.acksCanWait, !box.running else { return false }
             // Checked under the lock, so no turn can start meanwhile and start waiting on this ack.
             guard case .ack(let ack)? = try? ClientMessage.decode(text) else { return false }
-            box.events.append(.acknowledgement(ack, bytes: text.count, receivedAt: receivedAt))
+            box.append(.acknowledgement(ack, bytes: text.count, receivedAt: receivedAt))
             return true
         }
         if !waits {
@@ -206,7 +173,7 @@ final class Session: WorkerJob, @unchecked Sendable {
     ///   is not a refresh itself (``SessionHost/runsOnServiceThread(lastTurn:)``).
     func post(_ event: Event, onServiceThread: Bool = false) {
         let (priority, lastTurn) = inbox.withLock { box in
-            box.events.append(event)
+            box.append(event)
             return (box.enqueue(), box.lastTurn)
         }
         guard let priority else { return }
