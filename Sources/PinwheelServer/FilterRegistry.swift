@@ -31,6 +31,9 @@ final class FilterRegistry: @unchecked Sendable {
         var clusterers: [Algorithm: any Clusterer] = [:]
         /// The live index's changes since its base (live data only).
         var delta: ClusterDelta?
+        /// Counts the builds that replaced `delta`, so changes laid outside the lock over an older
+        /// one are not published over a newer build.
+        var generation = 0
         /// Changes the index thread handed over while a build ran, laid over the build when it ends.
         var pending: [ChangedPoint]?
         var sessions = 0
@@ -154,6 +157,7 @@ final class FilterRegistry: @unchecked Sendable {
                 for change in entry.pending ?? [] { delta.apply(change.filtered(by: bound)) }
                 entry.pending = nil
                 entry.delta = delta
+                entry.generation += 1
                 served = LiveClusterIndex(
                     delta: delta, version: data.version, names: data.names, columns: data.properties.columns,
                     pointCount: delta.pointCount)
@@ -173,25 +177,35 @@ final class FilterRegistry: @unchecked Sendable {
     ///   - columns: the property columns now.
     func refresh(changes: [ChangedPoint], version: UInt64, names: [UInt32: String], columns: [String]) {
         guard !changes.isEmpty else { return }
-        var compactions: [Entry] = []
-        entries.withLock { e in
+        // Taken under the lock, laid outside it: sessions asking for their filter's index never wait
+        // for the changes to be laid over every other filter's.
+        let following: [(entry: Entry, delta: ClusterDelta, generation: Int)] = entries.withLock { e in
             columnsNow = columns
-            for entry in e.values {
+            return e.values.compactMap { entry in
                 if entry.pending != nil { entry.pending?.append(contentsOf: changes) }
                 // Rebuilt on the next ask: it does not follow changes.
                 entry.clusterers[.pcaTree] = nil
                 entry.sizes[.pcaTree] = nil
-                guard var delta = entry.delta else { continue }
-                let bound = BoundFilter(entry.filter, columns: columns)
-                for change in changes { delta.apply(change.filtered(by: bound)) }
-                entry.delta = delta
-                entry.clusterers[.hierarchical] = LiveClusterIndex(
-                    delta: delta, version: version, names: names, columns: columns, pointCount: delta.pointCount)
-                if !entry.compacting && delta.size > max(1_000, delta.base.dataset.count / 4) {
-                    entry.compacting = true
-                    compactions.append(entry)
-                }
+                return entry.delta.map { (entry, $0, entry.generation) }
             }
+        }
+        var compactions: [Entry] = []
+        for (entry, before, generation) in following {
+            var delta = before
+            let bound = BoundFilter(entry.filter, columns: columns)
+            for change in changes { delta.apply(change.filtered(by: bound)) }
+            let published = LiveClusterIndex(
+                delta: delta, version: version, names: names, columns: columns, pointCount: delta.pointCount)
+            let compacts = entries.withLock { _ in
+                // A build that ended meanwhile already holds these changes (they were pending).
+                guard entry.generation == generation else { return false }
+                entry.delta = delta
+                entry.clusterers[.hierarchical] = published
+                guard !entry.compacting, delta.size > max(1_000, delta.base.dataset.count / 4) else { return false }
+                entry.compacting = true
+                return true
+            }
+            if compacts { compactions.append(entry) }
         }
         for entry in compactions {
             // The index it replaces serves, and follows the changes, until the build is in.
