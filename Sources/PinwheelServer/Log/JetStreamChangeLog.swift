@@ -77,19 +77,13 @@ public final class JetStreamChangeLog: KeyedChangeLog, ChangeLogHealth, @uncheck
         var sequence: UInt64 = 0
         /// Where each record applied since the oldest kept snapshot ended: (version, sequence).
         var ends: [(version: UInt64, sequence: UInt64)] = [(0, 0)]
-        /// Appends waiting for their record to be applied, by its stream sequence.
-        var waiting: [UInt64: [Waiter]] = [:]
+        /// Appends waiting for their record to be applied, by its stream sequence: each is answered
+        /// with the record's last version, or nil when the log closed first.
+        var waiting: [UInt64: [@Sendable (UInt64?) -> Void]] = [:]
         /// While `open` catches up: the sequence it waits for.
         var catchingUpTo: UInt64?
         var closing = false
         var opened = false
-    }
-
-    /// An append acknowledged by JetStream, waiting until this node applies its record.
-    private final class Waiter: @unchecked Sendable {
-        let applied = DispatchSemaphore(value: 0)
-        /// The record's last version once applied (written under the state's lock, before the signal).
-        var version: UInt64?
     }
 
     private let state = Mutex(State())
@@ -301,17 +295,16 @@ public final class JetStreamChangeLog: KeyedChangeLog, ChangeLogHealth, @uncheck
         let changes = (try? ChangeCodec.decode(ArraySlice(message.data))) ?? []
         // A message that is not a record (published by something else) changes nothing, on every node.
         if !changes.isEmpty { apply(LoggedChanges(first: version + 1, changes: changes)) }
-        let (waiters, done) = state.withLock { s -> ([Waiter], Bool) in
+        let (waiters, now, done) = state.withLock { s -> ([@Sendable (UInt64?) -> Void], UInt64, Bool) in
             s.version = version + UInt64(changes.count)
             s.sequence = message.streamSequence
             if !changes.isEmpty { s.ends.append((s.version, s.sequence)) }
             let waiters = s.waiting.removeValue(forKey: s.sequence) ?? []
-            for waiter in waiters { waiter.version = s.version }
-            guard let target = s.catchingUpTo, s.sequence >= target else { return (waiters, false) }
+            guard let target = s.catchingUpTo, s.sequence >= target else { return (waiters, s.version, false) }
             s.catchingUpTo = nil
-            return (waiters, true)
+            return (waiters, s.version, true)
         }
-        for waiter in waiters { waiter.applied.signal() }
+        for waiter in waiters { waiter(now) }
         if done { caughtUp.signal() }
     }
 
@@ -338,7 +331,6 @@ public final class JetStreamChangeLog: KeyedChangeLog, ChangeLogHealth, @uncheck
         // one gets an id of this node's own (never a producer's: those have the prefix).
         let id = request.key.map { "key:" + $0 } ?? "\(node)-\(appended.add(1, ordering: .relaxed).newValue)"
         let payload = ChangeCodec.encode(changes)
-        let ack: (sequence: UInt64, duplicate: Bool)
         do throws(ChangeLogError) {
             if payload.count > connection.maxPayload {
                 throw .recordTooLarge(bytes: payload.count, limit: connection.maxPayload)
@@ -353,13 +345,33 @@ public final class JetStreamChangeLog: KeyedChangeLog, ChangeLogHealth, @uncheck
                 throw .nats(
                     function: "js_Publish", reason: "not connected: \(connection.problem ?? "reconnecting to NATS")")
             }
-            ack = try connection.publishToStream(options.subject, payload, id: id, timeout: options.publishTimeout)
         } catch {
             return done(.failure(error))
         }
-        // Acknowledged by JetStream: wait until this node has applied the record (for a duplicate: the
-        // first one with the key), which gives its version.
-        let waiter = Waiter()
+        // No thread waits for JetStream: its acknowledgement comes back on a client thread.
+        connection.publishToStream(options.subject, payload, id: id, timeout: options.publishTimeout) {
+            [weak self] acknowledged in
+            switch acknowledged {
+            case .success(let ack):
+                guard let self else { return done(.failure(.closed)) }
+                waitForApplied(ack, done: done)
+            case .failure(let error):
+                done(.failure(error))
+            }
+        }
+    }
+
+    /// Client thread: a record JetStream acknowledged is answered once this node has applied it (for
+    /// a duplicate: the first one with the key), which gives its version; by the delivery thread when
+    /// it is not applied yet.
+    private func waitForApplied(
+        _ ack: (sequence: UInt64, duplicate: Bool),
+        done: @escaping @Sendable (Result<AppendOutcome, ChangeLogError>) -> Void
+    ) {
+        let answer: @Sendable (UInt64?) -> Void = { version in
+            guard let version else { return done(.failure(.closed)) }
+            done(.success(ack.duplicate ? .duplicate(version) : .appended(version)))
+        }
         let known = state.withLock { s -> UInt64?? in
             guard s.sequence < ack.sequence else {
                 // Applied already: its version if this node still knows where it ended, else the
@@ -367,18 +379,10 @@ public final class JetStreamChangeLog: KeyedChangeLog, ChangeLogHealth, @uncheck
                 return .some(s.ends.last(where: { $0.sequence == ack.sequence })?.version ?? s.version)
             }
             if s.closing { return .some(nil) }
-            s.waiting[ack.sequence, default: []].append(waiter)
+            s.waiting[ack.sequence, default: []].append(answer)
             return nil
         }
-        let version: UInt64?
-        if let known {
-            version = known
-        } else {
-            waiter.applied.wait()
-            version = state.withLock { _ in waiter.version }
-        }
-        guard let version else { return done(.failure(.closed)) }
-        done(.success(ack.duplicate ? .duplicate(version) : .appended(version)))
+        if let known { answer(known) }
     }
 
     // MARK: Health
@@ -422,7 +426,7 @@ public final class JetStreamChangeLog: KeyedChangeLog, ChangeLogHealth, @uncheck
             defer { s.waiting.removeAll() }
             return s.waiting.values.flatMap { $0 }
         }) {
-            waiter.applied.signal()
+            waiter(nil)
         }
         connection.close()
     }

@@ -23,6 +23,35 @@ final class NATSConnection: @unchecked Sendable {
         init(_ body: @escaping @Sendable (Message) -> Void) { self.body = body }
     }
 
+    /// Publishes waiting for JetStream's acknowledgement, by message id, oldest first: the C client's
+    /// acknowledgement handler answers each, or a timer once its time is up, whichever comes first.
+    final class PendingAcks: @unchecked Sendable {
+        typealias Answer = @Sendable (Result<(sequence: UInt64, duplicate: Bool), ChangeLogError>) -> Void
+        private let waiting = Mutex<(next: UInt64, byID: [String: [(token: UInt64, answer: Answer)]])>((0, [:]))
+
+        /// Keeps `answer` until the publish with `id` is acknowledged.
+        /// - Returns: the token that ``take(id:token:)`` finds it by.
+        func add(id: String, answer: @escaping Answer) -> UInt64 {
+            waiting.withLock { w in
+                w.next += 1
+                w.byID[id, default: []].append((w.next, answer))
+                return w.next
+            }
+        }
+
+        /// Takes the answer of the publish with `id` and `token` (nil: the oldest with `id`) out; nil
+        /// when it was answered already.
+        func take(id: String, token: UInt64?) -> Answer? {
+            waiting.withLock { w in
+                guard var list = w.byID[id], let k = list.firstIndex(where: { token == nil || $0.token == token })
+                else { return nil }
+                let answer = list.remove(at: k).answer
+                w.byID[id] = list.isEmpty ? nil : list
+                return answer
+            }
+        }
+    }
+
     /// What the connection reports about itself: losing its server, and finding one again. It also
     /// keeps the connection's health for `/healthz` and `/metrics`.
     final class EventHandler: @unchecked Sendable {
@@ -101,6 +130,9 @@ final class NATSConnection: @unchecked Sendable {
 
     private let connection: OpaquePointer
     private let jetStream: OpaquePointer
+    /// Asynchronous publishes waiting for their acknowledgement; the C client's handler holds it
+    /// unretained, and the JetStream context goes first.
+    private let acks = PendingAcks()
     /// C strings, and handlers whose release no subscription's on-complete callback took over (see
     /// ``record(_:closure:)``), live as long as the connection: the client may use them until it is destroyed.
     /// (C pointers are kept as their addresses, which may cross threads.)
@@ -160,6 +192,8 @@ final class NATSConnection: @unchecked Sendable {
         var jsOptions = jsOptions()
         jsOptions_Init(&jsOptions)
         jsOptions.Wait = Int64(requestTimeout.milliseconds)
+        jsOptions.PublishAsync.AckHandler = natsPublishAcknowledged
+        jsOptions.PublishAsync.AckHandlerClosure = Unmanaged.passUnretained(acks).toOpaque()
         var context: OpaquePointer?
         let status = natsConnection_JetStream(&context, made, &jsOptions)
         guard status == NATS_OK, let context else {
@@ -393,31 +427,37 @@ final class NATSConnection: @unchecked Sendable {
         try Self.check(js_DeleteStream(jetStream, name, nil, &code), "js_DeleteStream", code)
     }
 
-    /// Publishes to a stream and waits for JetStream's acknowledgement: the message is then stored on
-    /// the stream's replicas (a majority of them).
+    /// Publishes to a stream without waiting: `answer` gets JetStream's acknowledgement (the message
+    /// is then stored on a majority of the stream's replicas) on a client thread, or the failure.
     /// - Parameters:
     ///   - id: the `Nats-Msg-Id`; JetStream stores a message with an id it saw recently only once.
-    ///   - timeout: how long to wait for the acknowledgement.
-    /// - Returns: the message's stream sequence, and whether JetStream had it already (a message with
-    ///   the same id within the stream's duplicate window: the sequence is then the first one's).
-    func publishToStream(_ subject: String, _ bytes: [UInt8], id: String, timeout: Duration) throws(ChangeLogError)
-        -> (sequence: UInt64, duplicate: Bool)
-    {
+    ///   - timeout: how long to wait for the acknowledgement; past it `answer` gets a failure (the
+    ///     message may still be stored, and a retry with the same id is then a duplicate).
+    ///   - answer: the message's stream sequence, and whether JetStream had it already (a message
+    ///     with the same id within the stream's duplicate window: the sequence is then the first one's).
+    func publishToStream(
+        _ subject: String, _ bytes: [UInt8], id: String, timeout: Duration,
+        answer: @escaping PendingAcks.Answer
+    ) {
+        // Kept before publishing: the acknowledgement may come back before the call returns.
+        let token = acks.add(id: id, answer: answer)
         var options = jsPubOptions()
         jsPubOptions_Init(&options)
         options.MaxWait = Int64(timeout.milliseconds)
-        var ack: UnsafeMutablePointer<jsPubAck>?
-        var code = jsErrCode(0)
         let status = id.withCString { cID in
             options.MsgId = cID
             return bytes.withUnsafeBytes { raw in
-                js_Publish(&ack, jetStream, subject, raw.baseAddress, Int32(raw.count), &options, &code)
+                js_PublishAsync(jetStream, subject, raw.baseAddress, Int32(raw.count), &options)
             }
         }
-        defer { jsPubAck_Destroy(ack) }
-        try Self.check(status, "js_Publish", code)
-        guard let ack else { throw .nats(function: "js_Publish", reason: "no acknowledgement") }
-        return (ack.pointee.Sequence, ack.pointee.Duplicate)
+        guard status == NATS_OK else {
+            acks.take(id: id, token: token)?(.failure(Self.failure(status, "js_PublishAsync")))
+            return
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(timeout.milliseconds)) { [acks] in
+            acks.take(id: id, token: token)?(
+                .failure(.nats(function: "js_PublishAsync", reason: "no acknowledgement within \(timeout)")))
+        }
     }
 
     /// Calls `handler` with every message of the stream after `sequence`, in stream order, then with
@@ -533,6 +573,27 @@ private let natsReconnected: natsConnectionHandler = { connection, closure in
     guard let closure else { return }
     Unmanaged<NATSConnection.EventHandler>.fromOpaque(closure).takeUnretainedValue()
         .found(connectedURL(connection) ?? "a NATS server")
+}
+
+/// The C client's callback for each asynchronous publish's acknowledgement or failure: answers the
+/// publish waiting with the message's id, then frees the message. Runs on a client thread.
+private let natsPublishAcknowledged: jsPubAckHandler = { _, message, ack, failure, closure in
+    defer { natsMsg_Destroy(message) }
+    guard let message, let closure else { return }
+    var value: UnsafePointer<CChar>?
+    guard natsMsgHeader_Get(message, "Nats-Msg-Id", &value) == NATS_OK, let value else { return }
+    let pending = Unmanaged<NATSConnection.PendingAcks>.fromOpaque(closure).takeUnretainedValue()
+    guard let answer = pending.take(id: String(cString: value), token: nil) else { return }
+    if let ack {
+        answer(.success((ack.pointee.Sequence, ack.pointee.Duplicate)))
+        return
+    }
+    var reason = "no acknowledgement"
+    if let failure = failure?.pointee {
+        reason = failure.ErrText.map { String(cString: $0) } ?? String(cString: natsStatus_GetText(failure.Err))
+        if failure.ErrCode.rawValue != 0 { reason += ", JetStream error \(failure.ErrCode.rawValue)" }
+    }
+    answer(.failure(.nats(function: "js_PublishAsync", reason: reason)))
 }
 
 /// The C client's message callback for every subscription: recovers the handler from the closure
