@@ -43,7 +43,7 @@ extension BenchCommand {
         var rng = SplitMix64(seed: seed ^ 0xC0_47E7)
         let centres = (0..<queries).map { _ in Int(rng.next() % UInt64(dataset.count)) }
         var out: [Feature] = []
-        print("zoom  clusters  values present (mean)  binary bytes added per cluster (mean, max per value)")
+        print("zoom  clusters  values present (mean)  binary bytes added: per cluster (mean), per value present")
         var pageMicros: [Double] = []
         let pageClusters = max(1, 2_000 / BenchCommand.zooms.count)
         for zoom in BenchCommand.zooms {

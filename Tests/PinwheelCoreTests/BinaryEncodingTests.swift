@@ -394,34 +394,59 @@ struct BinaryEncodingTests {
         #expect(encoder.writer.bytes.capacity == capacity)
     }
 
-    @Test("a cluster's breakdown costs at most 2 bytes per value present, for counts below 128")
-    func breakdownBytes() throws {
-        let cluster = Feature(id: 3 << 32 | 77, lat: 10, lon: 20, count: 150, parent: nil, row: -1)
-        func size(_ groups: [Int: Int32]?) -> Int {
-            var context = FeatureContext()
-            if let groups {
-                context.contents = ClusterContents(column: "kind", values: (0..<12).map { "k\($0)" }, flags: [])
-                context.addContents = { _, counts in for (v, n) in groups { counts[v] = n } }
-            }
-            var encoder = BinaryMessageEncoder()
-            encoder.batch(
-                seq: 1, number: 1, removeSlots: [], held: 0, add: [cluster], update: [], done: true, context: context)
-            var decoder = BinaryDecoder()
-            do {
-                guard case .batch(let b) = try decoder.decode(Array(encoder.message)) else {
-                    Issue.record("not a batch")
-                    return 0
-                }
-                #expect(b.add.first?.groups == (groups ?? [:]).mapValues(Int.init))
-            } catch {
-                Issue.record("the batch does not decode: \(error)")
-            }
-            return encoder.message.count
+    /// The bytes of a batch adding one cluster of `count` points with `groups` (nil: no breakdown),
+    /// after checking that the breakdown reads back whole.
+    static func breakdownBatchSize(count: Int, _ groups: [Int: Int32]?) -> Int {
+        let cluster = Feature(id: 3 << 32 | 77, lat: 10, lon: 20, count: UInt32(count), parent: nil, row: -1)
+        var context = FeatureContext()
+        if let groups {
+            context.contents = ClusterContents(column: "kind", values: (0..<12).map { "k\($0)" }, flags: [])
+            context.addContents = { _, counts in for (v, n) in groups { counts[v] = n } }
         }
+        var encoder = BinaryMessageEncoder()
+        encoder.batch(
+            seq: 1, number: 1, removeSlots: [], held: 0, add: [cluster], update: [], done: true, context: context)
+        var decoder = BinaryDecoder()
+        do {
+            guard case .batch(let b) = try decoder.decode(Array(encoder.message)) else {
+                Issue.record("not a batch")
+                return 0
+            }
+            #expect(b.add.first?.groups == (groups ?? [:]).mapValues(Int.init))
+        } catch {
+            Issue.record("the batch does not decode: \(error)")
+        }
+        return encoder.message.count
+    }
+
+    @Test(
+        "a breakdown costs a flag byte, then per value present one byte below 8 points, two below 1,024, the last none for its count"
+    )
+    func breakdownBytes() throws {
+        let size = { Self.breakdownBatchSize(count: 150, $0) }
         let bare = size(nil)
-        // The last value's count (here past 127) is not written.
-        #expect(size([0: 5, 4: 45, 12: 100]) - bare <= 2 * 3)
-        #expect(size([12: 150]) - bare <= 2)
-        #expect(size([1: 100, 7: 50]) - bare <= 2 * 2)
+        // The flag byte, then a byte per count below 8, two below 1,024; the last value's count is
+        // not written.
+        #expect(size([0: 5, 4: 45, 12: 100]) - bare == 1 + 1 + 2 + 1)
+        #expect(size([12: 150]) - bare == 1 + 1)
+        #expect(size([1: 100, 7: 50]) - bare == 1 + 2 + 1)
+        #expect(size([0: 3, 2: 1, 3: 2, 12: 144]) - bare == 1 + 4)
+    }
+
+    @Test("a cluster holding every value in large numbers writes them as a mask; any breakdown reads back whole")
+    func breakdownForms() throws {
+        let bare = Self.breakdownBatchSize(count: 1300, nil)
+        // 13 values of 100: a list takes 2 bytes for each but the last; the mask 3 bytes, then one each.
+        let every = Dictionary(uniqueKeysWithValues: (0..<13).map { ($0, Int32(100)) })
+        #expect(Self.breakdownBatchSize(count: 1300, every) - bare == 1 + 3 + 12)
+        var random = SplitMix64(seed: 48)
+        for _ in 0..<300 {
+            var groups: [Int: Int32] = [:]
+            for v in 0..<13 where random.next() % 3 == 0 {
+                groups[v] = Int32(1 + random.next() % [5, 200, 40_000][v % 3])
+            }
+            if groups.isEmpty { groups[Int(random.next() % 13)] = 1 }
+            _ = Self.breakdownBatchSize(count: Int(groups.values.reduce(0, +)), groups)
+        }
     }
 }

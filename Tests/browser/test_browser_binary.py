@@ -295,4 +295,6 @@ def test_cluster_breakdowns_and_flags_decode_as_their_json(page):
         assert clusters and all(sum(n for _, n in f["groups"]) == f["count"] and len(f["flags"]) == 1
                                 for f in clusters)
         assert any(len(f["groups"]) > 1 for f in clusters) and any(f["flags"][0] > 0 for f in clusters)
+        # Four values or more, each but the last counted 8 times or more: written in the mask form.
+        assert any(len(f["groups"]) >= 4 and all(n >= 8 for _, n in f["groups"][:-1]) for f in clusters)
         assert page.console_log.errors == []

@@ -94,6 +94,45 @@ class Reader {
         return this.bytes[this.pos++];
     }
 
+    /**
+     * A cluster's [[valueIndex, count], …] as JSON has it, from a list of varints `16 × count + step`
+     * or, when the first has step 0, a mask of the values present (its bits over 16) and their counts;
+     * the last value's count is what the others leave of the cluster's.
+     */
+    groups(id, count) {
+        const groups = [];
+        let left = count;
+        const add = (index, n, at) => {
+            if (!(n > 0 && n <= left)) this.fail(`the groups of feature ${id} count more than its ${count} points`, at);
+            left -= n;
+            groups.push([index, n]);
+        };
+        let at = this.pos;
+        let entry = this.varint('a group');
+        if (entry % 16 === 0) {
+            let mask = entry / 16;
+            if (mask === 0) this.fail('a group mask is empty', at);
+            const present = [];
+            for (let index = 0; mask > 0; index++, mask = Math.floor(mask / 2)) if (mask % 2) present.push(index);
+            for (const index of present.slice(0, -1)) {
+                at = this.pos;
+                add(index, this.varint('a group count'), at);
+            }
+            add(present[present.length - 1], left, at);
+            return groups;
+        }
+        let index = -1;
+        for (;;) {
+            const step = entry % 16;
+            if (step === 0 || index + step > 255) this.fail('a group index is out of order or past 255', at);
+            index += step;
+            add(index, (entry - step) / 16 || left, at);
+            if (left === 0) return groups;
+            at = this.pos;
+            entry = this.varint('a group');
+        }
+    }
+
     varint(what) {
         const bytes = this.bytes;
         const start = this.pos;
@@ -265,30 +304,7 @@ class Reader {
             }
             f.aggregates = aggregates;
         }
-        if (flags & HAS_GROUPS) {
-            // [[valueIndex, count], …] as JSON has it: each present index as its step from the
-            // previous one and whether another follows; the last count is what the others leave.
-            const groups = [];
-            let index = -1;
-            let left = f.count;
-            for (;;) {
-                const at = this.pos;
-                const step = this.varint('a group');
-                const more = step % 2;
-                const by = (step - more) / 2;
-                if (by === 0 || index + by > 255) this.fail('a group index is out of order or past 255', at);
-                index += by;
-                if (!more) {
-                    if (left <= 0) this.fail(`the groups of feature ${id} count more than its ${f.count} points`, at);
-                    groups.push([index, left]);
-                    break;
-                }
-                const n = this.varint('a group count');
-                left -= n;
-                groups.push([index, n]);
-            }
-            f.groups = groups;
-        }
+        if (flags & HAS_GROUPS) f.groups = this.groups(id, f.count);
         if (flags & HAS_FLAGS) {
             const counts = [];
             for (let n = this.varint('a flag count'); n > 0; n--) counts.push(this.varint('a flag'));

@@ -261,25 +261,44 @@ public struct BinaryMessageEncoder: Sendable {
         if hasCounts { contents(context.contents, groups: hasGroups) }
     }
 
+    /// A cluster's counts per value, in the shorter of two forms; in both the last present value's
+    /// count is left out, being what the others leave of the cluster's.
+    /// - A list: each present value as one varint, its count times 16 plus its index's step from the
+    ///   previous one (1 to 13: ``ClusterContents/maxValues`` and "other"), the last one's count 0.
+    /// - A mask, for clusters holding many values in large numbers: one varint, the present values'
+    ///   bits times 16 (step 0 marks the form), then the counts as varints.
+    private mutating func breakdown(_ groups: Int) {
+        var last = groups - 1
+        while last > 0 && counts[last] == 0 { last -= 1 }
+        var mask: UInt64 = 0
+        var listBytes = 0
+        var maskBytes = 0
+        var previous = -1
+        for v in 0..<groups where counts[v] > 0 {
+            mask |= 1 << v
+            let count = v == last ? 0 : UInt64(counts[v])
+            listBytes += BinaryWriter.varintLength(count << 4 | UInt64(v - previous))
+            if v != last { maskBytes += BinaryWriter.varintLength(count) }
+            previous = v
+        }
+        maskBytes += BinaryWriter.varintLength(mask << 4)
+        if maskBytes < listBytes {
+            writer.varint(mask << 4)
+            for v in 0..<last where counts[v] > 0 { writer.varint(UInt64(counts[v])) }
+            return
+        }
+        previous = -1
+        for v in 0..<groups where counts[v] > 0 {
+            let count = v == last ? 0 : UInt64(counts[v])
+            writer.varint(count << 4 | UInt64(v - previous))
+            previous = v
+        }
+    }
+
     /// A cluster's groups and flags from `counts` (docs/protocol.md, "A feature", items 10 and 11).
     private mutating func contents(_ contents: ClusterContents, groups written: Bool) {
         let groups = contents.groupSlots
-        if written {
-            // Each present value as its step from the previous one and whether another follows; the
-            // counts of all but the last (which is the cluster's count less theirs).
-            var previous = -1
-            var v = 0
-            while v < groups && counts[v] == 0 { v += 1 }
-            while v < groups {
-                var next = v + 1
-                while next < groups && counts[next] == 0 { next += 1 }
-                let more: UInt64 = next < groups ? 1 : 0
-                writer.varint(UInt64(v - previous) << 1 | more)
-                if more == 1 { writer.varint(UInt64(max(0, counts[v]))) }
-                previous = v
-                v = next
-            }
-        }
+        if written { breakdown(groups) }
         if !contents.flags.isEmpty {
             writer.varint(UInt64(contents.flags.count))
             for k in contents.flags.indices { writer.varint(UInt64(max(0, counts[groups + k]))) }

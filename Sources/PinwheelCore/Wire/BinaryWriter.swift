@@ -28,6 +28,11 @@ public struct BinaryWriter: Sendable {
         bytes.append(UInt8(v))
     }
 
+    /// The bytes ``varint(_:)`` takes for `value`.
+    @inlinable public static func varintLength(_ value: UInt64) -> Int {
+        max(1, (64 - value.leadingZeroBitCount + 6) / 7)
+    }
+
     /// `n` as the varint of `2n` (n ≥ 0) or `−2n − 1` (n < 0).
     @inlinable public mutating func zigzag(_ n: Int64) {
         varint(Self.zigzag(n))

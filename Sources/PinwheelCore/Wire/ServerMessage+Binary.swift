@@ -132,35 +132,55 @@ extension ServerMessage {
                 f.aggregates[name] = try r.f64(list, "\(list)[\(k)] aggregate \(a) value")
             }
         }
-        if flags & Flag.groups != 0 {
-            // Steps between the present values' indexes, each with whether another follows; the last
-            // one's count is what the others leave of the cluster's.
-            var index = -1
-            var left = Int(count)
-            while true {
-                let start = r.offset
-                let step = try r.varint(list, "\(list)[\(k)] groups")
-                index += Int(min(step >> 1, 256))
-                guard step >> 1 > 0, index < 256 else {
-                    throw r.invalid(list, "\(list)[\(k)] groups", "value index out of order or past 255", at: start)
-                }
-                guard step & 1 == 1 else {
-                    guard left > 0 else {
-                        throw r.invalid(list, "\(list)[\(k)] groups", "counts exceed the cluster's count", at: start)
-                    }
-                    f.groups[index] = left
-                    break
-                }
-                let n = Int(try r.whole(list, "\(list)[\(k)] groups count", limit: UInt64(UInt32.max)))
-                left -= n
-                f.groups[index] = n
-            }
-        }
+        if flags & Flag.groups != 0 { f.groups = try groups(&r, count: Int(count), list, k) }
         if flags & Flag.flags != 0 {
             for _ in 0..<(try r.count(list, "\(list)[\(k)] flags count")) {
                 f.flags.append(Int(try r.whole(list, "\(list)[\(k)] flag count", limit: UInt64(UInt32.max))))
             }
         }
         return f
+    }
+
+    /// A cluster's counts per value (docs/protocol.md, "A feature", item 10): a list of steps and
+    /// counts, or a mask of the values present and their counts; the last value takes what the others
+    /// leave of `count`.
+    private static func groups(
+        _ r: inout BinaryReader, count: Int, _ list: String, _ k: Int
+    ) throws(WireError) -> [Int: Int] {
+        var groups: [Int: Int] = [:]
+        var left = count
+        func add(_ index: Int, _ n: Int, at start: Int) throws(WireError) {
+            guard n > 0, n <= left else {
+                throw r.invalid(list, "\(list)[\(k)] groups", "counts exceed the cluster's count", at: start)
+            }
+            left -= n
+            groups[index] = n
+        }
+        var start = r.offset
+        let first = try r.varint(list, "\(list)[\(k)] groups")
+        if first & 15 == 0 {
+            let mask = first >> 4
+            guard mask != 0 else { throw r.invalid(list, "\(list)[\(k)] groups", "an empty mask", at: start) }
+            let highest = 63 - mask.leadingZeroBitCount
+            for index in 0..<highest where mask >> index & 1 == 1 {
+                start = r.offset
+                try add(
+                    index, Int(try r.whole(list, "\(list)[\(k)] groups count", limit: UInt64(UInt32.max))), at: start)
+            }
+            try add(highest, left, at: start)
+            return groups
+        }
+        var entry = first
+        var index = -1
+        while true {
+            index += Int(entry & 15)
+            guard entry & 15 > 0, index < 256 else {
+                throw r.invalid(list, "\(list)[\(k)] groups", "value index out of order or past 255", at: start)
+            }
+            try add(index, entry >> 4 == 0 ? left : Int(entry >> 4), at: start)
+            if left == 0 { return groups }
+            start = r.offset
+            entry = try r.whole(list, "\(list)[\(k)] groups", limit: UInt64(UInt32.max) << 4 | 15)
+        }
     }
 }

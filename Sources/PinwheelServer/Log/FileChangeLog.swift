@@ -133,6 +133,8 @@ public final class FileChangeLog: ChangeLog, @unchecked Sendable {
 
     public func saveSnapshot(_ snapshot: LogSnapshot) throws(ChangeLogError) {
         try snapshotting.withLock { _ throws(ChangeLogError) in
+            // Once closed, the folder may be opened by another log: nothing more is written to it.
+            guard !queue.withLock({ $0.closing }) else { throw .closed }
             var header = ByteWriter()
             header.bytes.append(contentsOf: LogFolder.snapshotMagic)
             header.u64(snapshot.version)
@@ -248,6 +250,9 @@ public final class FileChangeLog: ChangeLog, @unchecked Sendable {
             defer { q.closing = true }
             return !q.closing
         }
+        // A snapshot being written (it may start a segment and drop old files) ends before close
+        // returns; later ones are refused.
+        snapshotting.withLock { _ in }
         guard wasOpen, started.load(ordering: .acquiring) else { return }
         wake.signal()
         finished.wait()
