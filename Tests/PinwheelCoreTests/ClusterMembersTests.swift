@@ -120,13 +120,19 @@ struct ClusterMembersTests {
             decoded == .error(WireError(.rateLimited, field: "type", message: "slow down", retryMs: 40, req: 2 << 40)))
     }
 
-    @Test("a session answers children and leaves with the request's req, and unknown ids with unknown-feature")
-    func sessionAnswers() throws {
+    /// A session that was sent Europe at zoom 4 a second ago, and the largest cluster it holds.
+    static func servedEurope() throws -> (SessionMachineTests.Harness, WireFeature) {
         var h = SessionMachineTests.Harness()
         _ = try h.opened()
         try h.turn([h.viewport(SessionMachineTests.europe, zoom: 4)])
         let cluster = h.page.values.filter { $0.id >> 32 != 0 }.max { $0.count < $1.count }!
         h.clock.advance(by: .seconds(1))
+        return (h, cluster)
+    }
+
+    @Test("a session answers children and leaves with the request's req, and unknown ids with unknown-feature")
+    func sessionAnswers() throws {
+        var (h, cluster) = try Self.servedEurope()
         let answers = try h.turn([
             .children(id: cluster.id, req: 7), .leaves(LeavesRequest(id: cluster.id, req: 8, limit: 10)),
             .leaves(LeavesRequest(id: 5 << 32 | 123_456_789, req: 9)),
@@ -148,11 +154,7 @@ struct ClusterMembersTests {
 
     @Test("a leaves request is answered before a viewport that came before it in the same turn")
     func leavesAheadOfViewport() throws {
-        var h = SessionMachineTests.Harness()
-        _ = try h.opened()
-        try h.turn([h.viewport(SessionMachineTests.europe, zoom: 4)])
-        let cluster = h.page.values.filter { $0.id >> 32 != 0 }.max { $0.count < $1.count }!
-        h.clock.advance(by: .seconds(1))
+        var (h, cluster) = try Self.servedEurope()
         let answers = try h.turn([
             h.viewport(SessionMachineTests.europe, zoom: 5), .leaves(LeavesRequest(id: cluster.id, req: 3, limit: 5)),
         ])
