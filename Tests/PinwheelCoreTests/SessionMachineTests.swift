@@ -184,6 +184,40 @@ struct SessionMachineTests {
         #expect(Set(h.page.keys) == all && h.machine.filter.isEverything)
     }
 
+    @Test("after a filter's hello, nothing planned before it goes out, though acks open the window again")
+    func filterDropsUnsentRest() throws {
+        var h = Harness(filtered: Self.filtered)
+        h.acks = false
+        _ = try h.opened()
+        let world = BBox(west: -180, south: -85, east: 180, north: 85)
+        try h.turn([h.viewport(world, zoom: 4)])
+        #expect(h.batches.last?.done == false, "the view takes more than one batch")
+        let json = try JSONReader.parse(Array(#"["all", ["get", "even"], [">=", ["get", "tens"], 5]]"#.utf8))
+        // Two viewports: the rate limiter serves the first at once and holds the second back, so the
+        // filter's view is served later.
+        let sent = h.batches.count
+        let replies = try h.turn([
+            h.viewport(world, zoom: 4), h.viewport(world, zoom: 4),
+            .settings(SettingsMessage(filter: .set(try FilterExpression(json: json)))),
+        ])
+        guard let hello = replies.firstIndex(where: { if case .hello = $0 { true } else { false } }) else {
+            Issue.record("no hello after the filter: \(replies)")
+            return
+        }
+        let before = sent + replies[..<hello].filter { if case .batch = $0 { true } else { false } }.count
+        #expect(h.batches[before - 1].done == false, "the served view was not all sent before the filter")
+        h.acks = true
+        try h.turn(h.batches.map { .ack(AckMessage(batch: $0.batch, applied: 1, ms: 2)) })
+        try h.settle()
+        #expect(h.batches.count > before)
+        for b in h.batches[before...] {
+            for f in b.add + b.update where f.count == 1 && f.id <= UInt32.max {
+                #expect(
+                    f.id % 2 == 0 && f.id % 100 / 10 >= 5, "point \(f.id) of batch \(b.batch) is outside the filter")
+            }
+        }
+    }
+
     @Test("the handshake is answered with hello carrying the session's limits")
     func hello() throws {
         var h = Harness(options: SessionOptions(viewportHz: 5, maxFeatures: 777))

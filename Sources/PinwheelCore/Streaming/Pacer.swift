@@ -112,6 +112,14 @@ public struct Pacer<Clock: PinwheelClock>: Sendable {
         return poll()
     }
 
+    /// Drops the unsent rest of the viewport's difference, planned over an index the session no
+    /// longer serves (another filter or algorithm): the next batch only says the viewport is done.
+    /// What the client was sent stays what it has.
+    public mutating func dropUnsent() {
+        guard !doneSent else { return }
+        units.removeSubrange(cursor...)
+    }
+
     /// Takes what a reconnecting client still holds as what it has, before the first viewport: a held
     /// feature that `current` has with the same digest counts as that feature (nothing is re-sent for
     /// it); any other held id counts as a version the client must replace or remove.

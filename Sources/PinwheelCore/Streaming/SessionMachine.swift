@@ -176,6 +176,9 @@ public struct SessionMachine<Clock: PinwheelClock> {
                 filter = EffectiveFilter(scope: filter.scope, requested: change.expression)
             }
             adopt(clusterers(algorithm, filter))
+            // Nothing planned over the index left behind goes out after the hello announcing the new
+            // one: a point outside a narrower filter or scope would.
+            pacer.dropUnsent()
             // Again, with the points of the filter now (`dataset.points`).
             hello(actions: &actions)
             // Re-serve the current view with the new algorithm or filter, diffed against what the client
