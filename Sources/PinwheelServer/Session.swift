@@ -148,23 +148,10 @@ final class Session: WorkerJob, @unchecked Sendable {
             // A filter or a token's scope may build an index, and a token's check waits for a key: not on
             // the service thread.
             let mayBuild =
-                filtered.load(ordering: .relaxed) || Self.mentions(Self.filterWord, text)
-                || (takesTokens && Self.mentions(Self.authWord, text))
+                filtered.load(ordering: .relaxed) || ClientMessage.mentions(#""filter""#, in: text)
+                || (takesTokens && ClientMessage.mentions(#""auth""#, in: text))
             post(.message(text, receivedAt: receivedAt, mayBeAck: mayBeAck), onServiceThread: !mayBuild)
         }
-    }
-
-    private static let filterWord = Array(#""filter""#.utf8)
-    private static let authWord = Array(#""auth""#.utf8)
-
-    /// Whether the text holds `word`: `"filter"` (a `settings` that may make the session build an
-    /// index) or `"auth"` (a token to verify, whose scope may need one).
-    private static func mentions(_ word: [UInt8], _ text: [UInt8]) -> Bool {
-        guard text.count >= word.count else { return false }
-        for start in 0...(text.count - word.count) where text[start] == word[0] {
-            if text[start..<start + word.count].elementsEqual(word) { return true }
-        }
-        return false
     }
 
     /// Queues an event and schedules the session on a worker if it is not already waiting in the

@@ -314,20 +314,7 @@ public enum ClientMessage: Equatable, Sendable {
     /// valid ack passes; so does the odd other message, which only costs it its place in line. A
     /// message that does not pass needs no decoding to know it is no ack.
     public static func mayBeAcknowledgement(_ bytes: [UInt8]) -> Bool {
-        guard bytes.count <= 256 else { return false }
-        let quote = UInt8(ascii: "\"")
-        return bytes.withUnsafeBufferPointer { b in
-            var start = 0
-            while start + 5 <= b.count {
-                if b[start] == quote && b[start + 1] == UInt8(ascii: "a") && b[start + 2] == UInt8(ascii: "c")
-                    && b[start + 3] == UInt8(ascii: "k") && b[start + 4] == quote
-                {
-                    return true
-                }
-                start += 1
-            }
-            return false
-        }
+        bytes.count <= 256 && mentions(#""ack""#, in: bytes)
     }
 
     /// Whether a message may be a `children` or `leaves` request, from its bytes alone (the word in
@@ -335,10 +322,12 @@ public enum ClientMessage: Equatable, Sendable {
     /// message it wrongly takes for one is only served early.
     public static func mayBeLookup(_ bytes: [UInt8]) -> Bool {
         guard bytes.count <= 256 else { return false }
-        return contains(#""leaves""#, in: bytes) || contains(#""children""#, in: bytes)
+        return mentions(#""leaves""#, in: bytes) || mentions(#""children""#, in: bytes)
     }
 
-    private static func contains(_ word: StaticString, in bytes: [UInt8]) -> Bool {
+    /// Whether `bytes` hold `word` (two bytes or more, such as a quoted key), from a scan alone, so a
+    /// server can route a message before decoding it.
+    public static func mentions(_ word: StaticString, in bytes: [UInt8]) -> Bool {
         let w = UnsafeBufferPointer(start: word.utf8Start, count: word.utf8CodeUnitCount)
         guard bytes.count >= w.count else { return false }
         return bytes.withUnsafeBufferPointer { b in
