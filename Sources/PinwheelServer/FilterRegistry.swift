@@ -7,6 +7,9 @@ import Synchronization
 /// session with that filter: built on demand by the first session that asks (on its worker, never the
 /// service thread: a session with a filter takes its turns on the workers), kept while sessions use
 /// them, let go of least recently used first once unused indexes hold more than the memory budget.
+/// An index asked for or let go of within a grace period stays: a session takes hold of its filter's
+/// index at the end of the turn that asked for it, and one let go of then would be built again at its
+/// next ask, and no longer follow the changes meanwhile.
 ///
 /// With live data each `hierarchical` index follows the changes exactly as the full index does: at
 /// every refresh the index thread lays the same changes over it (a point that stops passing the
@@ -48,13 +51,17 @@ final class FilterRegistry: @unchecked Sendable {
 
     private let source: Source
     private let budget: Int
+    private let grace: Duration
+    /// Indexes built since the start, compactions included.
+    private let builds = Atomic<Int>(0)
     private let entries = Mutex<[String: Entry]>([:])
     /// The property columns as of the last refresh (columns only ever grow), under `entries`' lock.
     private var columnsNow: [String] = []
 
-    init(source: Source, budget: Int) {
+    init(source: Source, budget: Int, grace: Duration = .seconds(10)) {
         self.source = source
         self.budget = budget
+        self.grace = grace
     }
 
     /// Filtered indexes held now, and their bytes.
@@ -78,6 +85,9 @@ final class FilterRegistry: @unchecked Sendable {
             # HELP pinwheel_filter_index_bytes Estimated bytes the indexes of filtered views hold (their arrays and their points'), against --filter-memory.
             # TYPE pinwheel_filter_index_bytes gauge
             pinwheel_filter_index_bytes \(bytes)
+            # HELP pinwheel_filter_index_builds_total Indexes of filtered views built, first builds and compactions.
+            # TYPE pinwheel_filter_index_builds_total counter
+            pinwheel_filter_index_builds_total \(builds.load(ordering: .relaxed))
             # HELP pinwheel_filter_index_points Points the indexes of filtered views hold.
             # TYPE pinwheel_filter_index_points gauge
             pinwheel_filter_index_points \(points)
@@ -143,6 +153,7 @@ final class FilterRegistry: @unchecked Sendable {
         // Registered before the points are read: changes taken meanwhile are laid over the build,
         // and those the points already hold change nothing when laid again.
         if tracksChanges { entries.withLock { _ in entry.pending = [] } }
+        builds.add(1, ordering: .relaxed)
         let data = source.dataset()
         let subset = data.filtered(by: entry.filter)
         let index = try ClustererFactory.make(
@@ -154,7 +165,9 @@ final class FilterRegistry: @unchecked Sendable {
                 let columns =
                     columnsNow.count > data.properties.columns.count ? columnsNow : data.properties.columns
                 let bound = BoundFilter(entry.filter, columns: columns)
-                for change in entry.pending ?? [] { delta.apply(change.filtered(by: bound)) }
+                for change in entry.pending ?? [] where change.concerns(bound) {
+                    delta.apply(change.filtered(by: bound))
+                }
                 entry.pending = nil
                 entry.delta = delta
                 entry.generation += 1
@@ -189,11 +202,14 @@ final class FilterRegistry: @unchecked Sendable {
                 return entry.delta.map { (entry, $0, entry.generation) }
             }
         }
-        var compactions: [Entry] = []
-        for (entry, before, generation) in following {
+        // The filters' indexes are laid over side by side: together they hold many times the points
+        // of the full index, and the sessions viewing through them wait for the slowest.
+        let compactions = Mutex<[Entry]>([])
+        DispatchQueue.concurrentPerform(iterations: following.count) { i in
+            let (entry, before, generation) = following[i]
             var delta = before
             let bound = BoundFilter(entry.filter, columns: columns)
-            for change in changes { delta.apply(change.filtered(by: bound)) }
+            for change in changes where change.concerns(bound) { delta.apply(change.filtered(by: bound)) }
             let published = LiveClusterIndex(
                 delta: delta, version: version, names: names, columns: columns, pointCount: delta.pointCount)
             let compacts = entries.withLock { _ in
@@ -205,9 +221,9 @@ final class FilterRegistry: @unchecked Sendable {
                 entry.compacting = true
                 return true
             }
-            if compacts { compactions.append(entry) }
+            if compacts { compactions.withLock { $0.append(entry) } }
         }
-        for entry in compactions {
+        for entry in compactions.withLock({ $0 }) {
             // The index it replaces serves, and follows the changes, until the build is in.
             DispatchQueue.global(qos: .utility).async { [self] in
                 _ = try? build(entry, algorithm: .hierarchical)
@@ -216,12 +232,15 @@ final class FilterRegistry: @unchecked Sendable {
         }
     }
 
-    /// Lets go of unused indexes, least recently used first, while all of them hold more than the budget.
+    /// Lets go of unused indexes past their grace, least recently used first, while all of them hold
+    /// more than the budget.
     private func evict(_ e: inout [String: Entry]) -> [Entry] {
         var total = e.values.reduce(0) { $0 + $1.bytes }
         guard total > budget else { return [] }
         var letGo: [Entry] = []
-        for (key, entry) in e.sorted(by: { $0.value.lastUsed < $1.value.lastUsed }) where entry.sessions <= 0 {
+        let graceEnded = ContinuousClock.now - grace
+        for (key, entry) in e.sorted(by: { $0.value.lastUsed < $1.value.lastUsed })
+        where entry.sessions <= 0 && entry.lastUsed <= graceEnded {
             guard total > budget else { break }
             total -= entry.bytes
             letGo.append(entry)

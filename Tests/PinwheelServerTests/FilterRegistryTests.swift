@@ -34,7 +34,7 @@ struct FilterRegistryTests {
     @Test("filters written differently share one index; unused indexes go past the budget, used ones stay")
     func sharingAndEviction() throws {
         let data = Points(Self.points(5_000))
-        let registry = FilterRegistry(source: Self.source(data, live: false), budget: 1)
+        let registry = FilterRegistry(source: Self.source(data, live: false), budget: 1, grace: .zero)
         let a = try Self.filter(#"["==", ["get", "even"], true]"#)
         let sameAsA = try Self.filter(#"["get", "even"]"#)
         let b = try Self.filter(#"[">=", ["get", "tens"], 5]"#)
@@ -50,10 +50,29 @@ struct FilterRegistryTests {
         #expect(registry.held.count == 0, "unused and over the budget: let go of")
     }
 
+    @Test("an index just asked for stays past the budget until its session takes hold of it")
+    func graceBeforeHold() throws {
+        let data = Points(Self.points(5_000))
+        let registry = FilterRegistry(source: Self.source(data, live: false), budget: 1, grace: .seconds(600))
+        let a = try Self.filter(#"["==", ["get", "even"], true]"#)
+        let b = try Self.filter(#"[">=", ["get", "tens"], 5]"#)
+        registry.acquire(a)
+        _ = try registry.clusterer(for: .hierarchical, filter: a)
+        // b's session asked within its turn and takes hold at the turn's end; a session ending meanwhile
+        // must not take b's index away.
+        let asked = try registry.clusterer(for: .hierarchical, filter: b)
+        registry.release(a)
+        #expect(registry.held.count == 2, "both within their grace")
+        registry.acquire(b)
+        let again = try registry.clusterer(for: .hierarchical, filter: b)
+        let sameIndex = (asked as AnyObject) === (again as AnyObject)
+        #expect(sameIndex, "the index asked for, not a second build")
+    }
+
     @Test(
-        "a live filtered index lets in points that start passing and out those that stop, then compacts to a fresh build"
-    )
-    func liveChanges() throws {
+        "a live filtered index lets in points that start passing and out those that stop, then compacts to a fresh build",
+        arguments: [false, true])
+    func liveChanges(knowsPrior: Bool) throws {
         let data = Points(Self.points(2_000))
         let registry = FilterRegistry(source: Self.source(data, live: true), budget: 1 << 30)
         let even = try Self.filter(#"["get", "even"]"#)
@@ -63,14 +82,18 @@ struct FilterRegistryTests {
         var table = PointTable(data.data.withLock { $0 })
         var changes: [ChangedPoint] = []
         // Odd ids become even-flagged (in), even ids become odd-flagged (out): 1,500 changes in all.
-        for id in UInt32(0)..<1_500 {
+        // Then the points left out move and stay out: changes that concern the filtered index not at
+        // all, passed over when the values before are known.
+        let moves = (UInt32(1_500)..<2_000).filter { $0 % 2 == 1 }
+        for (k, id) in (Array(0..<1_500) + moves).enumerated() {
             let position = table.coordinate(of: .number(id))!
+            let prior = table.record(ofID: id).map { ChangedPoint.Prior.values($0.values) } ?? .absent
             table.apply(
                 .upsert(
-                    .number(id), lat: position.lat, lon: position.lon,
-                    properties: ["even": .bool(id % 2 == 1), "tens": 0]),
-                version: UInt64(id) + 1)
-            changes.append(ChangedPoint(id: id, now: table.record(ofID: id)))
+                    .number(id), lat: position.lat + (id < 1_500 ? 0 : 0.5), lon: position.lon,
+                    properties: ["even": .bool(id % 2 == 1 && id < 1_500), "tens": 0]),
+                version: UInt64(k) + 1)
+            changes.append(ChangedPoint(id: id, now: table.record(ofID: id), prior: knowsPrior ? prior : .unknown))
         }
         data.data.withLock { $0 = table.dataset }
         registry.refresh(

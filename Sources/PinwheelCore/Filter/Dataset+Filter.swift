@@ -55,6 +55,17 @@ extension ChangedPoint {
         guard let now, filter.matches(PropertyCells(now.values[...])) else { return ChangedPoint(id: id, now: nil) }
         return self
     }
+
+    /// False when the point passed `filter` neither before the change nor after it: an index over the
+    /// points passing it holds the point at neither moment, and the change is nothing to it.
+    public func concerns(_ filter: BoundFilter) -> Bool {
+        if let now, filter.matches(PropertyCells(now.values[...])) { return true }
+        switch prior {
+        case .unknown: return true
+        case .absent: return false
+        case .values(let values): return filter.matches(PropertyCells(values[...]))
+        }
+    }
 }
 
 extension Dataset {

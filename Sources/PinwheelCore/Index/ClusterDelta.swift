@@ -64,7 +64,7 @@ public struct ClusterDelta: Sendable {
 
     /// A delta with no changes over `base`.
     public init(base: ClusterIndex) {
-        self.init(base: base, largestDenseLevel: Self.largestDenseLevel)
+        self.init(base: base, largestDenseLevel: Self.largestDenseLevel(points: base.dataset.count))
     }
 
     /// A delta with no changes over `base`, keeping the adjustments of levels of up to
@@ -266,6 +266,12 @@ public struct ClusterDelta: Sendable {
     /// Most items a level may have to keep its adjustments in arrays: 24 bytes each, a chunk copied
     /// at its first change after each publication (with 1M points, zooms 0–9: about 10 MB).
     static let largestDenseLevel = 262_144
+
+    /// The same for a base of `points` points. Arrays pay at the coarse levels, where the changes of
+    /// one publication reach most clusters; a quarter of the points keeps that to the same zooms for a
+    /// filtered view's smaller index, where the fixed bound kept every level in arrays and each
+    /// publication copied them all (48 MB for 100,000 points).
+    static func largestDenseLevel(points: Int) -> Int { min(largestDenseLevel, max(4_096, points / 4)) }
 
     /// What a base cluster of `count` points gained and lost, if a change reached it.
     func adjustment(level li: Int, item: Int, count: Int) -> ItemAdjustment? {
