@@ -176,7 +176,7 @@ final class FilterRegistry: @unchecked Sendable {
                     pointCount: delta.pointCount)
             }
             entry.clusterers[algorithm] = served
-            entry.sizes[algorithm] = index.estimatedBytes
+            entry.sizes[algorithm] = served.estimatedBytes
         }
         return entries.withLock { _ in entry.clusterers[algorithm]! }
     }

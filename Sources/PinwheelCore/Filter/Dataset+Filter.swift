@@ -77,13 +77,13 @@ extension Dataset {
 }
 
 extension Clusterer {
-    /// Roughly the bytes the index holds: its own arrays, and its points' ids, coordinates and property
-    /// cells. What a server counts against its filter memory, and how a filtered index is compared
-    /// with the full one.
+    /// Roughly the bytes the index holds: its own arrays (a live index's delta's included), and its
+    /// points' ids, coordinates and property cells. What a server counts against its filter memory,
+    /// and how a filtered index is compared with the full one.
     public var estimatedBytes: Int {
-        // A live index is its last full build plus a delta, small beside it.
-        let built = (self as? ClusterIndex) ?? (self as? LiveClusterIndex)?.delta.base
-        let own = built?.storedBytes ?? pointCount * 64
+        let delta = (self as? LiveClusterIndex)?.delta
+        let built = (self as? ClusterIndex) ?? delta?.base
+        let own = (built?.storedBytes ?? pointCount * 64) + (delta?.storedBytes ?? 0)
         return own + dataset.count * (4 + 16) + dataset.properties.values.count * MemoryLayout<PropertyValue?>.stride
     }
 }

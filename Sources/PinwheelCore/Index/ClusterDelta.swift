@@ -94,6 +94,15 @@ public struct ClusterDelta: Sendable {
     /// The points the base with the changes laid over it holds.
     public var pointCount: Int { base.dataset.count - removedCount + added.count }
 
+    /// Roughly the bytes the delta holds beside its base: its flags, the coarse levels' arrays, the
+    /// hierarchy order when the base keeps none, and about 64 bytes per entry of its maps.
+    public var storedBytes: Int {
+        let flags = removedRows.storedBytes + removed.storedBytes + adjusted.reduce(0) { $0 + $1.storedBytes }
+        let arrays = denseAdjustments.reduce(0) { $0 + $1.storedBytes }
+        let entries = added.count * 2 + adjustments.reduce(0) { $0 + $1.count } + standalone.reduce(0) { $0 + $1.count }
+        return flags + arrays + (base.order == nil ? order.storedBytes : 0) + entries * 64
+    }
+
     /// True when nothing changed since the base was built.
     public var isEmpty: Bool { removedCount == 0 && added.isEmpty }
 
