@@ -127,6 +127,16 @@ final class FilterRegistry: @unchecked Sendable {
         letGo.removeAll()
     }
 
+    /// The index of `algorithm` over the points `filter` lets through when it is built; nil when asking
+    /// ``clusterer(for:filter:)`` would build it or wait for its build.
+    func built(_ algorithm: Algorithm, filter: EffectiveFilter) -> (any Clusterer)? {
+        entries.withLock { e in
+            guard let entry = e[filter.key], let index = entry.clusterers[algorithm] else { return nil }
+            entry.lastUsed = .now
+            return index
+        }
+    }
+
     /// The index of `algorithm` over the points `filter` lets through, built now when there is none.
     /// - Throws: the core's build error.
     func clusterer(for algorithm: Algorithm, filter: EffectiveFilter) throws -> any Clusterer {

@@ -99,8 +99,10 @@ extension Server: SessionHost {
     /// thread, a worker) when no session had it. A build that fails serves no points, never all of them.
     func clusterer(for algorithm: Algorithm, filter: EffectiveFilter) -> any Clusterer {
         guard !filter.isEverything else { return served.clusterer(for: algorithm) }
+        if let built = filters.built(algorithm, filter: filter) { return built }
         do {
-            return try filters.clusterer(for: algorithm, filter: filter)
+            // The build, or the wait for another session's build of the same filter, holds this thread.
+            return try workers.lendingPlace { try filters.clusterer(for: algorithm, filter: filter) }
         } catch {
             logger.error("building the index of filter \(filter.key) failed: \(error)")
             return Self.noPoints(configuration.clusterOptions)

@@ -21,6 +21,10 @@ protocol WorkerJob: AnyObject, Sendable {
 /// steady stream of viewports hold a still viewer's refresh back for ever; here a refresh waits at most
 /// its slack, then two turns for itself and for each overdue job ahead of it, whatever the viewports.
 /// Writes never wait here: workers hand finished messages to the transport's thread-safe `send`.
+///
+/// A job that must wait long on its thread (a filtered view's index built for it, or built for
+/// another session meanwhile) runs that part inside ``lendingPlace(_:)``: a stand-in thread takes
+/// jobs until it is done, so the sessions with an answer at hand do not wait for it.
 final class Workers: Sendable {
     /// Which line a job waits in; a thread takes the first job of the most urgent line that has any,
     /// or every other time an overdue one.
@@ -67,19 +71,50 @@ final class Workers: Sendable {
     private let finished = DispatchGroup()
     private let metrics: ServerMetrics
     private let count: Int
+    /// Threads lending their place (inside ``lendingPlace(_:)``), and stand-ins taking jobs meanwhile.
+    private let lent = Mutex((lending: 0, standIns: 0))
 
     /// Starts `count` worker threads.
     init(count: Int, metrics: ServerMetrics) {
         self.count = max(1, count)
         self.metrics = metrics
-        for index in 0..<self.count {
-            finished.enter()
-            let thread = Thread { [self] in
-                loop()
-                finished.leave()
-            }
-            thread.name = "pinwheel-worker-\(index)"
-            thread.start()
+        for index in 0..<self.count { startThread(name: "pinwheel-worker-\(index)", standIn: false) }
+    }
+
+    private func startThread(name: String, standIn: Bool) {
+        finished.enter()
+        let thread = Thread { [self] in
+            loop(standIn: standIn)
+            finished.leave()
+        }
+        thread.name = name
+        thread.start()
+    }
+
+    /// Runs `body`, which waits long on the calling worker thread, with a stand-in thread taking jobs
+    /// meanwhile; once `body` returned the stand-in ends after its next job (an idle one stays, and
+    /// serves the next lender). Any thread.
+    func lendingPlace<T>(_ body: () throws -> T) rethrows -> T {
+        let standIn = lent.withLock { l -> Int? in
+            l.lending += 1
+            guard l.standIns < l.lending else { return nil }
+            l.standIns += 1
+            return l.standIns
+        }
+        if let standIn { startThread(name: "pinwheel-worker-stand-in-\(standIn)", standIn: true) }
+        defer { lent.withLock { $0.lending -= 1 } }
+        return try body()
+    }
+
+    /// Stand-in threads running now.
+    var standIns: Int { lent.withLock { $0.standIns } }
+
+    /// Whether a stand-in is one too many now, in which case it ends (counted out here).
+    private func standInEnds() -> Bool {
+        lent.withLock { l in
+            guard l.standIns > l.lending else { return false }
+            l.standIns -= 1
+            return true
         }
     }
 
@@ -123,11 +158,11 @@ final class Workers: Sendable {
             return q.stopping
         }
         guard !alreadyStopping else { return }
-        for _ in 0..<count { available.signal() }
+        for _ in 0..<count + lent.withLock({ $0.standIns }) { available.signal() }
         finished.wait()
     }
 
-    private func loop() {
+    private func loop(standIn: Bool) {
         // Planning memory for every session this thread runs, rather than one kept by each session.
         var scratch = PlanScratch()
         let which = __priority_which_t(PRIO_PROCESS.rawValue)
@@ -135,7 +170,13 @@ final class Workers: Sendable {
         let ownNiceness = getpriority(which, 0)
         var yields = false
         while true {
-            available.wait()
+            // A stand-in looks up at least every second: to end once no one lends, or the workers stop.
+            if standIn, available.wait(timeout: .now() + .seconds(1)) == .timedOut {
+                if standInEnds() || queue.withLock({ $0.stopping }) { return }
+                continue
+            } else if !standIn {
+                available.wait()
+            }
             if yielding.load(ordering: .relaxed) != yields {
                 yields.toggle()
                 _ = setpriority(which, 0, min(19, ownNiceness + (yields ? Self.yieldingNiceness : 0)))
@@ -151,8 +192,9 @@ final class Workers: Sendable {
             case .some(.none):
                 return
             case .none:
-                continue
+                break
             }
+            if standIn && standInEnds() { return }
         }
     }
 }

@@ -100,4 +100,51 @@ struct WorkerQueueTests {
                 "refresh not yet due",
             ])
     }
+
+    @Test("a job waiting long lends its place: a stand-in takes the other jobs meanwhile, then ends")
+    func lendingPlace() throws {
+        let workers = Workers(count: 1, metrics: ServerMetrics())
+        defer { workers.stop() }
+        let ran = RunLog()
+        let started = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        final class Lender: WorkerJob {
+            let workers: Workers
+            let started: DispatchSemaphore
+            let release: DispatchSemaphore
+            let ran: RunLog
+            init(_ workers: Workers, _ started: DispatchSemaphore, _ release: DispatchSemaphore, _ ran: RunLog) {
+                (self.workers, self.started, self.release, self.ran) = (workers, started, release, ran)
+            }
+            func run(scratch: inout PlanScratch) {
+                workers.lendingPlace {
+                    started.signal()
+                    release.wait()
+                }
+                ran.names.withLock { $0.append("lender") }
+            }
+        }
+        // The one worker waits inside the lender; without a stand-in nothing else would run.
+        workers.submit(Lender(workers, started, release, ran), priority: .request)
+        try #require(started.wait(timeout: .now() + 10) == .success)
+        #expect(workers.standIns == 1)
+        for name in ["a", "b", "c"] { workers.submit(Job(name, ran: ran), priority: .request) }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ran.names.withLock({ $0.count }) < 3 && ContinuousClock.now < deadline {
+            Thread.sleep(forTimeInterval: 0.005)
+        }
+        #expect(ran.names.withLock { $0 } == ["a", "b", "c"], "served while the lender waits")
+        release.signal()
+        // After it, jobs still run (on the worker or the stand-in, whichever is free).
+        workers.submit(Job("d", ran: ran), priority: .request)
+        while ran.names.withLock({ $0.count }) < 5 && ContinuousClock.now < deadline {
+            Thread.sleep(forTimeInterval: 0.005)
+        }
+        #expect(Set(ran.names.withLock { $0 }.suffix(2)) == ["lender", "d"])
+        // Idle and no one lending: the stand-in ends within its second of looking up.
+        while workers.standIns > 0 && ContinuousClock.now < deadline + .seconds(5) {
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        #expect(workers.standIns == 0)
+    }
 }
