@@ -180,6 +180,8 @@ struct ClientFigures: Sendable, Codable {
     /// and those that failed it.
     var pointsChecked = 0
     var scopeViolations = 0
+    /// The first point received outside the filter: what it was, for the report.
+    var firstViolation: String?
     /// Points the server counted under the client's filter (its `hello` after `settings`).
     var filteredPoints: Int?
     /// The canonical key of the client's filter.

@@ -240,11 +240,18 @@ final class LoadGroup: WebSocketClientDelegate, @unchecked Sendable {
         return writer.bytes
     }
 
-    /// Counts the points of a batch that fall outside the client's filter.
+    /// Counts the points of a batch that fall outside the client's filter. Points keep their dataset
+    /// ids, below 2^32; a cluster (a larger id) may count 1 when changes took its other points away.
     private static func check(_ batch: BatchMessage, against filter: LoadFilters.Filter, _ f: inout ClientFigures) {
-        for feature in [batch.add, batch.update].joined() where feature.count == 1 {
+        for feature in [batch.add, batch.update].joined() where feature.id <= UInt64(UInt32.max) {
             f.pointsChecked += 1
-            if !filter.bound.matches(NamedProperties(feature.properties)) { f.scopeViolations += 1 }
+            guard !filter.bound.matches(NamedProperties(feature.properties)) else { continue }
+            f.scopeViolations += 1
+            if f.firstViolation == nil {
+                let properties = feature.properties.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+                f.firstViolation =
+                    "point \(feature.id) {\(properties.joined(separator: ", "))} in batch \(batch.batch) (data version \(batch.version)) under \(filter.expression.key)"
+            }
         }
     }
 

@@ -191,6 +191,8 @@ public struct LoadReport: Codable, Sendable {
         /// Points received and checked against the viewer's filter, and those outside it (must be 0).
         public var pointsChecked: Int
         public var scopeViolations: Int
+        /// The first of those, described.
+        public var firstViolation: String?
         /// The filtered indexes' estimated bytes (`pinwheel_filter_index_bytes`) against their share of
         /// the full index's (their points ÷ its points × `pinwheel_index_bytes`) plus 1 MB each.
         public var indexBytes: Double?

@@ -107,6 +107,7 @@ struct LoadReportBuilder {
         var neverSeen = latencyHistogram()
         var checked = 0
         var violations = 0
+        var example: String?
         var viewers = 0
         var shares: [Double] = []
         let total = server?.indexPoints
@@ -115,6 +116,8 @@ struct LoadReportBuilder {
             for v in f.probeMicros { _ = neverSeen.record(UInt64(v)) }
             checked += f.pointsChecked
             violations += f.scopeViolations
+            example =
+                example ?? f.firstViolation.map { f.probeMicros.isEmpty ? "a viewer's \($0)" : "the probe's \($0)" }
             if f.filterKey != nil && f.probeMicros.isEmpty { viewers += 1 }
             if let points = f.filteredPoints, let total, total > 0 { shares.append(Double(points) / total) }
         }
@@ -128,6 +131,7 @@ struct LoadReportBuilder {
             filters: options.filters, viewers: viewers, shareMin: shares.min(), shareMax: shares.max(),
             warmFirstBatchMs: .init(warm, divisor: 1000), neverSeenFirstBatchMs: .init(neverSeen, divisor: 1000),
             probesSent: probe?.probeMicros.count ?? 0, pointsChecked: checked, scopeViolations: violations,
+            firstViolation: example,
             indexBytes: server?.filterIndexBytes, allowedBytes: allowed, probeErrors: probe?.errors ?? [:])
     }
 

@@ -82,6 +82,7 @@ public enum LoadTable {
         out += f.probeErrors.isEmpty ? "\n" : " (probe errors: \(codes(f.probeErrors)))\n"
         out += "scope       \(f.pointsChecked) points received checked against their viewer's filter, "
         out += "\(f.scopeViolations) outside it\n"
+        if let example = f.firstViolation { out += "            first outside: \(example)\n" }
         if let bytes = f.indexBytes, let allowed = f.allowedBytes {
             out += "filter mem  \(compact(bytes))B in the filtered indexes; their share of the full index's plus "
             out += "1 MB each: \(compact(allowed))B (\(bytes <= allowed ? "within" : "OVER"))\n"

@@ -7,12 +7,16 @@ import Synchronization
 /// session with that filter: built on demand by the first session that asks (on its worker, never the
 /// service thread: a session with a filter takes its turns on the workers), kept while sessions use
 /// them, let go of least recently used first once unused indexes hold more than the memory budget.
+/// An index asked for or let go of within a grace period stays: a session takes hold of its filter's
+/// index at the end of the turn that asked for it, and one let go of then would be built again at its
+/// next ask, and no longer follow the changes meanwhile.
 ///
 /// The budget bounds the indexes in use too: before an index of a filter (or an algorithm) it does
 /// not hold is built, its points are counted and its bytes estimated; when the indexes in use plus the
 /// estimate would not fit once unused ones are let go of, it is refused (``FilterRefusal``) and nothing
 /// changes (``FilterAdmission``). A build the registry already admitted (a `pca-tree` built again
-/// after the data changed, a compaction) replaces what it held and is not asked again.
+/// after the data changed, a compaction) replaces what it held and is not asked again. To make room,
+/// an unused index may go within its grace, unless a session asked for it since the last let go of it.
 ///
 /// With live data each `hierarchical` index follows the changes exactly as the full index does: at
 /// every refresh the index thread lays the same changes over it (a point that stops passing the
@@ -47,12 +51,16 @@ final class FilterRegistry: @unchecked Sendable {
         var pending: [ChangedPoint]?
         var sessions = 0
         var lastUsed = ContinuousClock.now
+        /// When a session last asked for one of its indexes, and when one last let go of it: one asked
+        /// for since is about to be taken hold of.
+        var lastAsked = ContinuousClock.now
+        var lastReleased = ContinuousClock.now - .seconds(1_000_000)
         /// Roughly what each algorithm's index holds; while an admitted build runs, its estimate.
         var sizes: [Algorithm: Int] = [:]
         /// The algorithms whose first build the budget admitted: later builds of them are not asked again.
         var admitted: Set<Algorithm> = []
         /// Admitted builds running now: the entry is not let go of meanwhile.
-        var builds = 0
+        var buildsRunning = 0
         var bytes: Int { sizes.values.reduce(0, +) }
         var compacting = false
 
@@ -61,15 +69,19 @@ final class FilterRegistry: @unchecked Sendable {
 
     private let source: Source
     private let budget: Int
+    private let grace: Duration
+    /// Indexes built since the start, compactions included.
+    private let builds = Atomic<Int>(0)
     private let entries = Mutex<[String: Entry]>([:])
     /// Indexes refused for want of memory, since start.
     private let refusals = Atomic<Int>(0)
     /// The property columns as of the last refresh (columns only ever grow), under `entries`' lock.
     private var columnsNow: [String] = []
 
-    init(source: Source, budget: Int) {
+    init(source: Source, budget: Int, grace: Duration = .seconds(10)) {
         self.source = source
         self.budget = budget
+        self.grace = grace
     }
 
     /// Filtered indexes held now, and their bytes.
@@ -108,6 +120,9 @@ final class FilterRegistry: @unchecked Sendable {
             # HELP pinwheel_filter_index_bytes Estimated bytes the indexes of filtered views hold (their arrays and their points'), against --filter-memory.
             # TYPE pinwheel_filter_index_bytes gauge
             pinwheel_filter_index_bytes \(bytes)
+            # HELP pinwheel_filter_index_builds_total Indexes of filtered views built, first builds and compactions.
+            # TYPE pinwheel_filter_index_builds_total counter
+            pinwheel_filter_index_builds_total \(builds.load(ordering: .relaxed))
             # HELP pinwheel_filter_index_points Points the indexes of filtered views hold.
             # TYPE pinwheel_filter_index_points gauge
             pinwheel_filter_index_points \(points)
@@ -140,6 +155,7 @@ final class FilterRegistry: @unchecked Sendable {
             if let entry = e[filter.key] {
                 entry.sessions -= 1
                 entry.lastUsed = .now
+                entry.lastReleased = entry.lastUsed
             }
             letGo = evict(&e)
         }
@@ -155,6 +171,7 @@ final class FilterRegistry: @unchecked Sendable {
             let entry = entries.withLock { e in
                 let entry = e[filter.key] ?? Entry(filter: expression)
                 entry.lastUsed = .now
+                entry.lastAsked = entry.lastUsed
                 e[filter.key] = entry
                 return entry
             }
@@ -188,6 +205,7 @@ final class FilterRegistry: @unchecked Sendable {
         let index: any Clusterer
         do {
             if admitting { try admit(entry, key: key, algorithm: algorithm, points: rows.count) }
+            builds.add(1, ordering: .relaxed)
             index = try ClustererFactory.make(
                 algorithm, dataset: data.filtered(rows: rows), options: source.options, aggregates: source.aggregates)
         } catch {
@@ -195,14 +213,14 @@ final class FilterRegistry: @unchecked Sendable {
                 if tracksChanges { entry.pending = nil }
                 if admitting && entry.admitted.contains(algorithm) {
                     // Admitted, then failed: its reservation goes, and the next ask is admitted anew.
-                    entry.builds -= 1
+                    entry.buildsRunning -= 1
                     entry.sizes[algorithm] = nil
                     entry.admitted.remove(algorithm)
                 }
             }
             throw error
         }
-        defer { if admitting { entries.withLock { _ in entry.builds -= 1 } } }
+        defer { if admitting { entries.withLock { _ in entry.buildsRunning -= 1 } } }
         entries.withLock { _ in
             var served = index
             if tracksChanges, let base = index as? ClusterIndex {
@@ -210,7 +228,9 @@ final class FilterRegistry: @unchecked Sendable {
                 let columns =
                     columnsNow.count > data.properties.columns.count ? columnsNow : data.properties.columns
                 let bound = BoundFilter(entry.filter, columns: columns)
-                for change in entry.pending ?? [] { delta.apply(change.filtered(by: bound)) }
+                for change in entry.pending ?? [] where change.concerns(bound) {
+                    delta.apply(change.filtered(by: bound))
+                }
                 entry.pending = nil
                 entry.delta = delta
                 entry.generation += 1
@@ -219,7 +239,7 @@ final class FilterRegistry: @unchecked Sendable {
                     pointCount: delta.pointCount)
             }
             entry.clusterers[algorithm] = served
-            entry.sizes[algorithm] = index.estimatedBytes
+            entry.sizes[algorithm] = served.estimatedBytes
         }
         return entries.withLock { _ in entry.clusterers[algorithm]! }
     }
@@ -245,11 +265,14 @@ final class FilterRegistry: @unchecked Sendable {
                 return entry.delta.map { (entry, $0, entry.generation) }
             }
         }
-        var compactions: [Entry] = []
-        for (entry, before, generation) in following {
+        // The filters' indexes are laid over side by side: together they hold many times the points
+        // of the full index, and the sessions viewing through them wait for the slowest.
+        let compactions = Mutex<[Entry]>([])
+        DispatchQueue.concurrentPerform(iterations: following.count) { i in
+            let (entry, before, generation) = following[i]
             var delta = before
             let bound = BoundFilter(entry.filter, columns: columns)
-            for change in changes { delta.apply(change.filtered(by: bound)) }
+            for change in changes where change.concerns(bound) { delta.apply(change.filtered(by: bound)) }
             let published = LiveClusterIndex(
                 delta: delta, version: version, names: names, columns: columns, pointCount: delta.pointCount)
             let compacts = entries.withLock { _ in
@@ -261,9 +284,9 @@ final class FilterRegistry: @unchecked Sendable {
                 entry.compacting = true
                 return true
             }
-            if compacts { compactions.append(entry) }
+            if compacts { compactions.withLock { $0.append(entry) } }
         }
-        for entry in compactions {
+        for entry in compactions.withLock({ $0 }) {
             // The index it replaces serves, and follows the changes, until the build is in.
             DispatchQueue.global(qos: .utility).async { [self] in
                 _ = try? build(entry, key: entry.filter.key, algorithm: .hierarchical, admitting: false)
@@ -282,9 +305,14 @@ final class FilterRegistry: @unchecked Sendable {
             algorithm: algorithm, points: points, fullBytes: full.estimatedBytes, fullPoints: full.pointCount)
         var letGo: [Entry] = []
         let decision = entries.withLock { e in
+            let graceEnded = ContinuousClock.now - grace
             let held = e.map { other, held in
-                FilterAdmission.Held(
-                    key: other, bytes: held.bytes, inUse: held.sessions > 0 || held.builds > 0 || held === entry,
+                // An index asked for since its last session let go of it is about to be taken hold of
+                // (at the end of the asking turn): it stays through its grace. One let go of since may go.
+                let awaitsHold = held.lastAsked > held.lastReleased && held.lastAsked > graceEnded
+                return FilterAdmission.Held(
+                    key: other, bytes: held.bytes,
+                    inUse: held.sessions > 0 || held.buildsRunning > 0 || held === entry || awaitsHold,
                     lastUsed: held.lastUsed)
             }
             let decision = FilterAdmission.decide(estimate: estimate, budget: budget, held: held)
@@ -293,9 +321,9 @@ final class FilterRegistry: @unchecked Sendable {
                 for other in keys { letGo.append(e.removeValue(forKey: other)!) }
                 entry.sizes[algorithm] = estimate
                 entry.admitted.insert(algorithm)
-                entry.builds += 1
+                entry.buildsRunning += 1
             case .refuse:
-                if entry.sessions <= 0 && entry.clusterers.isEmpty && entry.builds <= 0 { e[key] = nil }
+                if entry.sessions <= 0 && entry.clusterers.isEmpty && entry.buildsRunning <= 0 { e[key] = nil }
             }
             return decision
         }
@@ -307,13 +335,15 @@ final class FilterRegistry: @unchecked Sendable {
         }
     }
 
-    /// Lets go of unused indexes, least recently used first, while all of them hold more than the budget.
+    /// Lets go of unused indexes past their grace, least recently used first, while all of them hold
+    /// more than the budget.
     private func evict(_ e: inout [String: Entry]) -> [Entry] {
         var total = e.values.reduce(0) { $0 + $1.bytes }
         guard total > budget else { return [] }
         var letGo: [Entry] = []
+        let graceEnded = ContinuousClock.now - grace
         for (key, entry) in e.sorted(by: { $0.value.lastUsed < $1.value.lastUsed })
-        where entry.sessions <= 0 && entry.builds <= 0 {
+        where entry.sessions <= 0 && entry.buildsRunning <= 0 && entry.lastUsed <= graceEnded {
             guard total > budget else { break }
             total -= entry.bytes
             letGo.append(entry)

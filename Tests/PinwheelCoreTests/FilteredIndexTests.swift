@@ -110,4 +110,19 @@ struct FilteredIndexTests {
         #expect(short.filtered(by: bound) == ChangedPoint(id: 4, now: nil))
         #expect(ChangedPoint(id: 4, now: nil).filtered(by: bound) == ChangedPoint(id: 4, now: nil))
     }
+
+    @Test("a change concerns a filtered index when the point passed before it or passes after it")
+    func concerns() throws {
+        let filter = try FilterExpression(json: JSONReader.parse(Array(#"[">", ["get", "speed"], 10]"#.utf8)))
+        let bound = BoundFilter(filter, columns: ["kind", "speed"])
+        let fast = PointRecord(position: Coordinate(lat: 1, lon: 2), values: ["bus", 20])
+        let slow = PointRecord(position: Coordinate(lat: 1, lon: 2), values: ["bus", 5])
+        #expect(ChangedPoint(id: 4, now: fast, prior: .absent).concerns(bound), "enters")
+        #expect(ChangedPoint(id: 4, now: slow, prior: .values(["bus", 30])).concerns(bound), "leaves")
+        #expect(ChangedPoint(id: 4, now: nil, prior: .values(["bus", 30])).concerns(bound), "deleted from it")
+        #expect(!ChangedPoint(id: 4, now: slow, prior: .values(["bus", 5])).concerns(bound), "out, and stays out")
+        #expect(!ChangedPoint(id: 4, now: slow, prior: .absent).concerns(bound), "inserted outside it")
+        #expect(!ChangedPoint(id: 4, now: nil, prior: .values(["bus"])).concerns(bound), "deleted, never in")
+        #expect(ChangedPoint(id: 4, now: slow, prior: .unknown).concerns(bound), "unknown before: laid")
+    }
 }

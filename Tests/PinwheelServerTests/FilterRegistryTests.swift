@@ -86,9 +86,39 @@ struct FilterRegistryTests {
     }
 
     @Test(
-        "a live filtered index lets in points that start passing and out those that stop, then compacts to a fresh build"
+        "an index just asked for is not let go of for another's room until its session takes hold of it; once let go of, it may be"
     )
-    func liveChanges() throws {
+    func graceBeforeHold() throws {
+        let data = Points(Self.points(5_000))
+        let b = try Self.filter(#"[">=", ["get", "tens"], 5]"#)
+        let c = try Self.filter(#"["==", ["get", "even"], true]"#)
+        let roomy = FilterRegistry(source: Self.source(data, live: false), budget: 1 << 30)
+        _ = try roomy.clusterer(for: .hierarchical, filter: b)
+        let bBytes = roomy.held.bytes
+        let full = try ClusterIndex(dataset: data.data.withLock { $0 })
+        let cEstimate = FilterAdmission.estimate(
+            algorithm: .hierarchical, points: 2_500, fullBytes: full.estimatedBytes, fullPoints: 5_000)
+        // Room for c alone, not beside b.
+        let registry = FilterRegistry(
+            source: Self.source(data, live: false), budget: bBytes + cEstimate - 1, grace: .seconds(600))
+        // b's session asked within its turn and takes hold at the turn's end: c cannot take its room.
+        let asked = try registry.clusterer(for: .hierarchical, filter: b)
+        #expect(throws: FilterRefusal.self) { try registry.clusterer(for: .hierarchical, filter: c) }
+        registry.acquire(b)
+        let again = try registry.clusterer(for: .hierarchical, filter: b)
+        let sameIndex = (asked as AnyObject) === (again as AnyObject)
+        #expect(sameIndex, "the index asked for, not a second build")
+        // Its session gone, b may go within its grace to make room.
+        registry.release(b)
+        #expect(registry.held.count == 1, "kept while it fits")
+        let built = try registry.clusterer(for: .hierarchical, filter: c)
+        #expect(built.pointCount == 2_500 && registry.held.count == 1 && registry.refused == 1)
+    }
+
+    @Test(
+        "a live filtered index lets in points that start passing and out those that stop, then compacts to a fresh build",
+        arguments: [false, true])
+    func liveChanges(knowsPrior: Bool) throws {
         let data = Points(Self.points(2_000))
         let registry = FilterRegistry(source: Self.source(data, live: true), budget: 1 << 30)
         let even = try Self.filter(#"["get", "even"]"#)
@@ -98,14 +128,18 @@ struct FilterRegistryTests {
         var table = PointTable(data.data.withLock { $0 })
         var changes: [ChangedPoint] = []
         // Odd ids become even-flagged (in), even ids become odd-flagged (out): 1,500 changes in all.
-        for id in UInt32(0)..<1_500 {
+        // Then the points left out move and stay out: changes that concern the filtered index not at
+        // all, passed over when the values before are known.
+        let moves = (UInt32(1_500)..<2_000).filter { $0 % 2 == 1 }
+        for (k, id) in (Array(0..<1_500) + moves).enumerated() {
             let position = table.coordinate(of: .number(id))!
+            let prior = table.record(ofID: id).map { ChangedPoint.Prior.values($0.values) } ?? .absent
             table.apply(
                 .upsert(
-                    .number(id), lat: position.lat, lon: position.lon,
-                    properties: ["even": .bool(id % 2 == 1), "tens": 0]),
-                version: UInt64(id) + 1)
-            changes.append(ChangedPoint(id: id, now: table.record(ofID: id)))
+                    .number(id), lat: position.lat + (id < 1_500 ? 0 : 0.5), lon: position.lon,
+                    properties: ["even": .bool(id % 2 == 1 && id < 1_500), "tens": 0]),
+                version: UInt64(k) + 1)
+            changes.append(ChangedPoint(id: id, now: table.record(ofID: id), prior: knowsPrior ? prior : .unknown))
         }
         data.data.withLock { $0 = table.dataset }
         registry.refresh(

@@ -1,11 +1,24 @@
 /// A point that changed: where it is now and what it carries, or nil once it is deleted.
 public struct ChangedPoint: Sendable, Equatable {
+    /// What a point was before a change, as far as its producer knew.
+    public enum Prior: Sendable, Equatable {
+        case unknown
+        /// No point had the id.
+        case absent
+        /// Its property values (in the column order of that moment).
+        case values([PropertyValue?])
+    }
+
     public var id: UInt32
     public var now: PointRecord?
+    /// Lets a filtered view pass over a change that concerns none of its points without looking for
+    /// the point in its index.
+    public var prior: Prior
 
-    public init(id: UInt32, now: PointRecord?) {
+    public init(id: UInt32, now: PointRecord?, prior: Prior = .unknown) {
         self.id = id
         self.now = now
+        self.prior = prior
     }
 }
 

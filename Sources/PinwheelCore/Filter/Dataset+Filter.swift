@@ -60,6 +60,17 @@ extension ChangedPoint {
         guard let now, filter.matches(PropertyCells(now.values[...])) else { return ChangedPoint(id: id, now: nil) }
         return self
     }
+
+    /// False when the point passed `filter` neither before the change nor after it: an index over the
+    /// points passing it holds the point at neither moment, and the change is nothing to it.
+    public func concerns(_ filter: BoundFilter) -> Bool {
+        if let now, filter.matches(PropertyCells(now.values[...])) { return true }
+        switch prior {
+        case .unknown: return true
+        case .absent: return false
+        case .values(let values): return filter.matches(PropertyCells(values[...]))
+        }
+    }
 }
 
 extension Dataset {
@@ -71,13 +82,13 @@ extension Dataset {
 }
 
 extension Clusterer {
-    /// Roughly the bytes the index holds: its own arrays, and its points' ids, coordinates and property
-    /// cells. What a server counts against its filter memory, and how a filtered index is compared
-    /// with the full one.
+    /// Roughly the bytes the index holds: its own arrays (a live index's delta's included), and its
+    /// points' ids, coordinates and property cells. What a server counts against its filter memory,
+    /// and how a filtered index is compared with the full one.
     public var estimatedBytes: Int {
-        // A live index is its last full build plus a delta, small beside it.
-        let built = (self as? ClusterIndex) ?? (self as? LiveClusterIndex)?.delta.base
-        let own = built?.storedBytes ?? pointCount * 64
+        let delta = (self as? LiveClusterIndex)?.delta
+        let built = (self as? ClusterIndex) ?? delta?.base
+        let own = (built?.storedBytes ?? pointCount * 64) + (delta?.storedBytes ?? 0)
         return own + dataset.count * (4 + 16) + dataset.properties.values.count * MemoryLayout<PropertyValue?>.stride
     }
 }

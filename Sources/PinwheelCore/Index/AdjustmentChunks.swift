@@ -16,6 +16,9 @@ struct AdjustmentChunks: Sendable {
         }
     }
 
+    /// Bytes of its chunks.
+    var storedBytes: Int { chunks.reduce(0) { $0 + $1.count } * MemoryLayout<ItemAdjustment>.stride }
+
     /// True for a level of no items (and for the fine levels, which keep none).
     var isEmpty: Bool { chunks.isEmpty }
 

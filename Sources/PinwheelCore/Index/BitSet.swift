@@ -18,6 +18,9 @@ struct BitSet: Sendable, Equatable {
         return words[i >> 6] & (1 << UInt64(i & 63)) != 0
     }
 
+    /// Bytes of its words.
+    var storedBytes: Int { words.count * 8 }
+
     /// Adds `i`, which must be below `count`.
     mutating func insert(_ i: Int) {
         words[i >> 6] |= 1 << UInt64(i & 63)

@@ -64,7 +64,7 @@ public struct ClusterDelta: Sendable {
 
     /// A delta with no changes over `base`.
     public init(base: ClusterIndex) {
-        self.init(base: base, largestDenseLevel: Self.largestDenseLevel)
+        self.init(base: base, largestDenseLevel: Self.largestDenseLevel(points: base.dataset.count))
     }
 
     /// A delta with no changes over `base`, keeping the adjustments of levels of up to
@@ -93,6 +93,15 @@ public struct ClusterDelta: Sendable {
 
     /// The points the base with the changes laid over it holds.
     public var pointCount: Int { base.dataset.count - removedCount + added.count }
+
+    /// Roughly the bytes the delta holds beside its base: its flags, the coarse levels' arrays, the
+    /// hierarchy order when the base keeps none, and about 64 bytes per entry of its maps.
+    public var storedBytes: Int {
+        let flags = removedRows.storedBytes + removed.storedBytes + adjusted.reduce(0) { $0 + $1.storedBytes }
+        let arrays = denseAdjustments.reduce(0) { $0 + $1.storedBytes }
+        let entries = added.count * 2 + adjustments.reduce(0) { $0 + $1.count } + standalone.reduce(0) { $0 + $1.count }
+        return flags + arrays + (base.order == nil ? order.storedBytes : 0) + entries * 64
+    }
 
     /// True when nothing changed since the base was built.
     public var isEmpty: Bool { removedCount == 0 && added.isEmpty }
@@ -266,6 +275,12 @@ public struct ClusterDelta: Sendable {
     /// Most items a level may have to keep its adjustments in arrays: 24 bytes each, a chunk copied
     /// at its first change after each publication (with 1M points, zooms 0–9: about 10 MB).
     static let largestDenseLevel = 262_144
+
+    /// The same for a base of `points` points. Arrays pay at the coarse levels, where the changes of
+    /// one publication reach most clusters; a quarter of the points keeps that to the same zooms for a
+    /// filtered view's smaller index, where the fixed bound kept every level in arrays and each
+    /// publication copied them all (48 MB for 100,000 points).
+    static func largestDenseLevel(points: Int) -> Int { min(largestDenseLevel, max(4_096, points / 4)) }
 
     /// What a base cluster of `count` points gained and lost, if a change reached it.
     func adjustment(level li: Int, item: Int, count: Int) -> ItemAdjustment? {

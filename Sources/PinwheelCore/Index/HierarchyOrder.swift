@@ -13,6 +13,12 @@ struct HierarchyOrder: Sendable {
     /// The first position of each item of the levels from `firstKept` on; empty for the others.
     private let firstPositions: [[Int32]]
 
+    /// Bytes of its arrays.
+    var storedBytes: Int {
+        (positionOfRow.count + rawItemAtPosition.count + idAtPosition.count + firstPositions.reduce(0) { $0 + $1.count })
+            * 4
+    }
+
     /// Orders the rows of `index`.
     /// - Parameter firstKept: the coarsest level whose items' runs ``run(level:item:count:)`` answers.
     init(_ index: ClusterIndex, keepingFrom firstKept: Int) {

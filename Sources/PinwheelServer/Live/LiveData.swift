@@ -65,6 +65,7 @@ final class LiveData: @unchecked Sendable {
             var dropped: [UInt64] = []
             for (k, change) in committed.changes.enumerated() {
                 let before = state.table.id(of: change.key)
+                let prior = before.flatMap { state.table.record(ofID: $0) }.map { ChangedPoint.Prior.values($0.values) }
                 let version = committed.first + UInt64(k)
                 guard state.table.apply(change, version: version) else {
                     dropped.append(version)
@@ -73,10 +74,11 @@ final class LiveData: @unchecked Sendable {
                 switch change {
                 case .upsert(let key, _, _, _, _):
                     let id = state.table.id(of: key)!
-                    state.changed.append(ChangedPoint(id: id, now: state.table.record(ofID: id)))
+                    state.changed.append(
+                        ChangedPoint(id: id, now: state.table.record(ofID: id), prior: prior ?? .absent))
                 case .delete:
                     // Deleting a key no point has changes nothing.
-                    if let before { state.changed.append(ChangedPoint(id: before, now: nil)) }
+                    if let before { state.changed.append(ChangedPoint(id: before, now: nil, prior: prior ?? .unknown)) }
                 }
             }
             return dropped
