@@ -11,6 +11,13 @@ import Synchronization
 /// index at the end of the turn that asked for it, and one let go of then would be built again at its
 /// next ask, and no longer follow the changes meanwhile.
 ///
+/// The budget bounds the indexes in use too: before an index of a filter (or an algorithm) it does
+/// not hold is built, its points are counted and its bytes estimated; when the indexes in use plus the
+/// estimate would not fit once unused ones are let go of, it is refused (``FilterRefusal``) and nothing
+/// changes (``FilterAdmission``). A build the registry already admitted (a `pca-tree` built again
+/// after the data changed, a compaction) replaces what it held and is not asked again. To make room,
+/// an unused index may go within its grace, unless a session asked for it since the last let go of it.
+///
 /// With live data each `hierarchical` index follows the changes exactly as the full index does: at
 /// every refresh the index thread lays the same changes over it (a point that stops passing the
 /// filter leaves it, one that starts passing enters it) and publishes a ``LiveClusterIndex``; once its
@@ -22,6 +29,9 @@ final class FilterRegistry: @unchecked Sendable {
     /// Where filtered indexes get their points: the data now, and whether it changes.
     struct Source: Sendable {
         var dataset: @Sendable () -> Dataset
+        /// The full index of an algorithm (when built, else the default one), whose bytes per point
+        /// estimate a filtered index's before it is built.
+        var full: @Sendable (Algorithm) -> any Clusterer
         var live: Bool
         var options: ClusterOptions
         var aggregates: [Aggregate]
@@ -41,8 +51,16 @@ final class FilterRegistry: @unchecked Sendable {
         var pending: [ChangedPoint]?
         var sessions = 0
         var lastUsed = ContinuousClock.now
-        /// Roughly what each algorithm's index holds.
+        /// When a session last asked for one of its indexes, and when one last let go of it: one asked
+        /// for since is about to be taken hold of.
+        var lastAsked = ContinuousClock.now
+        var lastReleased = ContinuousClock.now - .seconds(1_000_000)
+        /// Roughly what each algorithm's index holds; while an admitted build runs, its estimate.
         var sizes: [Algorithm: Int] = [:]
+        /// The algorithms whose first build the budget admitted: later builds of them are not asked again.
+        var admitted: Set<Algorithm> = []
+        /// Admitted builds running now: the entry is not let go of meanwhile.
+        var buildsRunning = 0
         var bytes: Int { sizes.values.reduce(0, +) }
         var compacting = false
 
@@ -55,6 +73,8 @@ final class FilterRegistry: @unchecked Sendable {
     /// Indexes built since the start, compactions included.
     private let builds = Atomic<Int>(0)
     private let entries = Mutex<[String: Entry]>([:])
+    /// Indexes refused for want of memory, since start.
+    private let refusals = Atomic<Int>(0)
     /// The property columns as of the last refresh (columns only ever grow), under `entries`' lock.
     private var columnsNow: [String] = []
 
@@ -69,10 +89,19 @@ final class FilterRegistry: @unchecked Sendable {
         entries.withLock { e in (e.count, e.values.reduce(0) { $0 + $1.bytes }) }
     }
 
+    /// Filtered indexes some session uses now.
+    var inUse: Int {
+        entries.withLock { e in e.values.count { $0.sessions > 0 } }
+    }
+
+    /// Indexes refused for want of memory since start.
+    var refused: Int { refusals.load(ordering: .relaxed) }
+
     /// The registry's figures in Prometheus' text format, appended to `/metrics`, with the full index's
     /// estimated bytes (`full`) to weigh a filtered index against its share of them.
     func metricsText(full: any Clusterer) -> String {
         let (count, bytes) = held
+        let used = inUse
         let points = entries.withLock { e in
             e.values.reduce(0) { total, entry in
                 total + ((entry.clusterers[.hierarchical] ?? entry.clusterers[.pcaTree])?.pointCount ?? 0)
@@ -82,6 +111,12 @@ final class FilterRegistry: @unchecked Sendable {
             # HELP pinwheel_filter_indexes Indexes of filtered views held, one per effective filter.
             # TYPE pinwheel_filter_indexes gauge
             pinwheel_filter_indexes \(count)
+            # HELP pinwheel_filter_indexes_in_use Indexes of filtered views some session uses now (never let go of).
+            # TYPE pinwheel_filter_indexes_in_use gauge
+            pinwheel_filter_indexes_in_use \(used)
+            # HELP pinwheel_filter_refusals_total Filters (or a filtered view's algorithm, or a token's scope) refused since start: their index would have taken the indexes in use past --filter-memory.
+            # TYPE pinwheel_filter_refusals_total counter
+            pinwheel_filter_refusals_total \(refused)
             # HELP pinwheel_filter_index_bytes Estimated bytes the indexes of filtered views hold (their arrays and their points'), against --filter-memory.
             # TYPE pinwheel_filter_index_bytes gauge
             pinwheel_filter_index_bytes \(bytes)
@@ -120,6 +155,7 @@ final class FilterRegistry: @unchecked Sendable {
             if let entry = e[filter.key] {
                 entry.sessions -= 1
                 entry.lastUsed = .now
+                entry.lastReleased = entry.lastUsed
             }
             letGo = evict(&e)
         }
@@ -133,41 +169,69 @@ final class FilterRegistry: @unchecked Sendable {
         entries.withLock { e in
             guard let entry = e[filter.key], let index = entry.clusterers[algorithm] else { return nil }
             entry.lastUsed = .now
+            entry.lastAsked = entry.lastUsed
             return index
         }
     }
 
     /// The index of `algorithm` over the points `filter` lets through, built now when there is none.
-    /// - Throws: the core's build error.
+    /// - Throws: ``FilterRefusal`` when a new index would not fit in the budget; the core's build error.
     func clusterer(for algorithm: Algorithm, filter: EffectiveFilter) throws -> any Clusterer {
         guard let expression = filter.expression else { preconditionFailure("no filter: the full index serves") }
-        let entry = entries.withLock { e in
-            let entry = e[filter.key] ?? Entry(filter: expression)
-            entry.lastUsed = .now
-            e[filter.key] = entry
-            return entry
-        }
-        return try entry.building.withLock { _ in
-            if let built = entries.withLock({ _ in entry.clusterers[algorithm] }) { return built }
-            let built = try build(entry, algorithm: algorithm)
-            var letGo: [Entry] = []
-            entries.withLock { e in letGo = evict(&e) }
-            letGo.removeAll()
-            return built
+        while true {
+            let entry = entries.withLock { e in
+                let entry = e[filter.key] ?? Entry(filter: expression)
+                entry.lastUsed = .now
+                entry.lastAsked = entry.lastUsed
+                e[filter.key] = entry
+                return entry
+            }
+            let served: (any Clusterer)? = try entry.building.withLock { _ in
+                let (current, built, admitted) = entries.withLock { e in
+                    (e[filter.key] === entry, entry.clusterers[algorithm], entry.admitted.contains(algorithm))
+                }
+                // Let go of (or refused) while this waited for another's build: asked again below.
+                guard current else { return nil }
+                if let built { return built }
+                let index = try build(entry, key: filter.key, algorithm: algorithm, admitting: !admitted)
+                var letGo: [Entry] = []
+                // The estimate may fall short: unused indexes go to bring the total back within the budget.
+                entries.withLock { e in letGo = evict(&e) }
+                letGo.removeAll()
+                return index
+            }
+            if let served { return served }
         }
     }
 
-    /// Builds `entry`'s index of `algorithm` from the data now. Caller holds `entry.building`.
-    private func build(_ entry: Entry, algorithm: Algorithm) throws -> any Clusterer {
+    /// Builds `entry`'s index of `algorithm` from the data now; `admitting` a first build, only once
+    /// the budget admits it. Caller holds `entry.building`.
+    private func build(_ entry: Entry, key: String, algorithm: Algorithm, admitting: Bool) throws -> any Clusterer {
         let tracksChanges = source.live && algorithm == .hierarchical
         // Registered before the points are read: changes taken meanwhile are laid over the build,
         // and those the points already hold change nothing when laid again.
         if tracksChanges { entries.withLock { _ in entry.pending = [] } }
-        builds.add(1, ordering: .relaxed)
         let data = source.dataset()
-        let subset = data.filtered(by: entry.filter)
-        let index = try ClustererFactory.make(
-            algorithm, dataset: subset, options: source.options, aggregates: source.aggregates)
+        let rows = data.rows(passing: entry.filter)
+        let index: any Clusterer
+        do {
+            if admitting { try admit(entry, key: key, algorithm: algorithm, points: rows.count) }
+            builds.add(1, ordering: .relaxed)
+            index = try ClustererFactory.make(
+                algorithm, dataset: data.filtered(rows: rows), options: source.options, aggregates: source.aggregates)
+        } catch {
+            entries.withLock { _ in
+                if tracksChanges { entry.pending = nil }
+                if admitting && entry.admitted.contains(algorithm) {
+                    // Admitted, then failed: its reservation goes, and the next ask is admitted anew.
+                    entry.buildsRunning -= 1
+                    entry.sizes[algorithm] = nil
+                    entry.admitted.remove(algorithm)
+                }
+            }
+            throw error
+        }
+        defer { if admitting { entries.withLock { _ in entry.buildsRunning -= 1 } } }
         entries.withLock { _ in
             var served = index
             if tracksChanges, let base = index as? ClusterIndex {
@@ -236,9 +300,49 @@ final class FilterRegistry: @unchecked Sendable {
         for entry in compactions.withLock({ $0 }) {
             // The index it replaces serves, and follows the changes, until the build is in.
             DispatchQueue.global(qos: .utility).async { [self] in
-                _ = try? build(entry, algorithm: .hierarchical)
+                _ = try? build(entry, key: entry.filter.key, algorithm: .hierarchical, admitting: false)
                 entries.withLock { _ in entry.compacting = false }
             }
+        }
+    }
+
+    /// Admits the first build of `entry`'s index of `algorithm`, over `points` points, when it fits in
+    /// the budget: lets go of the unused indexes that must go and reserves its estimate until the build
+    /// replaces it with its bytes. A refused entry no session holds is dropped.
+    /// - Throws: ``FilterRefusal`` when it does not fit.
+    private func admit(_ entry: Entry, key: String, algorithm: Algorithm, points: Int) throws(FilterRefusal) {
+        let full = source.full(algorithm)
+        let estimate = FilterAdmission.estimate(
+            algorithm: algorithm, points: points, fullBytes: full.estimatedBytes, fullPoints: full.pointCount)
+        var letGo: [Entry] = []
+        let decision = entries.withLock { e in
+            let graceEnded = ContinuousClock.now - grace
+            let held = e.map { other, held in
+                // An index asked for since its last session let go of it is about to be taken hold of
+                // (at the end of the asking turn): it stays through its grace. One let go of since may go.
+                let awaitsHold = held.lastAsked > held.lastReleased && held.lastAsked > graceEnded
+                return FilterAdmission.Held(
+                    key: other, bytes: held.bytes,
+                    inUse: held.sessions > 0 || held.buildsRunning > 0 || held === entry || awaitsHold,
+                    lastUsed: held.lastUsed)
+            }
+            let decision = FilterAdmission.decide(estimate: estimate, budget: budget, held: held)
+            switch decision {
+            case .admit(let keys):
+                for other in keys { letGo.append(e.removeValue(forKey: other)!) }
+                entry.sizes[algorithm] = estimate
+                entry.admitted.insert(algorithm)
+                entry.buildsRunning += 1
+            case .refuse:
+                if entry.sessions <= 0 && entry.clusterers.isEmpty && entry.buildsRunning <= 0 { e[key] = nil }
+            }
+            return decision
+        }
+        // Freed here, outside the lock.
+        letGo.removeAll()
+        if case .refuse(let inUse) = decision {
+            refusals.add(1, ordering: .relaxed)
+            throw FilterRefusal(points: points, estimate: estimate, inUse: inUse, budget: budget)
         }
     }
 
@@ -250,7 +354,7 @@ final class FilterRegistry: @unchecked Sendable {
         var letGo: [Entry] = []
         let graceEnded = ContinuousClock.now - grace
         for (key, entry) in e.sorted(by: { $0.value.lastUsed < $1.value.lastUsed })
-        where entry.sessions <= 0 && entry.lastUsed <= graceEnded {
+        where entry.sessions <= 0 && entry.buildsRunning <= 0 && entry.lastUsed <= graceEnded {
             guard total > budget else { break }
             total -= entry.bytes
             letGo.append(entry)

@@ -94,7 +94,10 @@ public final class Server: @unchecked Sendable {
         let points: @Sendable () -> Dataset = livePoints ?? { [dataset] in dataset.dataset }
         filters = FilterRegistry(
             source: FilterRegistry.Source(
-                dataset: points, live: live != nil, options: configuration.clusterOptions,
+                dataset: points,
+                full: { [served] in served.now.built($0) ?? served.now.clusterer(for: served.algorithm) },
+                live: live != nil,
+                options: configuration.clusterOptions,
                 aggregates: live == nil ? configuration.aggregates : []),
             budget: configuration.filterMemory)
         if let live, configuration.ingestToken != nil || !configuration.producerTokens.isEmpty {

@@ -100,8 +100,13 @@ final class Session: WorkerJob, @unchecked Sendable {
         SessionMachine(
             clock: ContinuousClock(), options: start.options, session: String(connection.rawValue, radix: 16),
             dataset: start.dataset, clusterOptions: start.clusterOptions,
-            clusterers: { [unowned host] in host.clusterer(for: $0, filter: $1) }, algorithm: start.algorithm,
-            scope: scope)
+            clusterers: { [unowned host] (algorithm, filter) throws(WireError) in
+                do throws(FilterRefusal) {
+                    return try host.clusterer(for: algorithm, filter: filter)
+                } catch {
+                    throw error.wireError
+                }
+            }, algorithm: start.algorithm, scope: scope)
     }
 
     /// Serves from `fresh` from now on, handing it the planning memory this turn lent the old one.
@@ -253,11 +258,8 @@ final class Session: WorkerJob, @unchecked Sendable {
         }
     }
 
-    /// Whether the data published at version `now` may change what this session shows (see
-    /// ``ServedView/needsTelling(of:previous:now:options:)``); a session that served no view yet is
-    /// told. Index thread.
-    /// Keeps the registry's count of the sessions using each filtered index.
-    private func holdFilter(_ filter: EffectiveFilter) {
+    /// Keeps the registry's count of the sessions using each filtered index. Worker-only.
+    func holdFilter(_ filter: EffectiveFilter) {
         guard filter != heldFilter else { return }
         host.filters.acquire(filter)
         host.filters.release(heldFilter)
@@ -265,6 +267,9 @@ final class Session: WorkerJob, @unchecked Sendable {
         filtered.store(!filter.isEverything, ordering: .relaxed)
     }
 
+    /// Whether the data published at version `now` may change what this session shows (see
+    /// ``ServedView/needsTelling(of:previous:now:options:)``); a session that served no view yet is
+    /// told. Index thread.
     func needsTelling(
         of footprint: ChangeFootprint?, previous: UInt64, now: UInt64, options: ClusterOptions
     ) -> Bool {

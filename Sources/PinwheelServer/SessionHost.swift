@@ -10,7 +10,8 @@ protocol SessionHost: AnyObject, Sendable {
     /// How a new session whose client chose `encoding` starts.
     func sessionStart(encoding: WireEncoding) -> SessionStart
     /// The shared clusterer of an algorithm now, over the points `filter` lets through.
-    func clusterer(for algorithm: Algorithm, filter: EffectiveFilter) -> any Clusterer
+    /// - Throws: a new filtered index that would take those in use past `--filter-memory`.
+    func clusterer(for algorithm: Algorithm, filter: EffectiveFilter) throws(FilterRefusal) -> any Clusterer
     /// The filtered indexes, counted by the sessions that use them.
     var filters: FilterRegistry { get }
     /// Hands over a message encoded behind the transport's headroom; false when the connection is
@@ -97,12 +98,15 @@ extension Server: SessionHost {
 
     /// The clusterer of an algorithm over the points `filter` lets through, built now (on the caller's
     /// thread, a worker) when no session had it. A build that fails serves no points, never all of them.
-    func clusterer(for algorithm: Algorithm, filter: EffectiveFilter) -> any Clusterer {
+    /// - Throws: a new filtered index that would take those in use past `--filter-memory`.
+    func clusterer(for algorithm: Algorithm, filter: EffectiveFilter) throws(FilterRefusal) -> any Clusterer {
         guard !filter.isEverything else { return served.clusterer(for: algorithm) }
         if let built = filters.built(algorithm, filter: filter) { return built }
         do {
             // The build, or the wait for another session's build of the same filter, holds this thread.
             return try workers.lendingPlace { try filters.clusterer(for: algorithm, filter: filter) }
+        } catch let refusal as FilterRefusal {
+            throw refusal
         } catch {
             logger.error("building the index of filter \(filter.key) failed: \(error)")
             return Self.noPoints(configuration.clusterOptions)

@@ -38,7 +38,7 @@ struct SessionMachineTests {
         init(
             options: SessionOptions = SessionOptions(), algorithm: Algorithm = .hierarchical,
             clusterers: @escaping @Sendable (Algorithm) -> any Clusterer = { SessionMachineTests.clusterers[$0]! },
-            filtered: (@Sendable (Algorithm, EffectiveFilter) -> any Clusterer)? = nil
+            filtered: (@Sendable (Algorithm, EffectiveFilter) throws(WireError) -> any Clusterer)? = nil
         ) {
             machine = SessionMachine(
                 clock: clock, options: options, session: "s1",
@@ -182,6 +182,39 @@ struct SessionMachineTests {
         try h.turn([.settings(SettingsMessage(filter: .clear))])
         try h.settle()
         #expect(Set(h.page.keys) == all && h.machine.filter.isEverything)
+    }
+
+    @Test(
+        "a settings the server cannot hold an index for is answered with its error and changes nothing: the view goes on as it was"
+    )
+    func refusedFilter() throws {
+        let refusal = WireError(.filterMemory, message: "no room")
+        var h = Harness(filtered: { algorithm, filter throws(WireError) in
+            guard filter.isEverything else { throw refusal }
+            return SessionMachineTests.clusterers[algorithm]!
+        })
+        _ = try h.opened()
+        try h.turn([h.viewport(Self.europe, zoom: 5)])
+        try h.settle()
+        #expect(Set(h.page.keys) == h.expected(Self.europe, zoom: 5))
+        let filter = try FilterExpression(json: JSONReader.parse(Array(#"["get", "even"]"#.utf8)))
+        // Asked alone, and with an algorithm: the whole message is refused.
+        for settings in [
+            SettingsMessage(filter: .set(filter)), SettingsMessage(algorithm: .pcaTree, filter: .set(filter)),
+        ] {
+            let replies = try h.turn([.settings(settings)])
+            guard case .error(let error)? = replies.first, replies.count == 1 else {
+                Issue.record("expected one error, got \(replies)")
+                return
+            }
+            #expect(error == refusal)
+            #expect(h.machine.filter.isEverything && h.machine.algorithm == .hierarchical)
+        }
+        // The next viewport is served as before, over every point.
+        try h.turn([h.viewport(Self.europe, zoom: 7)])
+        try h.settle()
+        #expect(Set(h.page.keys) == h.expected(Self.europe, zoom: 7))
+        #expect(Set(h.page.keys) != h.expected(Self.europe, zoom: 5))
     }
 
     @Test("after a filter's hello, nothing planned before it goes out, though acks open the window again")

@@ -27,46 +27,92 @@ struct FilterRegistryTests {
     }
 
     static func source(_ points: Points, live: Bool) -> FilterRegistry.Source {
-        FilterRegistry.Source(
-            dataset: { points.data.withLock { $0 } }, live: live, options: ClusterOptions(), aggregates: [])
+        // The full index as it is at start: its bytes per point are all the estimates read.
+        let full = try! ClusterIndex(dataset: points.data.withLock { $0 })
+        return FilterRegistry.Source(
+            dataset: { points.data.withLock { $0 } }, full: { _ in full }, live: live, options: ClusterOptions(),
+            aggregates: [])
     }
 
-    @Test("filters written differently share one index; unused indexes go past the budget, used ones stay")
-    func sharingAndEviction() throws {
+    @Test("filters written differently share one index")
+    func sharing() throws {
         let data = Points(Self.points(5_000))
-        let registry = FilterRegistry(source: Self.source(data, live: false), budget: 1, grace: .zero)
+        let registry = FilterRegistry(source: Self.source(data, live: false), budget: 1 << 30)
         let a = try Self.filter(#"["==", ["get", "even"], true]"#)
         let sameAsA = try Self.filter(#"["get", "even"]"#)
-        let b = try Self.filter(#"[">=", ["get", "tens"], 5]"#)
         registry.acquire(a)
         let first = try registry.clusterer(for: .hierarchical, filter: a)
         let second = try registry.clusterer(for: .hierarchical, filter: sameAsA)
         #expect(first.pointCount == 2_500 && (first as AnyObject) === (second as AnyObject))
-        #expect(registry.held.count == 1, "in use: kept past the budget")
-        _ = try registry.clusterer(for: .hierarchical, filter: b)
-        // b is unused and everything is over a 1-byte budget: b goes, a (in use) stays.
         #expect(registry.held.count == 1)
-        registry.release(a)
-        #expect(registry.held.count == 0, "unused and over the budget: let go of")
     }
 
-    @Test("an index just asked for stays past the budget until its session takes hold of it")
-    func graceBeforeHold() throws {
+    @Test(
+        "a filter whose index would take those in use past the budget is refused and changes nothing; once the other is unused, it is admitted in its place"
+    )
+    func budgetBoundsIndexesInUse() throws {
         let data = Points(Self.points(5_000))
-        let registry = FilterRegistry(source: Self.source(data, live: false), budget: 1, grace: .seconds(600))
         let a = try Self.filter(#"["==", ["get", "even"], true]"#)
         let b = try Self.filter(#"[">=", ["get", "tens"], 5]"#)
+        // What a's index holds once built, measured on a registry with room for anything.
+        let roomy = FilterRegistry(source: Self.source(data, live: false), budget: 1 << 30)
+        _ = try roomy.clusterer(for: .hierarchical, filter: a)
+        let aBytes = roomy.held.bytes
+        let full = try ClusterIndex(dataset: data.data.withLock { $0 })
+        let bEstimate = FilterAdmission.estimate(
+            algorithm: .hierarchical, points: 2_500, fullBytes: full.estimatedBytes, fullPoints: 5_000)
+        // Room for either index, not for both.
+        let budget = aBytes + bEstimate - 1
+        let registry = FilterRegistry(source: Self.source(data, live: false), budget: budget)
         registry.acquire(a)
         _ = try registry.clusterer(for: .hierarchical, filter: a)
-        // b's session asked within its turn and takes hold at the turn's end; a session ending meanwhile
-        // must not take b's index away.
-        let asked = try registry.clusterer(for: .hierarchical, filter: b)
+        #expect(registry.held.bytes == aBytes)
+        #expect(throws: FilterRefusal(points: 2_500, estimate: bEstimate, inUse: aBytes, budget: budget)) {
+            try registry.clusterer(for: .hierarchical, filter: b)
+        }
+        #expect(registry.refused == 1)
+        #expect(registry.held.count == 1 && registry.held.bytes == aBytes, "nothing built, nothing let go of")
+        // Unused, a stays while it fits, and goes when b needs its room.
         registry.release(a)
-        #expect(registry.held.count == 2, "both within their grace")
+        #expect(registry.held.count == 1 && registry.inUse == 0)
+        registry.acquire(b)
+        let bIndex = try registry.clusterer(for: .hierarchical, filter: b)
+        #expect(bIndex.pointCount == 2_500)
+        #expect(registry.held.count == 1 && registry.held.bytes == bIndex.estimatedBytes && registry.inUse == 1)
+        #expect(registry.refused == 1)
+        // b in use: a, asked for again, is refused in its turn.
+        #expect(throws: FilterRefusal.self) { try registry.clusterer(for: .hierarchical, filter: a) }
+        #expect(registry.refused == 2)
+    }
+
+    @Test(
+        "an index just asked for is not let go of for another's room until its session takes hold of it; once let go of, it may be"
+    )
+    func graceBeforeHold() throws {
+        let data = Points(Self.points(5_000))
+        let b = try Self.filter(#"[">=", ["get", "tens"], 5]"#)
+        let c = try Self.filter(#"["==", ["get", "even"], true]"#)
+        let roomy = FilterRegistry(source: Self.source(data, live: false), budget: 1 << 30)
+        _ = try roomy.clusterer(for: .hierarchical, filter: b)
+        let bBytes = roomy.held.bytes
+        let full = try ClusterIndex(dataset: data.data.withLock { $0 })
+        let cEstimate = FilterAdmission.estimate(
+            algorithm: .hierarchical, points: 2_500, fullBytes: full.estimatedBytes, fullPoints: 5_000)
+        // Room for c alone, not beside b.
+        let registry = FilterRegistry(
+            source: Self.source(data, live: false), budget: bBytes + cEstimate - 1, grace: .seconds(600))
+        // b's session asked within its turn and takes hold at the turn's end: c cannot take its room.
+        let asked = try registry.clusterer(for: .hierarchical, filter: b)
+        #expect(throws: FilterRefusal.self) { try registry.clusterer(for: .hierarchical, filter: c) }
         registry.acquire(b)
         let again = try registry.clusterer(for: .hierarchical, filter: b)
         let sameIndex = (asked as AnyObject) === (again as AnyObject)
         #expect(sameIndex, "the index asked for, not a second build")
+        // Its session gone, b may go within its grace to make room.
+        registry.release(b)
+        #expect(registry.held.count == 1, "kept while it fits")
+        let built = try registry.clusterer(for: .hierarchical, filter: c)
+        #expect(built.pointCount == 2_500 && registry.held.count == 1 && registry.refused == 1)
     }
 
     @Test(

@@ -45,7 +45,8 @@ final class InMemoryHost: SessionHost, @unchecked Sendable {
         self.configuration = configuration
         filters = FilterRegistry(
             source: FilterRegistry.Source(
-                dataset: { data }, live: false, options: configuration.clusterOptions, aggregates: []),
+                dataset: { data }, full: { [clusterers] in clusterers.clusterer(for: $0) }, live: false,
+                options: configuration.clusterOptions, aggregates: []),
             budget: configuration.filterMemory)
     }
 
@@ -54,9 +55,15 @@ final class InMemoryHost: SessionHost, @unchecked Sendable {
             configuration: configuration, encoding: encoding, dataset: dataset, clusterOptions: clusterers.options)
     }
 
-    func clusterer(for algorithm: Algorithm, filter: EffectiveFilter) -> any Clusterer {
-        filter.isEverything
-            ? clusterers.clusterer(for: algorithm) : try! filters.clusterer(for: algorithm, filter: filter)
+    func clusterer(for algorithm: Algorithm, filter: EffectiveFilter) throws(FilterRefusal) -> any Clusterer {
+        guard !filter.isEverything else { return clusterers.clusterer(for: algorithm) }
+        do {
+            return try filters.clusterer(for: algorithm, filter: filter)
+        } catch let refusal as FilterRefusal {
+            throw refusal
+        } catch {
+            preconditionFailure("a filtered index failed to build: \(error)")
+        }
     }
 
     func send(framed: [UInt8], binary: Bool, type: String, to connection: ConnectionID) -> Bool {

@@ -16,8 +16,13 @@ extension Dataset {
     /// row order does not matter).
     /// - Complexity: O(points × size of the filter), the selection over the cores.
     public func filtered(by filter: FilterExpression) -> Dataset {
-        let bound = BoundFilter(filter, columns: properties.columns)
-        let rows = FilterScan.rows(passing: bound, table: properties, count: count)
+        filtered(rows: rows(passing: filter))
+    }
+
+    /// The points at `rows` (``rows(passing:)``'s), as ``filtered(by:)`` copies them: a caller that
+    /// counted the points first does not select them twice.
+    /// - Complexity: O(rows × property columns).
+    public func filtered(rows: [Int]) -> Dataset {
         let width = properties.columns.count
         var ids: [UInt32] = []
         var coordinates: [Double] = []

@@ -17,7 +17,7 @@ public struct SessionMachine<Clock: PinwheelClock> {
     public let session: String
     private let dataset: HelloMessage.DatasetInfo
     private let clusterOptions: HelloMessage.Options
-    private let clusterers: @Sendable (Algorithm, EffectiveFilter) -> any Clusterer
+    private let clusterers: @Sendable (Algorithm, EffectiveFilter) throws(WireError) -> any Clusterer
     public private(set) var algorithm: Algorithm
     /// The points this session's views are computed over: its scope AND the filter it set.
     public private(set) var filter: EffectiveFilter
@@ -68,14 +68,15 @@ public struct SessionMachine<Clock: PinwheelClock> {
     ///   - dataset: what `hello` says of the dataset (its `aggregates` come from the clusterer).
     ///   - clusterOptions: the clustering options `hello` announces.
     ///   - clusterers: the clusterer of each algorithm over the points an effective filter lets
-    ///     through, shared by every session with that filter.
+    ///     through, shared by every session with that filter; an error when the server cannot hold a
+    ///     new one (`filter-memory`), which a `settings` asking for it is answered with.
     ///   - algorithm: the session's first algorithm.
     ///   - scope: the points the session may ever see (its credentials'), ANDed with any filter it sets;
     ///     nil for every point.
     public init(
         clock: Clock, options: SessionOptions, session: String, dataset: HelloMessage.DatasetInfo,
         clusterOptions: HelloMessage.Options,
-        clusterers: @escaping @Sendable (Algorithm, EffectiveFilter) -> any Clusterer,
+        clusterers: @escaping @Sendable (Algorithm, EffectiveFilter) throws(WireError) -> any Clusterer,
         algorithm: Algorithm, scope: FilterExpression? = nil
     ) {
         self.clock = clock
@@ -86,7 +87,9 @@ public struct SessionMachine<Clock: PinwheelClock> {
         self.clusterers = clusterers
         self.algorithm = algorithm
         filter = EffectiveFilter(scope: scope)
-        clusterer = clusterers(algorithm, filter)
+        // A server makes sure of a scope's index before it makes the session; should it still be
+        // refused, the session shows no point rather than more than its scope.
+        clusterer = (try? clusterers(algorithm, filter)) ?? Self.noPoints
         context = FeatureContext(clusterer: clusterer)
         // No buffers of their own: a turn encodes into its worker thread's (``swapScratch(_:)``).
         encoder = MessageEncoder(headroom: options.headroom, capacity: 0)
@@ -170,12 +173,22 @@ public struct SessionMachine<Clock: PinwheelClock> {
         case .settings(let settings):
             actions.presence = settings.presence
             guard settings.algorithm != nil || settings.filter != nil else { return "settings" }
-            if let newAlgorithm = settings.algorithm { algorithm = newAlgorithm }
-            if let change = settings.filter {
-                // The scope stays: a viewer narrows what it sees, never widens it.
-                filter = EffectiveFilter(scope: filter.scope, requested: change.expression)
+            let nextAlgorithm = settings.algorithm ?? algorithm
+            // The scope stays: a viewer narrows what it sees, never widens it.
+            let nextFilter =
+                settings.filter.map { EffectiveFilter(scope: filter.scope, requested: $0.expression) } ?? filter
+            let next: any Clusterer
+            do {
+                next = try clusterers(nextAlgorithm, nextFilter)
+            } catch {
+                // Refused as a whole: the session goes on with the algorithm, filter and view it had.
+                encoder.error(error)
+                actions.send("error", encoder)
+                return "settings"
             }
-            adopt(clusterers(algorithm, filter))
+            algorithm = nextAlgorithm
+            filter = nextFilter
+            adopt(next)
             // Nothing planned over the index left behind goes out after the hello announcing the new
             // one: a point outside a narrower filter or scope would.
             pacer.dropUnsent()
@@ -271,8 +284,15 @@ public struct SessionMachine<Clock: PinwheelClock> {
     /// one turn cost one refresh; a viewport released meanwhile is served with the new data anyway.
     @_specialize(exported:true,where Clock == ContinuousClock)
     public mutating func dataChanged() {
-        adopt(clusterers(algorithm, filter))
+        // The session's own index is held for it, so it is never refused; were it, the one served stays.
+        adopt((try? clusterers(algorithm, filter)) ?? clusterer)
         refreshDue = served != nil
+    }
+
+    /// An index of no points, served by a session whose scope's index the server could not give it.
+    private static var noPoints: any Clusterer {
+        // An empty dataset cannot fail to build.
+        try! ClusterIndex(dataset: Dataset(ids: [], coordinates: []), options: ClusterOptions())
     }
 
     /// Serves views from `newest` from now on; what the client has is no longer a view of it.
@@ -286,7 +306,7 @@ public struct SessionMachine<Clock: PinwheelClock> {
     /// view a change reaches (``dataChanged()``): the view this one moves to may hold changes it was
     /// never told of.
     private mutating func takeNewerData() {
-        let newest = clusterers(algorithm, filter)
+        guard let newest = try? clusterers(algorithm, filter) else { return }
         if newest.dataset.version != clusterer.dataset.version { adopt(newest) }
     }
 

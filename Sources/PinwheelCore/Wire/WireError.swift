@@ -14,6 +14,9 @@ public struct WireError: Error, Equatable, Sendable, CustomStringConvertible {
         case unknownFeature = "unknown-feature"
         /// A `children` or `leaves` request past the session's rate; `retryMs` says when to ask again.
         case rateLimited = "rate-limited"
+        /// A filter (or algorithm) whose index would take the filtered indexes past the server's
+        /// `--filter-memory`; the session goes on as it was.
+        case filterMemory = "filter-memory"
     }
 
     public var code: Code

@@ -103,11 +103,21 @@ extension Session {
             } catch {
                 return end(code: AuthClose.forbidden, reason: "token \(error)")
             }
+            let start = host.sessionStart(encoding: encoding)
+            if expression != nil {
+                // The scope's index, built (or refused) before the session is served, and held from now
+                // on: a viewer that cannot have it is closed rather than shown more than its scope.
+                let scoped = EffectiveFilter(scope: expression)
+                do throws(FilterRefusal) {
+                    _ = try host.clusterer(for: start.algorithm, filter: scoped)
+                } catch {
+                    return end(code: FilterMemoryClose.code, reason: error.closeReason)
+                }
+                holdFilter(scoped)
+            }
             gate = .authenticated(scope: scope, subject: claims.sub?.value, expires: expires)
             replaceMachine(
-                with: Self.machine(
-                    connection: connection, start: host.sessionStart(encoding: encoding), scope: expression, host: host)
-            )
+                with: Self.machine(connection: connection, start: start, scope: expression, host: host))
             // Before hello: the client learns its token's expiry first.
             _ = host.send(AuthMessage.accepted(expires: expires), type: "auth", to: connection)
             greet(actions: &actions)
