@@ -28,7 +28,10 @@ import Synchronization
 final class FilterRegistry: @unchecked Sendable {
     /// Where filtered indexes get their points: the data now, and whether it changes.
     struct Source: Sendable {
-        var dataset: @Sendable () -> Dataset
+        /// The points passing a filter now, copied out of the data. Live data copies them under its
+        /// table's lock: a snapshot of the table held through a build would have its next change copy
+        /// the whole table.
+        var points: @Sendable (FilterExpression) -> Dataset
         /// The full index of an algorithm (when built, else the default one), whose bytes per point
         /// estimate a filtered index's before it is built.
         var full: @Sendable (Algorithm) -> any Clusterer
@@ -211,14 +214,13 @@ final class FilterRegistry: @unchecked Sendable {
         // Registered before the points are read: changes taken meanwhile are laid over the build,
         // and those the points already hold change nothing when laid again.
         if tracksChanges { entries.withLock { _ in entry.pending = [] } }
-        let data = source.dataset()
-        let rows = data.rows(passing: entry.filter)
+        let data = source.points(entry.filter)
         let index: any Clusterer
         do {
-            if admitting { try admit(entry, key: key, algorithm: algorithm, points: rows.count) }
+            if admitting { try admit(entry, key: key, algorithm: algorithm, points: data.count) }
             builds.add(1, ordering: .relaxed)
             index = try ClustererFactory.make(
-                algorithm, dataset: data.filtered(rows: rows), options: source.options, aggregates: source.aggregates)
+                algorithm, dataset: data, options: source.options, aggregates: source.aggregates)
         } catch {
             entries.withLock { _ in
                 if tracksChanges { entry.pending = nil }

@@ -91,10 +91,11 @@ public final class Server: @unchecked Sendable {
         let livePoints: (@Sendable () -> Dataset)? = if let live { { live.dataset } } else { nil }
         served = ServedClusterers(clusterers, algorithm: configuration.algorithm, points: livePoints, logger: logger)
         self.live = live
-        let points: @Sendable () -> Dataset = livePoints ?? { [dataset] in dataset.dataset }
+        let passing: @Sendable (FilterExpression) -> Dataset =
+            if let live { { live.points(passing: $0) } } else { { [dataset] in dataset.dataset.filtered(by: $0) } }
         filters = FilterRegistry(
             source: FilterRegistry.Source(
-                dataset: points,
+                points: passing,
                 full: { [served] in served.now.built($0) ?? served.now.clusterer(for: served.algorithm) },
                 live: live != nil,
                 options: configuration.clusterOptions,

@@ -30,7 +30,8 @@ struct FilterRegistryTests {
         // The full index as it is at start: its bytes per point are all the estimates read.
         let full = try! ClusterIndex(dataset: points.data.withLock { $0 })
         return FilterRegistry.Source(
-            dataset: { points.data.withLock { $0 } }, full: { _ in full }, live: live, options: ClusterOptions(),
+            points: { filter in points.data.withLock { $0.filtered(by: filter) } }, full: { _ in full }, live: live,
+            options: ClusterOptions(),
             aggregates: [])
     }
 

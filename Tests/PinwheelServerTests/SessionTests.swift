@@ -45,7 +45,7 @@ final class InMemoryHost: SessionHost, @unchecked Sendable {
         self.configuration = configuration
         filters = FilterRegistry(
             source: FilterRegistry.Source(
-                dataset: { data }, full: { [clusterers] in clusterers.clusterer(for: $0) }, live: false,
+                points: { data.filtered(by: $0) }, full: { [clusterers] in clusterers.clusterer(for: $0) }, live: false,
                 options: configuration.clusterOptions, aggregates: []),
             budget: configuration.filterMemory)
     }

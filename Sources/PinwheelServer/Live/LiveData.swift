@@ -102,6 +102,11 @@ final class LiveData: @unchecked Sendable {
     /// The points now.
     var dataset: Dataset { state.withLock { $0.table.dataset } }
 
+    /// The points passing `filter` now, copied under the table's lock (see ``FilterRegistry/Source``).
+    func points(passing filter: FilterExpression) -> Dataset {
+        state.withLock { $0.table.dataset.filtered(by: filter) }
+    }
+
     /// Index thread: the changes applied since the last call, and the version they bring the data to.
     func takeChanges() -> (version: UInt64, changes: [ChangedPoint]) {
         state.withLock { state in
