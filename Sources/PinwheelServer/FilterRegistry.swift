@@ -75,6 +75,9 @@ final class FilterRegistry: @unchecked Sendable {
     private let grace: Duration
     /// Indexes built since the start, compactions included.
     private let builds = Atomic<Int>(0)
+    /// One build at a time (each spreads over the cores): new filters arriving together would otherwise
+    /// each take a thread, their points' memory and the live table's lock at once.
+    private let oneBuild = DispatchSemaphore(value: 1)
     private let entries = Mutex<[String: Entry]>([:])
     /// Indexes refused for want of memory, since start.
     private let refusals = Atomic<Int>(0)
@@ -210,6 +213,8 @@ final class FilterRegistry: @unchecked Sendable {
     /// Builds `entry`'s index of `algorithm` from the data now; `admitting` a first build, only once
     /// the budget admits it. Caller holds `entry.building`.
     private func build(_ entry: Entry, key: String, algorithm: Algorithm, admitting: Bool) throws -> any Clusterer {
+        oneBuild.wait()
+        defer { oneBuild.signal() }
         let tracksChanges = source.live && algorithm == .hierarchical
         // Registered before the points are read: changes taken meanwhile are laid over the build,
         // and those the points already hold change nothing when laid again.
