@@ -5,7 +5,7 @@ the whole world add up to it, and every point drawn passes the filter."""
 import csv
 from pathlib import Path
 
-from browser_support import open_map, wait_settled
+from browser_support import open_map, running_server, wait_settled
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 
@@ -58,3 +58,19 @@ def test_the_filter_box_shows_exactly_the_matching_points(page, server):
     total, _ = shown_count(page, everything)
     assert total == everything
     assert page.console_log.errors == []
+
+
+def test_a_filter_refused_for_want_of_memory_leaves_the_client_on_the_filter_it_had(page):
+    """With room for a small filter's index only, a filter whose index would not fit comes back as
+    `filter-memory`, and the client keeps the filter in use: a reconnect asks for that one again."""
+    luxembourg = ["all", ["==", ["get", "kind"], "city"], ["==", ["get", "cc"], "LU"]]
+    cities = ["==", ["get", "kind"], "city"]
+    expected = sum(1 for r in rows("geonames_rg_cities1000_145k.csv") if r["cc"] == "LU")
+    with running_server(["--filter-memory", "1"]) as small:
+        open_map(page, small, 49.7, 6.1, 8)
+        page.evaluate("(f) => pinwheel.client.setFilter(f)", luxembourg)
+        page.wait_for_function("(n) => pinwheel.client.state.hello.dataset.points === n", arg=expected, timeout=20000)
+        page.evaluate("(f) => pinwheel.client.setFilter(f)", cities)
+        page.wait_for_function("() => (pinwheel.client.state.lastError || {}).code === 'filter-memory'", timeout=20000)
+        assert page.evaluate("() => pinwheel.client.options.filter") == luxembourg
+        assert page.evaluate("() => pinwheel.client.state.hello.dataset.points") == expected

@@ -531,6 +531,9 @@ export class PinwheelClient {
                 if (msg.code === 'unknown-type' && /"held"/.test(msg.message || '')) {
                     this.reset();
                 }
+                // No room for the filter's index: the view keeps the filter it had, and so does the
+                // client, so a reconnect does not ask for the refused one again.
+                if (msg.code === 'filter-memory') this.options.filter = this._filterTaken ?? null;
                 this._onRequestError(msg);
                 this._emit('server-error', msg);
                 break;
@@ -547,6 +550,8 @@ export class PinwheelClient {
         const wanted = this.options.algorithm;
         if (!this._helloSeen) {
             this._helloSeen = true;
+            // A connection starts with no filter of the client's own (a token's scope is the server's).
+            this._filterTaken = null;
             // Batches of the previous connection that never got applied are of no use now.
             this._queue.length = 0;
             if (this._cursor) this._finishPartial();
@@ -566,10 +571,14 @@ export class PinwheelClient {
                 this._sendViewport();
             }
             if (this.options.presence) this.send({ type: 'settings', presence: true });
-        } else if (this._awaitingAlgorithm && msg.algorithm === wanted) {
-            this._awaitingAlgorithm = false;
-            this._sendHeld();
-            this._sendViewport();
+        } else {
+            // A later hello answers `settings`: the filter asked for is the one in use.
+            this._filterTaken = this.options.filter;
+            if (this._awaitingAlgorithm && msg.algorithm === wanted) {
+                this._awaitingAlgorithm = false;
+                this._sendHeld();
+                this._sendViewport();
+            }
         }
         this._emit('hello', msg);
     }
