@@ -75,9 +75,12 @@ final class FilterRegistry: @unchecked Sendable {
     private let grace: Duration
     /// Indexes built since the start, compactions included.
     private let builds = Atomic<Int>(0)
-    /// One build at a time (each spreads over the cores): new filters arriving together would otherwise
-    /// each take a thread, their points' memory and the live table's lock at once.
+    /// One build a session waits for at a time (each spreads over the cores): new filters arriving
+    /// together would otherwise each take a thread, their points' memory and the live table's lock at
+    /// once. Compactions, which no one waits for, go one at a time apart, so that a never-seen filter
+    /// does not wait behind one.
     private let oneBuild = DispatchSemaphore(value: 1)
+    private let oneCompaction = DispatchSemaphore(value: 1)
     private let entries = Mutex<[String: Entry]>([:])
     /// Indexes refused for want of memory, since start.
     private let refusals = Atomic<Int>(0)
@@ -211,10 +214,14 @@ final class FilterRegistry: @unchecked Sendable {
     }
 
     /// Builds `entry`'s index of `algorithm` from the data now; `admitting` a first build, only once
-    /// the budget admits it. Caller holds `entry.building`.
-    private func build(_ entry: Entry, key: String, algorithm: Algorithm, admitting: Bool) throws -> any Clusterer {
-        oneBuild.wait()
-        defer { oneBuild.signal() }
+    /// the budget admits it. A session asking holds `entry.building`; a `compaction` (no one waits for
+    /// it) waits only for other compactions.
+    private func build(
+        _ entry: Entry, key: String, algorithm: Algorithm, admitting: Bool, compaction: Bool = false
+    ) throws -> any Clusterer {
+        let gate = compaction ? oneCompaction : oneBuild
+        gate.wait()
+        defer { gate.signal() }
         let tracksChanges = source.live && algorithm == .hierarchical
         // Registered before the points are read: changes taken meanwhile are laid over the build,
         // and those the points already hold change nothing when laid again.
@@ -307,7 +314,8 @@ final class FilterRegistry: @unchecked Sendable {
         for entry in compactions.withLock({ $0 }) {
             // The index it replaces serves, and follows the changes, until the build is in.
             DispatchQueue.global(qos: .utility).async { [self] in
-                _ = try? build(entry, key: entry.filter.key, algorithm: .hierarchical, admitting: false)
+                _ = try? build(
+                    entry, key: entry.filter.key, algorithm: .hierarchical, admitting: false, compaction: true)
                 entries.withLock { _ in entry.compacting = false }
             }
         }
