@@ -414,4 +414,16 @@ struct ClusterIndexTests {
             }
         }
     }
+
+    @Test(
+        "a point's row is found by its id, whether ids are the rows, increase with them or come in any order",
+        arguments: [[0, 1, 2, 3, 4], [3, 7, 10, 42, 99], [42, 3, 99, 10, 7]] as [[UInt32]])
+    func rowOfID(ids: [UInt32]) throws {
+        let coordinates = ids.indices.flatMap { [Double($0), Double($0) / 2] }
+        let index = try ClusterIndex(dataset: Dataset(ids: ids, coordinates: coordinates))
+        for (row, id) in ids.enumerated() { #expect(index.row(ofID: FeatureID(id)) == row) }
+        for missing in [5, 43, 100, 1 << 40] as [FeatureID] where !ids.contains(where: { FeatureID($0) == missing }) {
+            #expect(index.row(ofID: missing) == nil)
+        }
+    }
 }

@@ -99,7 +99,17 @@ extension ClusterIndex {
     /// The dataset row holding an id, nil when no row does.
     func row(ofID id: FeatureID) -> Int? {
         guard id <= UInt64(UInt32.max) else { return nil }
-        if rowsByID.isEmpty { return id < UInt64(dataset.count) ? Int(id) : nil }
+        if rowsByID.isEmpty {
+            let ids = dataset.ids
+            if id < UInt64(ids.count) && UInt64(ids[Int(id)]) == id { return Int(id) }
+            var lo = 0
+            var hi = ids.count
+            while lo < hi {
+                let mid = (lo + hi) >> 1
+                if UInt64(ids[mid]) < id { lo = mid + 1 } else { hi = mid }
+            }
+            return lo < ids.count && UInt64(ids[lo]) == id ? lo : nil
+        }
         var lo = 0
         var hi = rowsByID.count
         while lo < hi {

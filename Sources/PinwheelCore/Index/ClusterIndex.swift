@@ -32,7 +32,8 @@ public final class ClusterIndex: Clusterer {
     let cells: [CellDirectory]
     /// Each dataset row's mapped aggregate values, `aggregates.count` per row.
     let pointValues: [Double]
-    /// Dataset rows in ascending id order; empty when row i has id i.
+    /// Dataset rows in ascending id order; empty when ids increase with the row (row i having id i,
+    /// or a filtered view's points, taken in order), where the ids themselves are searched.
     let rowsByID: [UInt32]
     /// What clusters count besides their points (`--group-by`, `--flag`).
     public var contents: ClusterContents { tally?.contents ?? .none }
@@ -92,7 +93,7 @@ public final class ClusterIndex: Clusterer {
         finestFirst[coarsest].parents = [Int32](repeating: -1, count: finestFirst[coarsest].count)
 
         var rowsByID: [UInt32] = []
-        if !dataset.ids.enumerated().allSatisfy({ UInt32($0.offset) == $0.element }) {
+        if !dataset.ids.indices.dropFirst().allSatisfy({ dataset.ids[$0 - 1] < dataset.ids[$0] }) {
             var keys = dataset.ids.map { UInt64($0) }
             rowsByID = (0..<n).map { UInt32($0) }
             RadixSort.sort(keys: &keys, values: &rowsByID, bits: 32)
