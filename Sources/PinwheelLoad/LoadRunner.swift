@@ -127,12 +127,15 @@ public final class LoadRunner: Sendable {
         while ContinuousClock.now < drainEnd, groups.contains(where: { $0.inFlight > 0 }) {
             Thread.sleep(forTimeInterval: 0.02)
         }
+        // Still viewers have no answer to wait for: the producer's last changes reach them by refresh,
+        // so they are given the whole drain, and a change of the tour not shown by its end never was.
+        if stillGroup != nil { Thread.sleep(forTimeInterval: max(0, Self.seconds(drainEnd - ContinuousClock.now))) }
         whileOpen()
         let still = (stillGroup?.state.withLock { $0.clients } ?? []).map { c in
             StillStaleness.Viewer(
                 bbox: c.still!.bbox, startVersion: c.firstVersion ?? .max, arrivals: c.figures.newerData)
         }
-        let ingest = feeder?.finish(still: still, deliveredBy: tourEnd - .seconds(1))
+        let ingest = feeder?.finish(still: still, deliveredBy: tourEnd)
         let elapsed = ContinuousClock.now - start
         for group in groups { group.stop() }
         stillGroup?.stop()

@@ -80,7 +80,10 @@ struct LoadCommand: ParsableCommand {
     @Option(help: "Write the report as JSON to this file.")
     var json: String?
 
-    @Option(help: "After the tour, how long to wait for the last answers.")
+    @Option(
+        help:
+            "After the tour, how long to wait for the last answers (still viewers get all of it, to show the producer's last changes)."
+    )
     var drain: DurationArgument = DurationArgument(.seconds(5))
 
     @Flag(help: "Do not offer permessage-deflate (browsers do).")

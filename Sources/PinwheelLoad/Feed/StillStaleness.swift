@@ -44,7 +44,8 @@ struct StillStaleness {
 
     /// Sets every change of the accepted requests against every viewer.
     /// - Parameter deliveredBy: changes sent after this are not counted as undelivered when missing
-    ///   (the run ended before a refresh could bring them).
+    ///   (the run ended before a refresh could bring them): the tour's end, the still viewers having
+    ///   had the drain to show what came before it.
     init(placed: [Placed], requests: [Request], viewers: [Viewer], deliveredBy: ContinuousClock.Instant) {
         for viewer in viewers {
             for request in requests {
