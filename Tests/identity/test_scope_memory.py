@@ -13,7 +13,7 @@ from websockets.exceptions import ConnectionClosed
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
 from cluster import metric  # noqa: E402
-from identity import ScopedViewer, mint  # noqa: E402
+from identity import ScopedViewer, mint, shown  # noqa: E402
 
 POINTS = 16000
 WORLD = (-180, -85, 180, 85)
@@ -29,17 +29,6 @@ def messages_until_close(ws, timeout_s=10):
     except ConnectionClosed as closed:
         return received, (closed.rcvd.code, closed.rcvd.reason) if closed.rcvd else (None, None)
     raise AssertionError(f"the server did not close the session within {timeout_s} s; got {received}")
-
-
-def shown(batches, held=None):
-    """id -> feature the client holds after applying `batches` in order over `held`."""
-    held = {} if held is None else held
-    for batch in batches:
-        for fid in batch.get("remove", []):
-            held.pop(fid, None)
-        for f in batch.get("update", []) + batch.get("add", []):
-            held[f["id"]] = f
-    return held
 
 
 def points_in(held):

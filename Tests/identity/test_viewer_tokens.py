@@ -7,7 +7,7 @@ import json
 import time
 
 import jwt
-from identity import REGION, TENANT_IDS, ScopedViewer, close_of, mint
+from identity import REGION, TENANT_IDS, ScopedViewer, close_of, mint, shown
 
 ACME = set(TENANT_IDS["acme"]) | {2001}
 GLOBEX = set(TENANT_IDS["globex"]) | {2002}
@@ -17,17 +17,6 @@ WORLD = (-180, -85, 180, 85)
 
 def serve(start_server, points_csv, key_file, *extra):
     return start_server(["--data", str(points_csv), "--viewer-key", str(key_file), *extra])
-
-
-def shown(batches):
-    """id -> feature the client holds after applying `batches` in order."""
-    held = {}
-    for batch in batches:
-        for fid in batch.get("remove", []):
-            held.pop(fid, None)
-        for f in batch.get("update", []) + batch.get("add", []):
-            held[f["id"]] = f
-    return held
 
 
 def assert_only(batches, allowed, total):

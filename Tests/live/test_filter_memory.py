@@ -35,18 +35,6 @@ def server():
         server.log.close()
 
 
-def next_message(viewer, wanted):
-    """The next message of type `wanted` (or an `error`), acknowledging batches on the way."""
-    while True:
-        msg = json.loads(viewer.ws.recv(timeout=viewer.timeout_s))
-        if msg["type"] == "batch":
-            viewer.apply(msg)
-            applied = sum(len(msg[k]) for k in ("remove", "update", "add"))
-            viewer.ws.send(json.dumps({"type": "ack", "batch": msg["batch"], "applied": applied, "ms": 0.1}))
-        if msg["type"] in (wanted, "error"):
-            return msg
-
-
 def points_held(viewer):
     return sum(f["count"] for f in viewer.features.values())
 
@@ -63,7 +51,7 @@ def test_a_filter_past_the_budget_is_refused_the_view_goes_on_and_it_is_taken_on
     b = Watcher(server.ws_url)
     try:
         a.ws.send(json.dumps({"type": "settings", "filter": SLOW}))
-        slow = next_message(a, "hello")
+        slow = a.next_message("hello", "error")
         assert slow["type"] == "hello", slow
         assert 0.3 * POINTS < slow["dataset"]["points"] < 0.5 * POINTS
         a.watch(WORLD, 1)
@@ -72,7 +60,7 @@ def test_a_filter_past_the_budget_is_refused_the_view_goes_on_and_it_is_taken_on
         b.watch(WORLD, 1)
         assert points_held(b) == POINTS
         b.ws.send(json.dumps({"type": "settings", "filter": FAST}))
-        refused = next_message(b, "hello")
+        refused = b.next_message("hello", "error")
         assert refused["type"] == "error" and refused["code"] == "filter-memory", refused
         assert "of --filter-memory 6.0 MB" in refused["message"], refused
         assert f"this one ({POINTS - slow['dataset']['points']} points)" in refused["message"], refused
@@ -91,7 +79,7 @@ def test_a_filter_past_the_budget_is_refused_the_view_goes_on_and_it_is_taken_on
         a.__exit__(None, None, None)
         wait_for_metric(server.port, "pinwheel_filter_indexes_in_use", 0)
         b.ws.send(json.dumps({"type": "settings", "filter": FAST}))
-        fast = next_message(b, "hello")
+        fast = b.next_message("hello", "error")
         assert fast["type"] == "hello", fast
         assert fast["dataset"]["points"] == POINTS - slow["dataset"]["points"]
         b.wait_for(lambda w: points_held(w) == fast["dataset"]["points"])

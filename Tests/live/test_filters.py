@@ -29,18 +29,6 @@ def vehicle(k, kind, speed):
     return {"op": "upsert", "id": f"v-{k}", "lat": lat, "lon": lon, "properties": {"kind": kind, "speed": speed}}
 
 
-def next_message(viewer, wanted):
-    """The next message of type `wanted`, acknowledging batches on the way as the page would."""
-    while True:
-        msg = json.loads(viewer.ws.recv(timeout=viewer.timeout_s))
-        if msg["type"] == "batch":
-            viewer.apply(msg)
-            applied = sum(len(msg[k]) for k in ("remove", "update", "add"))
-            viewer.ws.send(json.dumps({"type": "ack", "batch": msg["batch"], "applied": applied, "ms": 0.1}))
-        if msg["type"] == wanted:
-            return msg
-
-
 def test_a_filter_narrows_the_view_follows_live_changes_and_refuses_bad_expressions(live_server):
     post(live_server, [vehicle(k, "bus" if k % 2 == 0 else "tram", 10 * k) for k in range(6)])
     with Watcher(live_server.ws_url) as viewer:
@@ -50,7 +38,7 @@ def test_a_filter_narrows_the_view_follows_live_changes_and_refuses_bad_expressi
         # Buses faster than 15: v-2 and v-4. Typed: "speed" is a number, so 20 > 15.
         fast_buses = ["all", ["==", ["get", "kind"], "bus"], [">", ["get", "speed"], 15]]
         viewer.ws.send(json.dumps({"type": "settings", "filter": fast_buses}))
-        hello = next_message(viewer, "hello")
+        hello = viewer.next_message("hello")
         assert hello["dataset"]["points"] == 2, "hello counts the matching points"
         viewer.wait_for(lambda w: set(w.keyed()) == {"v-2", "v-4"})
         assert all(f["properties"]["kind"] == "bus" and f["properties"]["speed"] > 15
@@ -58,11 +46,11 @@ def test_a_filter_narrows_the_view_follows_live_changes_and_refuses_bad_expressi
 
         # A bad filter: one error naming the position, and the view stays as it was.
         viewer.ws.send(json.dumps({"type": "settings", "filter": ["all", [">", ["get", "speed"], {}]]}))
-        error = next_message(viewer, "error")
+        error = viewer.next_message("error")
         assert error["code"] == "invalid-field" and error["field"] == "filter"
         assert error["message"].startswith("filter[1][2]: expected [\"get\", name]"), error
         viewer.ws.send(json.dumps({"type": "ping", "id": 7}))
-        assert next_message(viewer, "pong")["id"] == 7
+        assert viewer.next_message("pong")["id"] == 7
         assert set(viewer.keyed()) == {"v-2", "v-4"}
 
         # v-1 becomes a fast bus (enters), v-2 a tram (leaves).
@@ -82,7 +70,7 @@ def test_one_filter_written_three_ways_shares_one_index(live_server):
     try:
         for viewer, expression in zip(viewers, written):
             viewer.ws.send(json.dumps({"type": "settings", "filter": expression}))
-            assert next_message(viewer, "hello")["dataset"]["points"] == 3
+            assert viewer.next_message("hello")["dataset"]["points"] == 3
             viewer.watch(BOX, ZOOM)
             viewer.wait_for(lambda w: set(w.keyed()) == {"v-0", "v-1", "v-2"})
         assert metric(live_server.port, "pinwheel_filter_indexes") == 1
@@ -90,7 +78,7 @@ def test_one_filter_written_three_ways_shares_one_index(live_server):
         # A fourth, different filter: a second index.
         viewers.append(Watcher(live_server.ws_url))
         viewers[-1].ws.send(json.dumps({"type": "settings", "filter": ["==", ["get", "kind"], "tram"]}))
-        assert next_message(viewers[-1], "hello")["dataset"]["points"] == 3
+        assert viewers[-1].next_message("hello")["dataset"]["points"] == 3
         assert metric(live_server.port, "pinwheel_filter_indexes") == 2
     finally:
         for viewer in viewers:

@@ -33,6 +33,17 @@ def write_points(path, seed=7):
     return path
 
 
+def shown(batches, held=None):
+    """id -> feature the client holds after applying `batches` in order over `held`."""
+    held = {} if held is None else held
+    for batch in batches:
+        for fid in batch.get("remove", []):
+            held.pop(fid, None)
+        for f in batch.get("update", []) + batch.get("add", []):
+            held[f["id"]] = f
+    return held
+
+
 def mint(claims=None, key=SECRET, algorithm="HS256", lifetime_s=300, headers=None):
     """A signed token with `exp` `lifetime_s` from now (unless `claims` sets or removes it)."""
     body = {"exp": int(time.time()) + lifetime_s}

@@ -118,13 +118,25 @@ class Watcher(Viewer):
             left = deadline - time.monotonic()
             assert left > 0, f"condition not met in {timeout_s} s; last batches: {self.batches[-3:]}"
             try:
-                msg = json.loads(self.ws.recv(timeout=min(left, 1)))
+                self._take(json.loads(self.ws.recv(timeout=min(left, 1))))
             except TimeoutError:
                 continue
-            if msg["type"] == "batch":
-                self.apply(msg)
-                applied = sum(len(msg[k]) for k in ("remove", "update", "add"))
-                self.ws.send(json.dumps({"type": "ack", "batch": msg["batch"], "applied": applied, "ms": 0.1}))
+
+    def next_message(self, *wanted):
+        """The next message of one of the types `wanted`, acknowledging batches on the way as the page
+        would."""
+        while True:
+            msg = self._take(json.loads(self.ws.recv(timeout=self.timeout_s)))
+            if msg["type"] in wanted:
+                return msg
+
+    def _take(self, msg):
+        """Applies and acknowledges a batch; returns the message."""
+        if msg["type"] == "batch":
+            self.apply(msg)
+            applied = sum(len(msg[k]) for k in ("remove", "update", "add"))
+            self.ws.send(json.dumps({"type": "ack", "batch": msg["batch"], "applied": applied, "ms": 0.1}))
+        return msg
 
     def keyed(self):
         """The points producers named by strings: key -> feature."""
