@@ -7,9 +7,10 @@
 
 // ---- Constants -----------------------------------------------------------------------------------
 
-/** Colours of the group values in hello's order (the server sends at most 12), then "other". */
+/** Colours of the group values in hello's order (the server sends at most 12), then "other"; no two
+ *  alike on the dark basemap (the twelfth was a second yellow beside the fourth's amber). */
 export const GROUP_COLORS = ['#38bdf8', '#f472b6', '#a3e635', '#fbbf24', '#c084fc', '#34d399', '#fb923c',
-                             '#818cf8', '#f87171', '#2dd4bf', '#e879f9', '#facc15'];
+                             '#818cf8', '#f87171', '#2dd4bf', '#e879f9', '#f8fafc'];
 export const OTHER_GROUP_COLOR = '#94a3b8';
 /** The ring of a cluster holding a flagged point. */
 export const FLAG_RING_COLOR = '#ef4444';
